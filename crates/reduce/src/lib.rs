@@ -1,0 +1,1 @@
+//! Reduction kernels: every predefined MPI operation on every element type
