@@ -293,19 +293,23 @@ pub fn rust_entry_points(funcs: &[Function]) -> Result<String, String> {
                 );
             }
             Status::Unavailable(what) => {
-                if f.ret != "int" {
-                    return Err(format!("{}: unavailable functions must return int", f.name));
-                }
                 let unused: Vec<String> = f.params.iter().map(|p| format!("_{}", rust_ident(&p.name))).collect();
                 let typed: Vec<String> = unused
                     .iter()
                     .zip(&f.params)
                     .map(|(n, p)| format!("{n}: {}", rust_type(&p.c_type).unwrap()))
                     .collect();
+                // Functions returning a value rather than an error code report
+                // through the error handler and return a zero value.
+                let body = if f.ret == "int" {
+                    format!("unsupported(\"MPI_{stem}\", {what:?})")
+                } else {
+                    format!("unsupported(\"MPI_{stem}\", {what:?}); Default::default()")
+                };
                 for prefix in ["MPI_", "PMPI_"] {
                     let _ = writeln!(
                         out,
-                        "#[no_mangle]\npub unsafe extern \"C\" fn {prefix}{stem}({}) -> c_int {{ unsupported(\"MPI_{stem}\", {what:?}) }}",
+                        "#[no_mangle]\npub unsafe extern \"C\" fn {prefix}{stem}({}){ret} {{ {body} }}",
                         typed.join(", "),
                     );
                 }

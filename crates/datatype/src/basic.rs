@@ -162,6 +162,20 @@ impl BasicType {
         })
     }
 
+    /// Size of one element in the external32 representation (MPI 4.1
+    /// §14.5.2, "External Data Representation"): big-endian, with
+    /// `MPI_LONG`/`MPI_UNSIGNED_LONG` 4 bytes, `MPI_WCHAR` 2 bytes and
+    /// `long double` a 16-byte IEEE binary128; markers are 0. The same
+    /// sizes as MPICH's `MPI_Pack_external_size`.
+    pub const fn external32_size(self) -> usize {
+        use BasicType::*;
+        match self {
+            Long | UnsignedLong => 4,
+            WChar => 2,
+            _ => self.size(),
+        }
+    }
+
     /// MPI_Type_get_envelope of a predefined type says MPI_COMBINER_NAMED;
     /// this is the Fortran-ness used by MPI_Type_match_size and friends.
     pub const fn is_fortran(self) -> bool {

@@ -1,1 +1,73 @@
-fn main() { eprintln!("gridmpirun: not built yet"); std::process::exit(1) }
+//! gridmpirun (also installed as mpiexec and mpirun): starts MPI jobs
+//! locally, on remote hosts through a launch agent, and across clusters,
+//! and serves PMI-1 and PMI-2 to their ranks.
+//!
+//! Layout: `options` (command line), `hosts` (host lists, placement),
+//! `job` (the launcher's event loop), `ranks` (starting ranks on this
+//! machine), `proxy` (the remote side), `link` (launcher <-> proxy frames),
+//! `output` (whole-line output), `check` (the `--pmi-check` test rank),
+//! `sys` (POSIX calls). The PMI protocol itself is the gridmpi-pmi crate.
+
+mod check;
+mod hosts;
+mod job;
+mod link;
+mod options;
+mod output;
+mod proxy;
+mod ranks;
+mod sys;
+
+use gridmpi_config::Config;
+use options::Mode;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = match options::parse(&args, &|n| std::env::var(n).ok()) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gridmpirun: {e}");
+            std::process::exit(2);
+        }
+    };
+    let code = match &opts.mode {
+        Mode::Help => {
+            print!("{}", options::usage());
+            0
+        }
+        Mode::Version => {
+            println!("gridmpirun (GridMPI) {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Mode::Proxy => proxy::run(),
+        Mode::PmiCheck(actions) => check::run(actions),
+        Mode::Info => match Config::load() {
+            Ok(c) => {
+                print!("{}", c.render_table());
+                0
+            }
+            Err(e) => {
+                eprintln!("gridmpirun: {e}");
+                1
+            }
+        },
+        Mode::Run => {
+            let config = match Config::load() {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("gridmpirun: {e}");
+                    std::process::exit(1);
+                }
+            };
+            let env: Vec<(String, String)> = std::env::vars().collect();
+            match job::Setup::from_config(&opts, &config, &env) {
+                Ok(setup) => job::run(opts, setup),
+                Err(e) => {
+                    eprintln!("gridmpirun: {e}");
+                    2
+                }
+            }
+        }
+    };
+    std::process::exit(code);
+}

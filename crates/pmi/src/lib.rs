@@ -1,1 +1,44 @@
-//! PMI-1 and PMI-2 wire protocols: the client used by the library and the server side used by the launcher
+//! PMI-1 and PMI-2: the client every rank uses to find its peers, and the
+//! server side the launcher runs.
+//!
+//! PMI is how an MPI process learns its rank and the job size from the
+//! process manager, and exchanges addresses with its peers through a
+//! key-value store: each rank `put`s its "business card", all ranks `fence`,
+//! then anyone can `get` anyone's card.
+//!
+//! # Client ([`Pmi`])
+//!
+//! [`Pmi::init`] reads the environment the launcher set:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `PMI_FD` | an inherited, connected socket (gridmpirun, hydra, Slurm) |
+//! | `PMI_PORT` = `host:port`, `PMI_ID` | connect over TCP (hydra `-pmi-port`) and introduce ourselves with `initack` |
+//! | `PMI_RANK`, `PMI_SIZE` | rank and size (PMI-1 over `PMI_FD`) |
+//! | `PMI_JOBID` | set by Slurm's `srun --mpi=pmi2`: speak PMI-2 |
+//! | `GRIDMPI_PMI_VERSION`, else `PMI_VERSION` | force `1` or `2` |
+//! | `GRIDMPI_PMI_TIMEOUT` | give up waiting for a reply after this long (`30s`, `500ms`; default: wait forever, but a closed connection is always detected) |
+//!
+//! Without `PMI_FD` or `PMI_PORT` the process is a singleton: rank 0 of 1
+//! with an in-process store. When PMI-2 is asked for and the server only
+//! speaks PMI-1, the client falls back to PMI-1.
+//!
+//! Keys are per rank: `put("card", v)` on rank 3 is read with
+//! `get(3, "card")` (stored as `card@3`). Values may be any string of any
+//! length: characters PMI cannot carry are `%XX`-escaped and long values are
+//! split over several entries, transparently.
+//!
+//! # Server ([`server::Server`])
+//!
+//! Sans-IO: bytes in, replies and events out. See the module docs.
+//!
+//! # Wire formats ([`wire`])
+//!
+//! PMI-1 "simple" lines and PMI-2 length-prefixed messages, as spoken by
+//! MPICH's hydra and by Slurm.
+
+mod client;
+pub mod server;
+pub mod wire;
+
+pub use client::{Pmi, PmiError, Version};

@@ -1,0 +1,41 @@
+# GridMPI: `make` builds everything into build/, `make test` runs every test,
+# `make demo` runs the main demo. See README.md.
+
+CARGO    ?= cargo
+BUILD    := build
+RELEASE  := target/release
+PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi
+
+.PHONY: all build test test-unit test-c test-testbed demo bench clean
+
+all: build
+
+build:
+	$(CARGO) build --release $(PACKAGES)
+	@mkdir -p $(BUILD)/lib $(BUILD)/bin $(BUILD)/include
+	$(RELEASE)/gridmpi-abigen . $(BUILD)/include
+	@# install (not cp): a running program may have the old library mapped
+	install -m 755 $(RELEASE)/libmpi.so $(BUILD)/lib/libmpi.so.12
+	ln -sf libmpi.so.12 $(BUILD)/lib/libmpi.so
+	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so.12
+	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so
+	install -m 755 $(RELEASE)/gridmpirun $(BUILD)/bin/gridmpirun
+	ln -sf gridmpirun $(BUILD)/bin/mpiexec
+	ln -sf gridmpirun $(BUILD)/bin/mpirun
+	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
+	@# testbed: added when it lands
+
+test: build test-unit test-c
+
+test-unit:
+	$(CARGO) test --release --workspace
+
+test-c: build
+	python3 tests/run.py
+
+demo: build
+	bash demo/run.sh
+
+clean:
+	rm -rf $(BUILD)
+	$(CARGO) clean

@@ -1,0 +1,176 @@
+//! A user buffer: base address, count and datatype, as given to an MPI call.
+//!
+//! The engine moves bytes in and out of user memory only through this type,
+//! so the unsafety of raw user pointers is confined here: the MPI standard
+//! makes the user promise that the memory described by (base, count,
+//! datatype) stays valid and untouched until the operation completes, and the
+//! engine only touches it while the operation is pending.
+
+use gridmpi_datatype::Datatype;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct UserBuf {
+    base: *mut u8,
+    count: u64,
+    dt: Arc<Datatype>,
+    /// Packed size in bytes: count * dt.size().
+    len: u64,
+    /// Start of the data when it is one dense run.
+    contig: Option<*mut u8>,
+}
+
+// SAFETY: a UserBuf is only a description of user memory; the engine is used
+// under one lock, and MPI's rules make the user responsible for not touching
+// the memory concurrently with the operation.
+unsafe impl Send for UserBuf {}
+unsafe impl Sync for UserBuf {}
+
+impl std::fmt::Debug for UserBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UserBuf({:p}, {} x {} bytes)", self.base, self.count, self.dt.size())
+    }
+}
+
+impl UserBuf {
+    /// Describe `count` items of `dt` at `base`.
+    ///
+    /// # Safety
+    /// The memory described must be valid for the operations done on it
+    /// (reads for sends, writes for receives) until the operation completes.
+    /// The caller checks that `count * size` does not overflow.
+    pub unsafe fn new(base: *mut u8, count: u64, dt: Arc<Datatype>) -> UserBuf {
+        let len = count.saturating_mul(dt.size());
+        let contig = if dt.is_contiguous() || count <= 1 && is_one_run(&dt) {
+            Some(base.wrapping_offset(dt.true_lb() as isize))
+        } else {
+            None
+        };
+        UserBuf { base, count, dt, len, contig }
+    }
+
+    /// An owned byte vector viewed as a buffer of `MPI_BYTE`s.
+    pub fn empty() -> UserBuf {
+        let dt = Arc::new(Datatype::basic(gridmpi_datatype::BasicType::Byte));
+        UserBuf { base: std::ptr::null_mut(), count: 0, dt, len: 0, contig: Some(std::ptr::null_mut()) }
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn datatype(&self) -> &Arc<Datatype> {
+        &self.dt
+    }
+
+    /// The data as one dense run, when it is one.
+    pub fn contiguous(&self) -> Option<*mut u8> {
+        self.contig
+    }
+
+    /// Copy `out.len()` packed bytes starting at packed offset `from` out of
+    /// the buffer. Returns the bytes copied.
+    ///
+    /// # Safety
+    /// See [`UserBuf::new`]: the memory must be readable.
+    pub unsafe fn read_packed(&self, from: u64, out: &mut [u8]) -> usize {
+        let n = (self.len.saturating_sub(from)).min(out.len() as u64) as usize;
+        if n == 0 {
+            return 0;
+        }
+        match self.contig {
+            Some(p) => {
+                std::ptr::copy_nonoverlapping(p.add(from as usize), out.as_mut_ptr(), n);
+                n
+            }
+            None => gridmpi_datatype::pack(self.base, self.count, &self.dt, from, &mut out[..n]),
+        }
+    }
+
+    /// Copy `data` into the buffer at packed offset `from`, clipped to the
+    /// buffer's size. Returns the bytes stored.
+    ///
+    /// # Safety
+    /// See [`UserBuf::new`]: the memory must be writable.
+    pub unsafe fn write_packed(&self, from: u64, data: &[u8]) -> usize {
+        let n = (self.len.saturating_sub(from)).min(data.len() as u64) as usize;
+        if n == 0 {
+            return 0;
+        }
+        match self.contig {
+            Some(p) => {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(from as usize), n);
+                n
+            }
+            None => gridmpi_datatype::unpack(self.base, self.count, &self.dt, from, &data[..n]),
+        }
+    }
+
+    /// The contiguous runs covering packed bytes `[from, from+len)`, as
+    /// (address, length), appended to `out`; at most `max_runs` runs.
+    /// Returns the bytes covered.
+    pub fn runs(&self, from: u64, len: u64, max_runs: usize, out: &mut Vec<(*mut u8, usize)>) -> u64 {
+        let end = (from.saturating_add(len)).min(self.len);
+        if from >= end {
+            return 0;
+        }
+        if let Some(p) = self.contig {
+            out.push((p.wrapping_add(from as usize), (end - from) as usize));
+            return end - from;
+        }
+        let mut cur = self.dt.cursor(self.count);
+        cur.seek(from);
+        let mut covered = 0u64;
+        let mut n = 0;
+        while n < max_runs && from + covered < end {
+            let want = (end - from - covered).min(usize::MAX as u64) as usize;
+            match cur.next_run(want) {
+                Some((off, l)) => {
+                    out.push((self.base.wrapping_offset(off as isize), l));
+                    covered += l as u64;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        covered
+    }
+
+    /// Typed copy from `src` into `self` (a local message): min of both sizes.
+    ///
+    /// # Safety
+    /// Both buffers must be valid; they must not overlap.
+    pub unsafe fn copy_from(&self, src: &UserBuf) -> u64 {
+        let n = self.len.min(src.len);
+        if n == 0 {
+            return 0;
+        }
+        if let (Some(d), Some(s)) = (self.contig, src.contig) {
+            std::ptr::copy_nonoverlapping(s, d, n as usize);
+            return n;
+        }
+        if let Some(s) = src.contig {
+            return self.write_packed(0, std::slice::from_raw_parts(s, n as usize)) as u64;
+        }
+        if let Some(d) = self.contig {
+            return src.read_packed(0, std::slice::from_raw_parts_mut(d, n as usize)) as u64;
+        }
+        gridmpi_datatype::copy(src.base, src.count, &src.dt, self.base, self.count, &self.dt).min(n)
+    }
+}
+
+fn is_one_run(dt: &Datatype) -> bool {
+    dt.size() as i64 == dt.true_extent()
+}

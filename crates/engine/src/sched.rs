@@ -1,0 +1,271 @@
+//! Collective operations as schedules.
+//!
+//! A collective algorithm is a function from (communicator view, arguments)
+//! to a [`Schedule`]: a list of rounds. A round first runs its local steps
+//! (reductions and copies) in order, then starts all its sends and receives
+//! at once; it is complete when they all are, and then the next round
+//! begins. One executor runs every schedule, so a blocking collective is its
+//! nonblocking form started and waited for, and algorithms can be swapped
+//! without touching anything else.
+//!
+//! Schedule traffic uses the communicator's collective context, so it never
+//! matches the user's point-to-point messages, with the collective's
+//! sequence number as tag, so concurrent nonblocking collectives on one
+//! communicator never match each other's messages.
+//!
+//! Reductions are applied in an order fixed by the schedule, never by
+//! message arrival, so results are bit-identical from run to run.
+
+use crate::buf::UserBuf;
+use crate::p2p::{Engine, Pid, RecvArgs, ReqId, SendArgs, SendMode, Status};
+use crate::slab::Slab;
+use gridmpi_datatype::Datatype;
+use std::sync::Arc;
+
+/// A reduction: `inout = left op inout`, elementwise over `count` items of
+/// `dt`, where `left` holds the operand of the lower-ranked process.
+pub trait Reducer: Send + Sync {
+    /// # Safety
+    /// `left` and `inout` must each hold `count` items laid out as `dt`.
+    unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, dt: &Arc<Datatype>) -> Result<(), String>;
+    fn is_commutative(&self) -> bool;
+}
+
+/// What a collective needs to know about its communicator.
+#[derive(Clone, Debug)]
+pub struct CommView {
+    /// The collective context id.
+    pub ctx: u32,
+    pub rank: i32,
+    pub size: i32,
+    /// Pid of each rank (the remote group's for an intercommunicator).
+    pub pids: Arc<[Pid]>,
+    /// For intercommunicators: our rank's pid list in the local group.
+    pub local_pids: Option<Arc<[Pid]>>,
+}
+
+impl CommView {
+    pub fn pid(&self, rank: i32) -> Pid {
+        self.pids[rank as usize]
+    }
+}
+
+pub enum Step {
+    Send { to: i32, buf: UserBuf },
+    Recv { from: i32, buf: UserBuf },
+    /// `inout = left op inout`.
+    Reduce { op: Arc<dyn Reducer>, left: UserBuf, inout: UserBuf },
+    /// Typed local copy.
+    Copy { from: UserBuf, to: UserBuf },
+}
+
+#[derive(Default)]
+pub struct Round {
+    pub local: Vec<Step>,
+    pub comm: Vec<Step>,
+}
+
+/// Scratch memory owned by a schedule, 16-byte aligned.
+pub struct Temp {
+    mem: Vec<u128>,
+}
+
+impl Temp {
+    pub fn ptr(&self) -> *mut u8 {
+        self.mem.as_ptr() as *mut u8
+    }
+}
+
+pub struct Schedule {
+    pub view: CommView,
+    pub tag: i32,
+    pub rounds: Vec<Round>,
+    temps: Vec<Temp>,
+}
+
+impl Schedule {
+    pub fn new(view: CommView, tag: i32) -> Schedule {
+        Schedule { view, tag, rounds: Vec::new(), temps: Vec::new() }
+    }
+
+    /// Allocate `bytes` of scratch memory; returns its address (stable for
+    /// the schedule's life).
+    pub fn temp(&mut self, bytes: u64) -> *mut u8 {
+        let words = (bytes as usize).div_ceil(16).max(1);
+        self.temps.push(Temp { mem: vec![0u128; words] });
+        self.temps.last().unwrap().ptr()
+    }
+
+    /// Scratch memory for `count` items of `dt` (room for its extent and
+    /// true bounds), returned as a buffer in that layout.
+    pub fn temp_typed(&mut self, count: u64, dt: &Arc<Datatype>) -> UserBuf {
+        let (lb, span) = typed_span(count, dt);
+        let base = self.temp(span.max(1) as u64);
+        // SAFETY: the temp holds `span` bytes starting at the lowest byte the
+        // type touches, which is `lb` below the buffer origin.
+        unsafe { UserBuf::new(base.wrapping_offset(-(lb as isize)), count, dt.clone()) }
+    }
+
+    /// Scratch bytes viewed as `len` MPI_BYTEs.
+    pub fn temp_bytes(&mut self, len: u64) -> UserBuf {
+        let base = self.temp(len);
+        // SAFETY: the temp holds `len` bytes.
+        unsafe { UserBuf::new(base, len, byte_type()) }
+    }
+
+    pub fn round(&mut self) -> &mut Round {
+        self.rounds.push(Round::default());
+        self.rounds.last_mut().unwrap()
+    }
+
+    pub fn last_round(&mut self) -> &mut Round {
+        if self.rounds.is_empty() {
+            self.rounds.push(Round::default());
+        }
+        self.rounds.last_mut().unwrap()
+    }
+}
+
+/// (lowest byte offset touched, bytes spanned) by `count` items of `dt`.
+pub fn typed_span(count: u64, dt: &Datatype) -> (i64, i64) {
+    if count == 0 {
+        return (0, 0);
+    }
+    let ext = dt.extent();
+    let first_lb = dt.true_lb();
+    let last = (count as i64 - 1).saturating_mul(ext);
+    let lo = first_lb.min(first_lb.saturating_add(last));
+    let hi = (first_lb + dt.true_extent()).max(first_lb.saturating_add(last).saturating_add(dt.true_extent()));
+    (lo, hi - lo)
+}
+
+thread_local! {
+    static BYTE: Arc<Datatype> = Arc::new(Datatype::basic(gridmpi_datatype::BasicType::Byte));
+}
+
+pub fn byte_type() -> Arc<Datatype> {
+    BYTE.with(|b| b.clone())
+}
+
+pub(crate) struct Running {
+    sched: Schedule,
+    next_round: usize,
+    pending: Vec<ReqId>,
+    /// The request the user waits on.
+    pub(crate) req: ReqId,
+    failed: Option<String>,
+}
+
+/// Schedules in progress.
+#[derive(Default)]
+pub struct Executor {
+    running: Slab<Running>,
+}
+
+impl Engine {
+    /// Start a schedule; the returned request completes when it has run.
+    pub fn start_schedule(&mut self, sched: Schedule) -> ReqId {
+        let req = self.external_request();
+        let mut ex = std::mem::take(&mut self.executor);
+        let id = ex.running.insert(Running { sched, next_round: 0, pending: Vec::new(), req, failed: None });
+        self.advance(&mut ex, id);
+        self.executor = ex;
+        req
+    }
+
+    /// Advance every running schedule whose current round is complete.
+    /// Returns whether any round advanced.
+    pub fn progress_schedules(&mut self) -> bool {
+        if self.executor.running.is_empty() {
+            return false;
+        }
+        let mut ex = std::mem::take(&mut self.executor);
+        let ids: Vec<u32> = ex.running.iter().map(|(i, _)| i).collect();
+        let mut any = false;
+        for id in ids {
+            any |= self.advance(&mut ex, id);
+        }
+        self.executor = ex;
+        any
+    }
+
+    pub fn schedules_running(&self) -> usize {
+        self.executor.running.len()
+    }
+
+    fn advance(&mut self, ex: &mut Executor, id: u32) -> bool {
+        let mut moved = false;
+        loop {
+            let run = ex.running.get_mut(id).unwrap();
+            if !run.pending.iter().all(|&r| self.is_complete(r)) {
+                return moved;
+            }
+            for r in run.pending.drain(..) {
+                if let Some(st) = self.take(r) {
+                    if st.error.is_some() && run.failed.is_none() {
+                        run.failed = Some("a message of the collective was truncated (mismatched counts or types across ranks?)".into());
+                    }
+                }
+            }
+            if run.next_round == run.sched.rounds.len() || run.failed.is_some() {
+                let run = ex.running.remove(id).unwrap();
+                let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: None };
+                if let Some(msg) = run.failed {
+                    self.schedule_errors.push((run.req, msg));
+                }
+                self.complete_external(run.req, status);
+                return true;
+            }
+            moved = true;
+            let round = std::mem::take(&mut run.sched.rounds[run.next_round]);
+            run.next_round += 1;
+            for step in round.local {
+                match step {
+                    Step::Reduce { op, left, inout } => {
+                        let count = inout.count();
+                        // SAFETY: schedule buffers are valid for the collective's
+                        // duration (user buffers by MPI's rules, temps owned here).
+                        let r = unsafe {
+                            op.reduce(left.base() as *const u8, inout.base(), count, inout.datatype())
+                        };
+                        if let Err(e) = r {
+                            run.failed.get_or_insert(e);
+                        }
+                    }
+                    Step::Copy { from, to } => {
+                        // SAFETY: as above; schedules never copy between overlapping buffers.
+                        unsafe { to.copy_from(&from) };
+                    }
+                    Step::Send { .. } | Step::Recv { .. } => unreachable!("communication in a local step list"),
+                }
+            }
+            let view = run.sched.view.clone();
+            let tag = run.sched.tag;
+            let mut started = Vec::with_capacity(round.comm.len());
+            for step in round.comm {
+                let r = match step {
+                    Step::Send { to, buf } => self.isend(SendArgs {
+                        ctx: view.ctx,
+                        src: view.rank,
+                        dest: view.pid(to),
+                        tag,
+                        buf,
+                        mode: SendMode::Standard,
+                    }),
+                    Step::Recv { from, buf } => {
+                        self.irecv(RecvArgs { ctx: view.ctx, src: Some(from), tag: Some(tag), buf })
+                    }
+                    _ => unreachable!("local step in a communication list"),
+                };
+                started.push(r);
+            }
+            ex.running.get_mut(id).unwrap().pending = started;
+        }
+    }
+
+    /// Errors of finished schedules, by request (taken once).
+    pub fn take_schedule_error(&mut self, req: ReqId) -> Option<String> {
+        let i = self.schedule_errors.iter().position(|(r, _)| *r == req)?;
+        Some(self.schedule_errors.swap_remove(i).1)
+    }
+}

@@ -1,0 +1,141 @@
+//! `gridmpirun --pmi-check [ACTION...]`: a PMI test rank.
+//!
+//! Run as `gridmpirun -n 4 gridmpirun --pmi-check` (or under any other PMI
+//! launcher: `mpiexec -n 4 gridmpirun --pmi-check`), each rank puts a short
+//! and a long value, fences, reads every peer's values back and checks
+//! them, then prints one line. ACTIONs (`NAME[=VALUE][@RANK]`, only on
+//! RANK when given) make a rank misbehave on purpose, for tests:
+//!
+//! | action | effect |
+//! |---|---|
+//! | `stdin` | copy stdin to stdout first |
+//! | `lines=N` | print N numbered lines, each in two writes |
+//! | `sleep=SECONDS` | sleep after the exchange |
+//! | `signal=N` | kill itself with signal N after the exchange |
+//! | `abort=CODE` | PMI abort with CODE after the exchange |
+//! | `exit-early=CODE` | exit with CODE without finalizing |
+//! | `exit=CODE` | exit with CODE after finalizing |
+
+use std::io::{self, Read, Write};
+use std::time::Duration;
+
+use gridmpi_pmi::{Pmi, Version};
+
+struct Action {
+    name: String,
+    value: Option<String>,
+    rank: Option<u32>,
+}
+
+fn parse_actions(args: &[String]) -> Result<Vec<Action>, String> {
+    args.iter()
+        .map(|a| {
+            let (body, rank) = match a.rsplit_once('@') {
+                Some((b, r)) => (b, Some(r.parse::<u32>().map_err(|_| format!("bad rank in {a:?}"))?)),
+                None => (a.as_str(), None),
+            };
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (body.to_string(), None),
+            };
+            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit"];
+            if !KNOWN.contains(&name.as_str()) {
+                return Err(format!("unknown action {name:?} (known: {})", KNOWN.join(", ")));
+            }
+            Ok(Action { name, value, rank })
+        })
+        .collect()
+}
+
+fn long_value(rank: u32) -> String {
+    (0..2500).map(|i| char::from(b'!' + ((i * 7 + rank as usize) % 90) as u8)).collect()
+}
+
+pub fn run(args: &[String]) -> i32 {
+    let actions = match parse_actions(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("pmi-check: {e}");
+            return 2;
+        }
+    };
+    let mut pmi = match Pmi::init() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pmi-check: init failed: {e}");
+            return 1;
+        }
+    };
+    let (me, n) = (pmi.rank(), pmi.size());
+    let value_of = |name: &str| -> Option<i64> {
+        actions
+            .iter()
+            .find(|a| a.name == name && a.rank.is_none_or(|r| r == me))
+            .map(|a| a.value.as_deref().unwrap_or("0").parse().unwrap_or(0))
+    };
+    let has = |name: &str| actions.iter().any(|a| a.name == name && a.rank.is_none_or(|r| r == me));
+
+    if has("stdin") {
+        let mut data = Vec::new();
+        let _ = io::stdin().read_to_end(&mut data);
+        let _ = io::stdout().write_all(&data);
+        let _ = io::stdout().flush();
+    }
+    if let Some(lines) = value_of("lines") {
+        let mut out = io::stdout();
+        for i in 0..lines {
+            let _ = write!(out, "rank {me} line {i} ");
+            let _ = out.flush();
+            let _ = writeln!(out, "of {lines}");
+            let _ = out.flush();
+        }
+    }
+
+    let short = format!("rank {me} of {n}; a=b \\ 100%");
+    let long = long_value(me);
+    let result = (|| -> Result<(), String> {
+        pmi.put("short", &short).map_err(|e| e.to_string())?;
+        pmi.put("long", &long).map_err(|e| e.to_string())?;
+        pmi.fence().map_err(|e| e.to_string())?;
+        for peer in 0..n {
+            let s = pmi.get(peer, "short").map_err(|e| e.to_string())?;
+            if s != format!("rank {peer} of {n}; a=b \\ 100%") {
+                return Err(format!("rank {peer}'s short value came back as {s:?}"));
+            }
+            if pmi.get(peer, "long").map_err(|e| e.to_string())? != long_value(peer) {
+                return Err(format!("rank {peer}'s long value came back wrong"));
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        eprintln!("pmi-check: rank {me} of {n}: FAILED: {e}");
+        pmi.abort(1, &format!("pmi-check failed on rank {me}: {e}"));
+    }
+    let version = match pmi.version() {
+        Some(Version::Pmi1) => "PMI-1",
+        Some(Version::Pmi2) => "PMI-2",
+        None => "singleton",
+    };
+    println!("pmi-check: rank {me} of {n} ok ({version}, kvs {}, {n} peers checked)", pmi.kvs_name());
+    let _ = io::stdout().flush();
+
+    if let Some(s) = value_of("sleep") {
+        std::thread::sleep(Duration::from_secs(s as u64));
+    }
+    if let Some(sig) = value_of("signal") {
+        crate::sys::raise(sig as i32);
+        std::thread::sleep(Duration::from_secs(5));
+    }
+    if let Some(code) = value_of("abort") {
+        pmi.abort(code as i32, &format!("pmi-check: rank {me} aborts as asked"));
+    }
+    if let Some(code) = value_of("exit-early") {
+        std::process::exit(code as i32);
+    }
+    if let Err(e) = pmi.finalize() {
+        eprintln!("pmi-check: rank {me}: finalize failed: {e}");
+        return 1;
+    }
+    value_of("exit").unwrap_or(0) as i32
+}

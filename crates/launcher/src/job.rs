@@ -1,0 +1,682 @@
+//! One MPI job: place the ranks, start them (here directly, elsewhere
+//! through a proxy per host), serve their PMI, carry their output and
+//! stdin, and end the job when it is over or when a rank fails.
+
+use std::collections::BTreeSet;
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use gridmpi_config::Config;
+use gridmpi_pmi::server::{Event as PmiEvent, JobInfo, Server};
+
+use crate::hosts::{self, HostEntry, Node};
+use crate::link::{self, Down, RankSpec, Up};
+use crate::options::Options;
+use crate::output::Output;
+use crate::ranks::{self, LocalRanks};
+use crate::sys::{self, ExitStatus};
+
+/// How long a rank's exit may wait for its PMI connection and output
+/// pipes to drain before it is handled anyway.
+const EXIT_HOLD: Duration = Duration::from_secs(1);
+/// After SIGKILL, how long to wait for remote hosts to confirm.
+const REMOTE_GIVE_UP: Duration = Duration::from_secs(5);
+/// At the end, how long to wait for launch agents to exit.
+const AGENT_LINGER: Duration = Duration::from_secs(3);
+
+enum Event {
+    Up { host: usize, up: Up },
+    HostLost { host: usize, reason: String },
+    Reaped { pid: u32, status: ExitStatus },
+    Signal(i32),
+    Stdin(Option<Vec<u8>>),
+}
+
+/// What the launcher needs from its settings and environment.
+pub struct Setup {
+    pub agent: Vec<String>,
+    pub proxy_command: Vec<String>,
+    pub kill_grace: Duration,
+    pub default_hostfile: Option<PathBuf>,
+    /// Variables every rank gets (GRIDMPI_*, -genv, -x).
+    pub rank_env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+impl Setup {
+    pub fn from_config(opts: &Options, config: &Config, env: &[(String, String)]) -> Result<Setup, String> {
+        let agent_text = opts.launcher.clone().unwrap_or_else(|| config.text("GRIDMPI_LAUNCHER").to_string());
+        let agent: Vec<String> = agent_text.split_whitespace().map(String::from).collect();
+        if agent.is_empty() {
+            return Err("the launch agent (--launcher / GRIDMPI_LAUNCHER) is empty".into());
+        }
+        let proxy_command = match config.text("GRIDMPI_PROXY_COMMAND") {
+            "auto" | "" => {
+                let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+                vec![exe.to_string_lossy().into_owned()]
+            }
+            cmd => cmd.split_whitespace().map(String::from).collect(),
+        };
+        let kill_grace = Duration::from_micros(config.micros("GRIDMPI_KILL_GRACE").unwrap_or(3_000_000));
+        let default_hostfile = Some(config.text("GRIDMPI_HOSTFILE")).filter(|s| !s.is_empty()).map(PathBuf::from);
+        let mut rank_env: Vec<(String, String)> =
+            env.iter().filter(|(k, _)| k.starts_with("GRIDMPI_")).cloned().collect();
+        let mut from_cmdline = Vec::new();
+        for (k, v) in &opts.env {
+            rank_env.retain(|(n, _)| n != k);
+            rank_env.push((k.clone(), v.clone()));
+            if k.starts_with("GRIDMPI_") && gridmpi_config::find(k).is_some() {
+                from_cmdline.push(k.clone());
+            }
+        }
+        if !from_cmdline.is_empty() {
+            rank_env.retain(|(n, _)| n != "GRIDMPI_CMDLINE_SET");
+            rank_env.push(("GRIDMPI_CMDLINE_SET".into(), from_cmdline.join(",")));
+        }
+        let here = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+        let cwd = match &opts.wdir {
+            Some(d) => here.join(d),
+            None => here,
+        };
+        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cwd })
+    }
+}
+
+/// The nodes of the job and the node of each rank.
+pub fn plan(opts: &Options, setup: &Setup) -> Result<(Vec<Node>, Vec<u32>, i32), String> {
+    let mut entries: Vec<HostEntry> = opts.hosts.clone();
+    let hostfile = opts.hostfile.clone().or_else(|| if entries.is_empty() { setup.default_hostfile.clone() } else { None });
+    if let Some(path) = &hostfile {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+        entries.extend(hosts::parse_hostfile(&text).map_err(|e| format!("hostfile {}: {e}", path.display()))?);
+    }
+    let explicit_hosts = !entries.is_empty();
+    let nodes = if explicit_hosts {
+        hosts::nodes_from_entries(&entries, &hosts::is_local_host)
+    } else {
+        vec![Node { name: sys::hostname(), local: true, slots: opts.np.unwrap_or(1) }]
+    };
+    let total_slots: u32 = nodes.iter().map(|n| opts.ppn.unwrap_or(n.slots)).sum();
+    let np = opts.np.unwrap_or(if explicit_hosts { total_slots } else { 1 });
+    let placement = hosts::place(&nodes, np, opts.ppn);
+    let universe = if explicit_hosts { total_slots.max(np) } else { np };
+    Ok((nodes, placement, universe as i32))
+}
+
+struct RankState {
+    host: usize,
+    pid: Option<u32>,
+    initialized: bool,
+    finalized: bool,
+    pmi_closed: bool,
+    open_outputs: u8,
+    held_exit: Option<(ExitStatus, Instant)>,
+    done: bool,
+}
+
+struct Host {
+    name: String,
+    local: bool,
+    ranks: Vec<u32>,
+    link: Option<Arc<Mutex<ChildStdin>>>,
+    agent_pid: Option<u32>,
+    agent_done: bool,
+}
+
+struct Job {
+    hosts: Vec<Host>,
+    ranks: Vec<RankState>,
+    server: Server,
+    local: LocalRanks,
+    out: Output<io::Stdout, io::Stderr>,
+    failure: Option<i32>,
+    first_nonzero: Option<i32>,
+    teardown_at: Option<Instant>,
+    killed_at: Option<Instant>,
+    kill_grace: Duration,
+    warned_unsupported: BTreeSet<String>,
+    verbose: bool,
+}
+
+/// Run a job; returns gridmpirun's exit code.
+pub fn run(opts: Options, setup: Setup) -> i32 {
+    let (nodes, placement, universe) = match plan(&opts, &setup) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gridmpirun: {e}");
+            return 2;
+        }
+    };
+    let size = placement.len() as u32;
+    let (tx, rx) = mpsc::channel::<Event>();
+
+    // Signals and reaping first: nothing may escape them.
+    match sys::signal_pipe() {
+        Ok(mut pipe) => {
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let mut b = [0u8; 1];
+                while let Ok(1) = pipe.read(&mut b) {
+                    if tx.send(Event::Signal(b[0] as i32)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Err(e) => eprintln!("gridmpirun: warning: cannot catch signals: {e}"),
+    }
+    {
+        let tx = tx.clone();
+        ranks::start_reaper(move |pid, status| {
+            let _ = tx.send(Event::Reaped { pid, status });
+        });
+    }
+
+    let local_host = nodes.iter().position(|n| n.local);
+    let sink_tx = Mutex::new(tx.clone());
+    let local = LocalRanks::new(
+        size,
+        Arc::new(move |up| {
+            let _ = sink_tx.lock().expect("sink lock").send(Event::Up { host: local_host.unwrap_or(0), up });
+        }),
+    );
+    let info = JobInfo {
+        size,
+        kvsname: format!("kvs_{}_0", std::process::id()),
+        appnum: 0,
+        universe_size: universe,
+        node_of_rank: placement.clone(),
+    };
+    let mut job = Job {
+        hosts: nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Host {
+                name: if n.local { sys::hostname() } else { n.name.clone() },
+                local: n.local,
+                ranks: (0..size).filter(|&r| placement[r as usize] == i as u32).collect(),
+                link: None,
+                agent_pid: None,
+                agent_done: false,
+            })
+            .collect(),
+        ranks: placement
+            .iter()
+            .map(|&h| RankState {
+                host: h as usize,
+                pid: None,
+                initialized: false,
+                finalized: false,
+                pmi_closed: false,
+                open_outputs: 2,
+                held_exit: None,
+                done: false,
+            })
+            .collect(),
+        server: Server::new(info),
+        local,
+        out: Output::new(opts.tag_output, io::stdout(), io::stderr()),
+        failure: None,
+        first_nonzero: None,
+        teardown_at: None,
+        killed_at: None,
+        kill_grace: setup.kill_grace,
+        warned_unsupported: BTreeSet::new(),
+        verbose: opts.verbose,
+    };
+
+    let spec = |rank: u32| RankSpec {
+        rank,
+        argv: opts.program.clone(),
+        env: setup.rank_env.clone(),
+        cwd: setup.cwd.to_string_lossy().into_owned(),
+        stdin: rank == 0,
+    };
+
+    // Remote hosts: one proxy each, started through the launch agent.
+    for h in 0..job.hosts.len() {
+        if job.hosts[h].local || job.hosts[h].ranks.is_empty() {
+            continue;
+        }
+        let specs: Vec<RankSpec> = job.hosts[h].ranks.iter().map(|&r| spec(r)).collect();
+        if let Err(e) = job.start_remote(h, &setup, specs, tx.clone()) {
+            job.out.note(&format!("cannot reach host {}: {e}", job.hosts[h].name));
+            for r in job.hosts[h].ranks.clone() {
+                job.ranks[r as usize].done = true;
+            }
+            job.fail(1);
+            break;
+        }
+    }
+    // Local ranks: started directly.
+    if let Some(h) = local_host {
+        let mine = job.hosts[h].ranks.clone();
+        if job.verbose && !mine.is_empty() {
+            job.out.note(&format!("starting {} on {} (this machine)", rank_list(&mine), job.hosts[h].name));
+        }
+        let n_local = mine.len() as u32;
+        for (i, &r) in mine.iter().enumerate() {
+            if job.teardown_at.is_some() {
+                job.ranks[r as usize].done = true;
+                continue;
+            }
+            job.local.spawn(&spec(r), i as u32, n_local);
+        }
+    }
+
+    // Rank 0's stdin.
+    if sys::stdin_readable() {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            let mut stdin = io::stdin();
+            let mut buf = vec![0u8; 65536];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Event::Stdin(None));
+                        return;
+                    }
+                    Ok(n) => {
+                        if tx.send(Event::Stdin(Some(buf[..n].to_vec()))).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    } else {
+        let _ = tx.send(Event::Stdin(None));
+    }
+    drop(tx);
+
+    // The event loop.
+    let mut finished_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        job.check_deadlines(now);
+        if job.ranks.iter().all(|r| r.done) {
+            let t = *finished_at.get_or_insert_with(|| {
+                job.close_links();
+                now
+            });
+            let agents_left = job.hosts.iter().any(|h| h.agent_pid.is_some() && !h.agent_done);
+            if !agents_left || now.duration_since(t) >= AGENT_LINGER {
+                break;
+            }
+        }
+        let deadline = job.next_deadline(now);
+        let ev = match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+            Ok(ev) => ev,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        job.handle(ev);
+    }
+    job.out.finish();
+    for h in &job.hosts {
+        if let (Some(pid), false) = (h.agent_pid, h.agent_done) {
+            sys::kill_group(pid, libc::SIGTERM);
+        }
+    }
+    job.failure.or(job.first_nonzero).unwrap_or(0)
+}
+
+fn rank_list(ranks: &[u32]) -> String {
+    match ranks {
+        [one] => format!("rank {one}"),
+        [first, .., last] if (*last - *first) as usize + 1 == ranks.len() => format!("ranks {first}-{last}"),
+        _ => format!("ranks {}", ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",")),
+    }
+}
+
+impl Job {
+    fn start_remote(&mut self, h: usize, setup: &Setup, specs: Vec<RankSpec>, tx: mpsc::Sender<Event>) -> Result<(), String> {
+        let host = self.hosts[h].name.clone();
+        let mut cmd = Command::new(&setup.agent[0]);
+        cmd.args(&setup.agent[1..]).arg(&host).args(&setup.proxy_command).arg("--proxy");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        // SAFETY: child_setup only makes async-signal-safe syscalls. Its own
+        // process group keeps a terminal's Ctrl-C away from the agent: we
+        // tear remote ranks down ourselves.
+        unsafe {
+            cmd.pre_exec(|| sys::child_setup(None));
+        }
+        if self.verbose {
+            let shown: Vec<String> = std::iter::once(setup.agent.join(" "))
+                .chain([host.clone()])
+                .chain(setup.proxy_command.iter().cloned())
+                .chain(["--proxy".to_string()])
+                .collect();
+            self.out.note(&format!("starting {} on {} via: {}", rank_list(&self.hosts[h].ranks), host, shown.join(" ")));
+        }
+        let mut child = cmd.spawn().map_err(|e| format!("cannot run the launch agent {:?}: {e}", setup.agent[0]))?;
+        self.hosts[h].agent_pid = Some(child.id());
+        ranks::adopt(child.id());
+        let stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        drop(child);
+        let link = Arc::new(Mutex::new(stdin));
+        self.hosts[h].link = Some(link.clone());
+        thread::spawn(move || {
+            let reason = match link::skip_to_magic(&mut stdout) {
+                Err(e) => e.to_string(),
+                Ok(noise) => {
+                    if !noise.is_empty() {
+                        eprint!("{}", String::from_utf8_lossy(&noise));
+                    }
+                    loop {
+                        match link::read_up(&mut stdout) {
+                            Ok(Some(up)) => {
+                                if tx.send(Event::Up { host: h, up }).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(None) => break "the connection closed".to_string(),
+                            Err(e) => break e.to_string(),
+                        }
+                    }
+                }
+            };
+            let _ = tx.send(Event::HostLost { host: h, reason });
+        });
+        let launch = Down::Launch { size: self.ranks.len() as u32, ranks: specs, kill_grace_ms: self.kill_grace.as_millis() as u64 };
+        self.send(h, &launch);
+        Ok(())
+    }
+
+    fn send(&mut self, h: usize, msg: &Down) {
+        if let Some(link) = &self.hosts[h].link {
+            let _ = link::write_all(&mut *link.lock().expect("link lock"), &msg.encode());
+        }
+    }
+
+    fn close_links(&mut self) {
+        for h in &mut self.hosts {
+            h.link = None;
+        }
+    }
+
+    fn describe(&self, rank: u32) -> String {
+        let r = &self.ranks[rank as usize];
+        let host = &self.hosts[r.host].name;
+        match r.pid {
+            Some(pid) => format!("rank {rank} (pid {pid} on host {host})"),
+            None => format!("rank {rank} (on host {host})"),
+        }
+    }
+
+    fn fail(&mut self, code: i32) {
+        if self.failure.is_none() {
+            self.failure = Some(code);
+        }
+        self.teardown();
+    }
+
+    fn teardown(&mut self) {
+        if self.teardown_at.is_some() {
+            return;
+        }
+        self.teardown_at = Some(Instant::now());
+        self.signal_all(libc::SIGTERM);
+    }
+
+    fn signal_all(&mut self, sig: i32) {
+        self.local.kill_all(sig);
+        for h in 0..self.hosts.len() {
+            if !self.hosts[h].local {
+                self.send(h, &Down::Kill { signal: sig });
+            }
+        }
+    }
+
+    fn next_deadline(&self, now: Instant) -> Instant {
+        let mut d = now + Duration::from_secs(1);
+        if let Some(t) = self.out.next_deadline() {
+            d = d.min(t);
+        }
+        for r in &self.ranks {
+            if let Some((_, t)) = r.held_exit {
+                d = d.min(t + EXIT_HOLD);
+            }
+        }
+        if let (Some(t), None) = (self.teardown_at, self.killed_at) {
+            d = d.min(t + self.kill_grace);
+        }
+        d.max(now)
+    }
+
+    fn check_deadlines(&mut self, now: Instant) {
+        self.out.flush_stale(now);
+        for rank in 0..self.ranks.len() as u32 {
+            if let Some((_, t)) = self.ranks[rank as usize].held_exit {
+                if now >= t + EXIT_HOLD {
+                    self.release_exit(rank, true);
+                }
+            }
+        }
+        if let Some(t) = self.teardown_at {
+            if self.killed_at.is_none() && now >= t + self.kill_grace {
+                self.killed_at = Some(now);
+                self.signal_all(libc::SIGKILL);
+            }
+        }
+        if let Some(t) = self.killed_at {
+            if now >= t + REMOTE_GIVE_UP {
+                // Remote hosts that never confirmed: stop waiting for them.
+                for r in self.ranks.iter_mut().filter(|r| !r.done) {
+                    r.done = true;
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Up { host, up } => self.handle_up(host, up),
+            Event::HostLost { host, reason } => {
+                let lost: Vec<u32> = self.hosts[host].ranks.iter().copied().filter(|&r| !self.ranks[r as usize].done).collect();
+                self.hosts[host].link = None;
+                if lost.is_empty() {
+                    return;
+                }
+                for &r in &lost {
+                    self.ranks[r as usize].done = true;
+                }
+                if self.teardown_at.is_none() {
+                    self.out.note(&format!(
+                        "lost contact with host {} ({reason}) while {} still ran; killing the job",
+                        self.hosts[host].name,
+                        rank_list(&lost)
+                    ));
+                    self.fail(1);
+                }
+            }
+            Event::Reaped { pid, status } => {
+                if self.local.reaped(pid, status) {
+                    return;
+                }
+                if let Some(h) = self.hosts.iter().position(|h| h.agent_pid == Some(pid)) {
+                    self.hosts[h].agent_done = true;
+                    let lost: Vec<u32> =
+                        self.hosts[h].ranks.iter().copied().filter(|&r| !self.ranks[r as usize].done).collect();
+                    if !lost.is_empty() && self.teardown_at.is_none() {
+                        // The link reader reports the details; give it a moment.
+                        let how = match status {
+                            ExitStatus::Code(c) => format!("exited with code {c}"),
+                            ExitStatus::Signal(s) => format!("was killed by {}", sys::signal_name(s)),
+                        };
+                        self.hosts[h].link = None;
+                        for &r in &lost {
+                            self.ranks[r as usize].done = true;
+                        }
+                        self.out.note(&format!(
+                            "the launch agent for host {} {how} while {} still ran; killing the job",
+                            self.hosts[h].name,
+                            rank_list(&lost)
+                        ));
+                        self.fail(1);
+                    }
+                }
+            }
+            Event::Signal(sig) => {
+                if self.teardown_at.is_none() {
+                    self.out.note(&format!("caught {}; killing the job", sys::signal_name(sig)));
+                    self.failure.get_or_insert(128 + sig);
+                    self.teardown();
+                } else if self.killed_at.is_none() {
+                    self.killed_at = Some(Instant::now());
+                    self.signal_all(libc::SIGKILL);
+                }
+            }
+            Event::Stdin(data) => {
+                let h = self.ranks[0].host;
+                if self.hosts[h].local {
+                    match data {
+                        Some(d) => self.local.write_stdin(d),
+                        None => self.local.close_stdin(),
+                    }
+                } else {
+                    let msg = match data {
+                        Some(d) => Down::Stdin { data: d },
+                        None => Down::StdinClose,
+                    };
+                    self.send(h, &msg);
+                }
+            }
+        }
+    }
+
+    fn handle_up(&mut self, host: usize, up: Up) {
+        let now = Instant::now();
+        match up {
+            Up::Hello { hostname } => {
+                if self.verbose {
+                    self.out.note(&format!("host {} answered (it calls itself {hostname})", self.hosts[host].name));
+                }
+            }
+            Up::Started { rank, pid } => {
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.pid = Some(pid);
+                }
+            }
+            Up::SpawnFailed { rank, error } => {
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.done = true;
+                }
+                if self.teardown_at.is_none() {
+                    self.out.note(&format!("cannot start rank {rank} on host {}: {error}", self.hosts[host].name));
+                }
+                self.fail(ranks::spawn_failure_code(&error));
+            }
+            Up::Pmi { rank, data } => {
+                if (rank as usize) < self.ranks.len() {
+                    self.server.receive(rank, &data);
+                    self.drain_server();
+                }
+            }
+            Up::PmiClosed { rank } => {
+                if (rank as usize) < self.ranks.len() {
+                    self.server.disconnected(rank);
+                    self.ranks[rank as usize].pmi_closed = true;
+                    self.drain_server();
+                    self.release_exit(rank, false);
+                }
+            }
+            Up::Output { rank, stream, data } => self.out.data(rank, stream, &data, now),
+            Up::OutputClosed { rank, stream } => {
+                self.out.close(rank, stream);
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.open_outputs = r.open_outputs.saturating_sub(1);
+                }
+                self.release_exit(rank, false);
+            }
+            Up::Exited { rank, status } => {
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.held_exit = Some((status, now));
+                }
+                self.release_exit(rank, false);
+            }
+        }
+    }
+
+    fn drain_server(&mut self) {
+        while let Some(ev) = self.server.poll_event() {
+            match ev {
+                PmiEvent::Reply { rank, bytes } => {
+                    let h = self.ranks[rank as usize].host;
+                    if self.hosts[h].local {
+                        self.local.write_pmi(rank, &bytes);
+                    } else {
+                        self.send(h, &Down::Pmi { rank, data: bytes });
+                    }
+                }
+                PmiEvent::Initialized { rank, .. } => self.ranks[rank as usize].initialized = true,
+                PmiEvent::Finalized { rank } => self.ranks[rank as usize].finalized = true,
+                PmiEvent::Abort { rank, exit_code, message } => {
+                    if self.teardown_at.is_none() {
+                        let what = if message.trim().is_empty() { String::new() } else { format!(": {}", message.trim()) };
+                        self.out.note(&format!("{} aborted the job with exit code {exit_code}{what}", self.describe(rank)));
+                    }
+                    self.fail(exit_code);
+                }
+                PmiEvent::ProtocolError { rank, message } => {
+                    if self.teardown_at.is_none() {
+                        self.out.note(&format!("{} broke the PMI protocol: {message}; killing the job", self.describe(rank)));
+                    }
+                    self.fail(1);
+                }
+                PmiEvent::Unsupported { rank, command } => {
+                    if self.warned_unsupported.insert(command.clone()) {
+                        self.out.note(&format!("warning: {} asked for PMI {command}, which gridmpirun does not support", self.describe(rank)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handle a rank's exit once its PMI connection and output have drained
+    /// (or `force` after [`EXIT_HOLD`]), so its last words come first.
+    fn release_exit(&mut self, rank: u32, force: bool) {
+        let Some(r) = self.ranks.get(rank as usize) else { return };
+        let Some((status, _)) = r.held_exit else { return };
+        if !force && (!r.pmi_closed || r.open_outputs != 0) {
+            return;
+        }
+        let r = &mut self.ranks[rank as usize];
+        r.held_exit = None;
+        if r.done {
+            return;
+        }
+        r.done = true;
+        let (initialized, finalized) = (r.initialized, r.finalized);
+        if self.teardown_at.is_some() {
+            return;
+        }
+        let who = self.describe(rank);
+        match status {
+            ExitStatus::Signal(s) => {
+                self.out.note(&format!("{who} was killed by signal {s} ({}); killing the job", sys::signal_name(s)));
+                self.fail(status.shell_code());
+            }
+            ExitStatus::Code(c) if finalized => {
+                if c != 0 {
+                    self.first_nonzero.get_or_insert(c);
+                }
+            }
+            ExitStatus::Code(c) if initialized => {
+                self.out.note(&format!("{who} exited with code {c} before MPI_Finalize; killing the job"));
+                self.fail(if c != 0 { c } else { 1 });
+            }
+            ExitStatus::Code(0) => {}
+            ExitStatus::Code(c) => {
+                self.out.note(&format!("{who} exited with code {c}; killing the job"));
+                self.fail(c);
+            }
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Errors: classes, codes with detailed messages, and their strings.
+//!
+//! An error code is `class | (slot << 8)` where `slot` (>= 1) names a stored
+//! message such as `MPI_Send(rank 3): invalid tag -5 (must be 0..=MPI_TAG_UB)`;
+//! MPI_Error_string of such a code gives that message, MPI_Error_class the
+//! class. Codes below 256 are classes (predefined, or added by
+//! MPI_Add_error_class from 128 on); codes with bit 29 set were added by
+//! MPI_Add_error_code. Every code is at most MPI_ERR_LASTCODE.
+
+use crate::ffi::*;
+use std::collections::HashMap;
+
+/// An MPI error from a shell function: class and reason (without the
+/// function name and rank, which are added when it is reported).
+#[derive(Debug, Clone)]
+pub struct MpiError {
+    pub class: c_int,
+    pub msg: String,
+    /// An already-formed error code to return as is (user codes, codes from
+    /// statuses).
+    pub code: Option<c_int>,
+}
+
+pub fn err(class: c_int, msg: impl Into<String>) -> MpiError {
+    MpiError { class, msg: msg.into(), code: None }
+}
+
+pub type R<T> = Result<T, MpiError>;
+
+const FIRST_USER_CLASS: c_int = 128;
+const LAST_USER_CLASS: c_int = 255;
+const USER_CODE_BIT: c_int = 1 << 29;
+const SLOTS: usize = 1 << 12;
+
+pub struct ErrorRegistry {
+    /// Recent detailed messages, by slot (ring).
+    messages: Vec<String>,
+    next_slot: usize,
+    user_classes: Vec<c_int>,
+    /// User codes: index -> class.
+    user_codes: Vec<c_int>,
+    /// Strings set by MPI_Add_error_string, by code or class.
+    strings: HashMap<c_int, String>,
+}
+
+impl Default for ErrorRegistry {
+    fn default() -> Self {
+        ErrorRegistry {
+            messages: vec![String::new(); SLOTS],
+            next_slot: 1,
+            user_classes: Vec::new(),
+            user_codes: Vec::new(),
+            strings: HashMap::new(),
+        }
+    }
+}
+
+impl ErrorRegistry {
+    /// A code carrying `message` for `class`.
+    pub fn code_for(&mut self, class: c_int, message: String) -> c_int {
+        if !(0..FIRST_USER_CLASS).contains(&class) {
+            return class;
+        }
+        let slot = self.next_slot;
+        self.next_slot = if slot + 1 >= SLOTS { 1 } else { slot + 1 };
+        self.messages[slot] = message;
+        class | ((slot as c_int) << 8)
+    }
+
+    pub fn class_of(&self, code: c_int) -> Option<c_int> {
+        if code < 0 {
+            return None;
+        }
+        if code & USER_CODE_BIT != 0 {
+            return self.user_codes.get((code & !USER_CODE_BIT) as usize).copied();
+        }
+        if code < 256 {
+            return self.is_class(code).then_some(code);
+        }
+        let class = code & 0xff;
+        let slot = ((code >> 8) & 0xfffff) as usize;
+        (slot < SLOTS && self.is_class(class)).then_some(class)
+    }
+
+    fn is_class(&self, c: c_int) -> bool {
+        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || self.user_classes.contains(&c)
+    }
+
+    pub fn string_of(&self, code: c_int) -> Option<String> {
+        if let Some(s) = self.strings.get(&code) {
+            return Some(s.clone());
+        }
+        let class = self.class_of(code)?;
+        if code >= 256 && code & USER_CODE_BIT == 0 {
+            let slot = ((code >> 8) & 0xfffff) as usize;
+            let m = &self.messages[slot];
+            if !m.is_empty() {
+                return Some(m.clone());
+            }
+        }
+        if let Some(s) = self.strings.get(&class) {
+            return Some(s.clone());
+        }
+        Some(class_string(class).to_string())
+    }
+
+    pub fn add_class(&mut self) -> R<c_int> {
+        let c = FIRST_USER_CLASS + self.user_classes.len() as c_int;
+        if c > LAST_USER_CLASS {
+            return Err(err(MPI_ERR_OTHER, "no more error classes can be added (limit 128)"));
+        }
+        self.user_classes.push(c);
+        Ok(c)
+    }
+
+    pub fn add_code(&mut self, class: c_int) -> R<c_int> {
+        if !self.is_class(class) {
+            return Err(err(MPI_ERR_ARG, format!("{class} is not an error class")));
+        }
+        self.user_codes.push(class);
+        Ok(USER_CODE_BIT | (self.user_codes.len() as c_int - 1))
+    }
+
+    pub fn set_string(&mut self, code: c_int, s: String) -> R<()> {
+        if code < FIRST_USER_CLASS || self.class_of(code).is_none() || (code < 256 && !self.user_classes.contains(&code)) {
+            return Err(err(MPI_ERR_ARG, format!("{code} is not a user-defined error code or class")));
+        }
+        self.strings.insert(code, s);
+        Ok(())
+    }
+
+    /// MPI_Remove_error_class: only the last added class without codes.
+    pub fn remove_class(&mut self, class: c_int) -> R<()> {
+        if self.user_classes.last() != Some(&class) {
+            return Err(err(MPI_ERR_ARG, format!("{class} is not the most recently added error class")));
+        }
+        if self.user_codes.contains(&class) {
+            return Err(err(MPI_ERR_ARG, format!("error class {class} still has error codes")));
+        }
+        self.user_classes.pop();
+        self.strings.remove(&class);
+        Ok(())
+    }
+
+    /// MPI_Remove_error_code: only the last added code.
+    pub fn remove_code(&mut self, code: c_int) -> R<()> {
+        let last = (!self.user_codes.is_empty()).then(|| USER_CODE_BIT | (self.user_codes.len() as c_int - 1));
+        if last != Some(code) {
+            return Err(err(MPI_ERR_ARG, format!("{code} is not the most recently added error code")));
+        }
+        self.user_codes.pop();
+        self.strings.remove(&code);
+        Ok(())
+    }
+
+    pub fn remove_string(&mut self, code: c_int) -> R<()> {
+        self.strings.remove(&code).map(|_| ()).ok_or_else(|| err(MPI_ERR_ARG, format!("no string was added for {code}")))
+    }
+
+    /// The largest error code in use (MPI_LASTUSEDCODE).
+    pub fn last_used_code(&self) -> c_int {
+        let mut last = MPI_ERR_ABI;
+        if let Some(&c) = self.user_classes.last() {
+            last = c;
+        }
+        if !self.user_codes.is_empty() {
+            last = USER_CODE_BIT | (self.user_codes.len() as c_int - 1);
+        }
+        last
+    }
+}
+
+pub fn class_string(class: c_int) -> &'static str {
+    match class {
+        MPI_SUCCESS => "MPI_SUCCESS: no error",
+        MPI_ERR_BUFFER => "MPI_ERR_BUFFER: invalid buffer pointer",
+        MPI_ERR_COUNT => "MPI_ERR_COUNT: invalid count argument",
+        MPI_ERR_TYPE => "MPI_ERR_TYPE: invalid datatype",
+        MPI_ERR_TAG => "MPI_ERR_TAG: invalid tag",
+        MPI_ERR_COMM => "MPI_ERR_COMM: invalid communicator",
+        MPI_ERR_RANK => "MPI_ERR_RANK: invalid rank",
+        MPI_ERR_ROOT => "MPI_ERR_ROOT: invalid root",
+        MPI_ERR_GROUP => "MPI_ERR_GROUP: invalid group",
+        MPI_ERR_OP => "MPI_ERR_OP: invalid reduction operation",
+        MPI_ERR_TOPOLOGY => "MPI_ERR_TOPOLOGY: invalid topology",
+        MPI_ERR_DIMS => "MPI_ERR_DIMS: invalid dimension argument",
+        MPI_ERR_ARG => "MPI_ERR_ARG: invalid argument",
+        MPI_ERR_UNKNOWN => "MPI_ERR_UNKNOWN: unknown error",
+        MPI_ERR_TRUNCATE => "MPI_ERR_TRUNCATE: message truncated",
+        MPI_ERR_OTHER => "MPI_ERR_OTHER: other error",
+        MPI_ERR_INTERN => "MPI_ERR_INTERN: internal error",
+        MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS: error code is in status",
+        MPI_ERR_PENDING => "MPI_ERR_PENDING: pending request",
+        MPI_ERR_REQUEST => "MPI_ERR_REQUEST: invalid request",
+        MPI_ERR_ACCESS => "MPI_ERR_ACCESS: permission denied",
+        MPI_ERR_AMODE => "MPI_ERR_AMODE: invalid access mode",
+        MPI_ERR_BAD_FILE => "MPI_ERR_BAD_FILE: invalid file name",
+        MPI_ERR_CONVERSION => "MPI_ERR_CONVERSION: data conversion failed",
+        MPI_ERR_DUP_DATAREP => "MPI_ERR_DUP_DATAREP: data representation already defined",
+        MPI_ERR_FILE_EXISTS => "MPI_ERR_FILE_EXISTS: file exists",
+        MPI_ERR_FILE_IN_USE => "MPI_ERR_FILE_IN_USE: file in use",
+        MPI_ERR_FILE => "MPI_ERR_FILE: invalid file",
+        MPI_ERR_INFO => "MPI_ERR_INFO: invalid info object",
+        MPI_ERR_INFO_KEY => "MPI_ERR_INFO_KEY: invalid info key",
+        MPI_ERR_INFO_VALUE => "MPI_ERR_INFO_VALUE: invalid info value",
+        MPI_ERR_INFO_NOKEY => "MPI_ERR_INFO_NOKEY: no such info key",
+        MPI_ERR_IO => "MPI_ERR_IO: I/O error",
+        MPI_ERR_NAME => "MPI_ERR_NAME: invalid service name",
+        MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM: out of memory",
+        MPI_ERR_NOT_SAME => "MPI_ERR_NOT_SAME: collective arguments differ across processes",
+        MPI_ERR_NO_SPACE => "MPI_ERR_NO_SPACE: no space left",
+        MPI_ERR_NO_SUCH_FILE => "MPI_ERR_NO_SUCH_FILE: no such file",
+        MPI_ERR_PORT => "MPI_ERR_PORT: invalid port",
+        MPI_ERR_QUOTA => "MPI_ERR_QUOTA: quota exceeded",
+        MPI_ERR_READ_ONLY => "MPI_ERR_READ_ONLY: read-only file",
+        MPI_ERR_SERVICE => "MPI_ERR_SERVICE: invalid service",
+        MPI_ERR_SPAWN => "MPI_ERR_SPAWN: spawn failed",
+        MPI_ERR_UNSUPPORTED_DATAREP => "MPI_ERR_UNSUPPORTED_DATAREP: unsupported data representation",
+        MPI_ERR_UNSUPPORTED_OPERATION => "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported",
+        MPI_ERR_WIN => "MPI_ERR_WIN: invalid window",
+        MPI_ERR_BASE => "MPI_ERR_BASE: invalid base address",
+        MPI_ERR_LOCKTYPE => "MPI_ERR_LOCKTYPE: invalid lock type",
+        MPI_ERR_KEYVAL => "MPI_ERR_KEYVAL: invalid attribute key",
+        MPI_ERR_RMA_CONFLICT => "MPI_ERR_RMA_CONFLICT: conflicting RMA accesses",
+        MPI_ERR_RMA_SYNC => "MPI_ERR_RMA_SYNC: wrong RMA synchronization",
+        MPI_ERR_SIZE => "MPI_ERR_SIZE: invalid size",
+        MPI_ERR_DISP => "MPI_ERR_DISP: invalid displacement",
+        MPI_ERR_ASSERT => "MPI_ERR_ASSERT: invalid assert",
+        MPI_ERR_RMA_RANGE => "MPI_ERR_RMA_RANGE: RMA target out of range",
+        MPI_ERR_RMA_ATTACH => "MPI_ERR_RMA_ATTACH: memory cannot be attached",
+        MPI_ERR_RMA_SHARED => "MPI_ERR_RMA_SHARED: memory cannot be shared",
+        MPI_ERR_RMA_FLAVOR => "MPI_ERR_RMA_FLAVOR: wrong window flavor",
+        MPI_ERR_SESSION => "MPI_ERR_SESSION: invalid session",
+        MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED: communication with an aborted process",
+        MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE: value too large to store",
+        MPI_ERR_ERRHANDLER => "MPI_ERR_ERRHANDLER: invalid error handler",
+        MPI_ERR_ABI => "MPI_ERR_ABI: ABI mismatch",
+        c if (59..=79).contains(&c) => "MPI_T error",
+        _ => "user-defined error class",
+    }
+}

@@ -1,0 +1,422 @@
+//! The objects behind handles: communicators, groups, datatypes, operations,
+//! error handlers, info, keyvals, requests, messages.
+
+use crate::errors::{err, R};
+use crate::ffi::*;
+use gridmpi_datatype::{BasicType, Datatype};
+use gridmpi_engine::{MsgId, Pid, ReqId};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// An ordered set of processes: rank -> pid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub pids: Vec<Pid>,
+}
+
+impl Group {
+    pub fn size(&self) -> i32 {
+        self.pids.len() as i32
+    }
+
+    pub fn rank_of(&self, pid: Pid) -> Option<i32> {
+        self.pids.iter().position(|&p| p == pid).map(|r| r as i32)
+    }
+}
+
+/// Cartesian, graph or distributed-graph topology attached to a communicator.
+#[derive(Clone, Debug)]
+pub enum Topo {
+    Cart { dims: Vec<i32>, periods: Vec<bool> },
+    Graph { index: Vec<i32>, edges: Vec<i32> },
+    DistGraph { sources: Vec<i32>, sourceweights: Option<Vec<i32>>, dests: Vec<i32>, destweights: Option<Vec<i32>> },
+}
+
+pub struct Comm {
+    /// Point-to-point context id (even); collectives use `ctx + 1`.
+    pub ctx: u32,
+    pub group: Arc<Group>,
+    /// For an intercommunicator: the remote group.
+    pub remote: Option<Arc<Group>>,
+    /// Our rank in `group`.
+    pub rank: i32,
+    pub name: String,
+    pub errh: MPI_Errhandler,
+    /// Attributes by keyval.
+    pub attrs: BTreeMap<c_int, *mut c_void>,
+    pub info: Vec<(String, String)>,
+    pub topo: Option<Arc<Topo>>,
+    /// Sequence number of the next collective (its tag).
+    pub coll_seq: u32,
+    /// For an intercommunicator: an intracommunicator context over the
+    /// local group, used inside intercommunicator collectives.
+    pub local_ctx: Option<u32>,
+}
+
+impl Comm {
+    pub fn new(ctx: u32, group: Arc<Group>, rank: i32, errh: MPI_Errhandler) -> Comm {
+        Comm {
+            ctx,
+            group,
+            remote: None,
+            rank,
+            name: String::new(),
+            errh,
+            attrs: BTreeMap::new(),
+            info: Vec::new(),
+            topo: None,
+            coll_seq: 0,
+            local_ctx: None,
+        }
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    pub fn size(&self) -> i32 {
+        self.group.size()
+    }
+
+    /// Size of the group point-to-point ranks refer to.
+    pub fn peer_size(&self) -> i32 {
+        self.remote.as_ref().unwrap_or(&self.group).size()
+    }
+
+    /// Pid of point-to-point rank `r` (remote group for intercommunicators).
+    pub fn peer_pid(&self, r: i32) -> Pid {
+        self.remote.as_ref().unwrap_or(&self.group).pids[r as usize]
+    }
+
+    /// Check a destination rank (or MPI_PROC_NULL).
+    pub fn check_dest(&self, r: c_int) -> R<Option<Pid>> {
+        if r == MPI_PROC_NULL {
+            return Ok(None);
+        }
+        if r < 0 || r >= self.peer_size() {
+            return Err(err(MPI_ERR_RANK, format!("invalid rank {r} (communicator has {} ranks)", self.peer_size())));
+        }
+        Ok(Some(self.peer_pid(r)))
+    }
+
+    /// Check a source rank: Ok(None) for MPI_ANY_SOURCE.
+    pub fn check_source(&self, r: c_int) -> R<Option<i32>> {
+        if r == MPI_ANY_SOURCE {
+            return Ok(None);
+        }
+        if r < 0 || r >= self.peer_size() {
+            return Err(err(MPI_ERR_RANK, format!("invalid source rank {r} (communicator has {} ranks)", self.peer_size())));
+        }
+        Ok(Some(r))
+    }
+
+    /// The next collective's tag.
+    pub fn next_coll_tag(&mut self) -> i32 {
+        let t = self.coll_seq;
+        self.coll_seq = (self.coll_seq + 1) & 0x3fff_ffff;
+        t as i32
+    }
+}
+
+pub fn check_tag(tag: c_int) -> R<()> {
+    if !(0..=TAG_UB).contains(&tag) {
+        return Err(err(MPI_ERR_TAG, format!("invalid tag {tag} (must be 0..={TAG_UB}, MPI_TAG_UB)")));
+    }
+    Ok(())
+}
+
+pub fn check_recv_tag(tag: c_int) -> R<Option<i32>> {
+    if tag == MPI_ANY_TAG {
+        return Ok(None);
+    }
+    check_tag(tag)?;
+    Ok(Some(tag))
+}
+
+pub fn check_count(count: c_int) -> R<u64> {
+    if count < 0 {
+        return Err(err(MPI_ERR_COUNT, format!("invalid count {count} (must not be negative)")));
+    }
+    Ok(count as u64)
+}
+
+pub struct TypeEntry {
+    pub dt: Arc<Datatype>,
+    pub name: String,
+    pub committed: bool,
+    pub attrs: BTreeMap<c_int, *mut c_void>,
+}
+
+/// The predefined datatypes, indexed for fast lookup by handle.
+pub struct Predefined {
+    /// 0x4c0000XX handles, by XX.
+    pub basic: Vec<Option<(Arc<Datatype>, &'static str)>>,
+    /// 0x8c00000X pair handles, by X.
+    pub pairs: Vec<(Arc<Datatype>, &'static str)>,
+    /// Names set on predefined types and their attributes.
+    pub names: BTreeMap<c_int, String>,
+    pub attrs: BTreeMap<c_int, BTreeMap<c_int, *mut c_void>>,
+}
+
+/// Every predefined datatype handle, with its element type. Pair types have
+/// their (value, index) element types.
+pub const PREDEFINED_TYPES: &[(c_int, &str, Predef)] = {
+    use BasicType::*;
+    use Predef::{Basic as B, Pair as P};
+    &[
+        (MPI_CHAR, "MPI_CHAR", B(Char)),
+        (MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", B(SignedChar)),
+        (MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", B(UnsignedChar)),
+        (MPI_BYTE, "MPI_BYTE", B(Byte)),
+        (MPI_WCHAR, "MPI_WCHAR", B(WChar)),
+        (MPI_SHORT, "MPI_SHORT", B(Short)),
+        (MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", B(UnsignedShort)),
+        (MPI_INT, "MPI_INT", B(Int)),
+        (MPI_UNSIGNED, "MPI_UNSIGNED", B(Unsigned)),
+        (MPI_LONG, "MPI_LONG", B(Long)),
+        (MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", B(UnsignedLong)),
+        (MPI_LONG_LONG_INT, "MPI_LONG_LONG_INT", B(LongLong)),
+        (MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG", B(UnsignedLongLong)),
+        (MPI_FLOAT, "MPI_FLOAT", B(Float)),
+        (MPI_DOUBLE, "MPI_DOUBLE", B(Double)),
+        (MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE", B(LongDouble)),
+        (MPI_PACKED, "MPI_PACKED", B(Packed)),
+        (MPI_LB, "MPI_LB", B(Lb)),
+        (MPI_UB, "MPI_UB", B(Ub)),
+        (MPI_INT8_T, "MPI_INT8_T", B(Int8)),
+        (MPI_INT16_T, "MPI_INT16_T", B(Int16)),
+        (MPI_INT32_T, "MPI_INT32_T", B(Int32)),
+        (MPI_INT64_T, "MPI_INT64_T", B(Int64)),
+        (MPI_UINT8_T, "MPI_UINT8_T", B(Uint8)),
+        (MPI_UINT16_T, "MPI_UINT16_T", B(Uint16)),
+        (MPI_UINT32_T, "MPI_UINT32_T", B(Uint32)),
+        (MPI_UINT64_T, "MPI_UINT64_T", B(Uint64)),
+        (MPI_C_BOOL, "MPI_C_BOOL", B(CBool)),
+        (MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", B(CFloatComplex)),
+        (MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", B(CDoubleComplex)),
+        (MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX", B(CLongDoubleComplex)),
+        (MPI_AINT, "MPI_AINT", B(Aint)),
+        (MPI_OFFSET, "MPI_OFFSET", B(Offset)),
+        (MPI_COUNT, "MPI_COUNT", B(Count)),
+        (MPIX_C_FLOAT16, "MPIX_C_FLOAT16", B(Float16)),
+        (MPIX_BFLOAT16, "MPIX_BFLOAT16", B(BFloat16)),
+        (MPI_CXX_BOOL, "MPI_CXX_BOOL", B(CxxBool)),
+        (MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX", B(CxxFloatComplex)),
+        (MPI_CXX_DOUBLE_COMPLEX, "MPI_CXX_DOUBLE_COMPLEX", B(CxxDoubleComplex)),
+        (MPI_CXX_LONG_DOUBLE_COMPLEX, "MPI_CXX_LONG_DOUBLE_COMPLEX", B(CxxLongDoubleComplex)),
+        (MPI_CHARACTER, "MPI_CHARACTER", B(Character)),
+        (MPI_INTEGER, "MPI_INTEGER", B(Integer)),
+        (MPI_REAL, "MPI_REAL", B(Real)),
+        (MPI_LOGICAL, "MPI_LOGICAL", B(Logical)),
+        (MPI_COMPLEX, "MPI_COMPLEX", B(Complex)),
+        (MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", B(DoublePrecision)),
+        (MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", B(DoubleComplex)),
+        (MPI_REAL2, "MPI_REAL2", B(Real2)),
+        (MPI_REAL4, "MPI_REAL4", B(Real4)),
+        (MPI_REAL8, "MPI_REAL8", B(Real8)),
+        (MPI_REAL16, "MPI_REAL16", B(Real16)),
+        (MPI_COMPLEX4, "MPI_COMPLEX4", B(Complex4)),
+        (MPI_COMPLEX8, "MPI_COMPLEX8", B(Complex8)),
+        (MPI_COMPLEX16, "MPI_COMPLEX16", B(Complex16)),
+        (MPI_COMPLEX32, "MPI_COMPLEX32", B(Complex32)),
+        (MPI_INTEGER1, "MPI_INTEGER1", B(Integer1)),
+        (MPI_INTEGER2, "MPI_INTEGER2", B(Integer2)),
+        (MPI_INTEGER4, "MPI_INTEGER4", B(Integer4)),
+        (MPI_INTEGER8, "MPI_INTEGER8", B(Integer8)),
+        (MPI_INTEGER16, "MPI_INTEGER16", B(Integer16)),
+        (MPI_LOGICAL1, "MPI_LOGICAL1", B(Logical1)),
+        (MPI_LOGICAL2, "MPI_LOGICAL2", B(Logical2)),
+        (MPI_LOGICAL4, "MPI_LOGICAL4", B(Logical4)),
+        (MPI_LOGICAL8, "MPI_LOGICAL8", B(Logical8)),
+        (MPI_LOGICAL16, "MPI_LOGICAL16", B(Logical16)),
+        (MPI_FLOAT_INT, "MPI_FLOAT_INT", P(Float, Int)),
+        (MPI_DOUBLE_INT, "MPI_DOUBLE_INT", P(Double, Int)),
+        (MPI_LONG_INT, "MPI_LONG_INT", P(Long, Int)),
+        (MPI_SHORT_INT, "MPI_SHORT_INT", P(Short, Int)),
+        (MPI_2INT, "MPI_2INT", P(Int, Int)),
+        (MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT", P(LongDouble, Int)),
+        (MPI_2INTEGER, "MPI_2INTEGER", P(Integer, Integer)),
+        (MPI_2REAL, "MPI_2REAL", P(Real, Real)),
+        (MPI_2DOUBLE_PRECISION, "MPI_2DOUBLE_PRECISION", P(DoublePrecision, DoublePrecision)),
+    ]
+};
+
+#[derive(Clone, Copy, Debug)]
+pub enum Predef {
+    Basic(BasicType),
+    Pair(BasicType, BasicType),
+}
+
+impl Predefined {
+    pub fn new() -> Predefined {
+        let mut basic: Vec<Option<(Arc<Datatype>, &'static str)>> = vec![None; 256];
+        let mut pairs = Vec::new();
+        for &(h, name, p) in PREDEFINED_TYPES {
+            let dt = Arc::new(match p {
+                Predef::Basic(b) => Datatype::basic(b),
+                Predef::Pair(v, i) => Datatype::value_index(v, i),
+            });
+            if (h as u32) >> 24 == 0x8c {
+                let i = (h & 0xff) as usize;
+                if pairs.len() <= i {
+                    pairs.resize(i + 1, (dt.clone(), name));
+                }
+                pairs[i] = (dt, name);
+            } else {
+                basic[(h & 0xff) as usize] = Some((dt, name));
+            }
+        }
+        Predefined { basic, pairs, names: BTreeMap::new(), attrs: BTreeMap::new() }
+    }
+
+    pub fn get(&self, h: c_int) -> Option<&(Arc<Datatype>, &'static str)> {
+        let u = h as u32;
+        match u >> 24 {
+            0x4c if u & 0x00ff_0000 == 0 => self.basic.get((u & 0xff) as usize)?.as_ref(),
+            0x8c if u & 0x00ff_fff0 == 0 => self.pairs.get((u & 0xf) as usize),
+            _ => None,
+        }
+    }
+
+    /// The handle of a predefined type, given its datatype object (by identity).
+    pub fn handle_of(&self, dt: &Arc<Datatype>) -> Option<c_int> {
+        for &(h, _, _) in PREDEFINED_TYPES {
+            if let Some((d, _)) = self.get(h) {
+                if Arc::ptr_eq(d, dt) {
+                    return Some(h);
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Default for Predefined {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub enum OpEntry {
+    User { func: MPI_User_function, commute: bool },
+    UserBig { func: MPI_User_function_c, commute: bool },
+}
+
+#[derive(Clone, Copy)]
+pub enum ErrhFunc {
+    Comm(MPI_Comm_errhandler_function),
+    Win(MPI_Win_errhandler_function),
+    File(MPI_File_errhandler_function),
+    Session(MPI_Session_errhandler_function),
+}
+
+pub struct ErrhEntry {
+    pub func: ErrhFunc,
+    /// Objects using it plus one for the user's handle until freed.
+    pub refs: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Info {
+    pub entries: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KeyvalKind {
+    Comm,
+    Type,
+    Win,
+}
+
+pub struct Keyval {
+    pub kind: KeyvalKind,
+    pub copy: Option<MPI_Comm_copy_attr_function>,
+    pub delete: Option<MPI_Comm_delete_attr_function>,
+    /// The copy function is MPI_DUP_FN (copy the value).
+    pub extra: *mut c_void,
+    /// MPI_*_free_keyval was called; the keyval lives while attributes use it.
+    pub freed: bool,
+    pub uses: u32,
+}
+
+/// What a request handle stands for.
+pub enum ReqEntry {
+    /// A point-to-point or collective operation in the engine.
+    Active { r: ReqId, kind: ReqKind },
+    /// A persistent request: its arguments, and the operation when started.
+    Persistent { spec: PersistentSpec, active: Option<ReqId> },
+    /// A generalized request (MPI_Grequest_start).
+    Greq {
+        r: ReqId,
+        query: Option<MPI_Grequest_query_function>,
+        free: Option<MPI_Grequest_free_function>,
+        cancel: Option<MPI_Grequest_cancel_function>,
+        extra: *mut c_void,
+        status: Option<MPI_Status>,
+    },
+    /// Completed at creation with an empty status (MPI_PROC_NULL).
+    Null { kind: ReqKind },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReqKind {
+    Send,
+    Recv,
+    /// A buffered send: releases its attached-buffer block on completion.
+    Bsend { block: usize },
+    Coll,
+}
+
+#[derive(Clone)]
+pub enum PersistentSpec {
+    Send { buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
+    Recv { buf: *mut c_void, count: c_int, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm },
+    /// A persistent collective: the schedule is rebuilt on each start.
+    Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    Standard,
+    Sync,
+    Ready,
+    Buffered,
+}
+
+pub struct MsgEntry {
+    pub msg: MsgId,
+}
+
+/// The buffer attached with MPI_Buffer_attach: a first-fit allocator over
+/// the user's memory.
+pub struct BsendBuffer {
+    pub base: *mut u8,
+    pub size: usize,
+    /// Allocated blocks: (offset, len), sorted by offset.
+    pub used: Vec<(usize, usize)>,
+}
+
+impl BsendBuffer {
+    pub fn alloc(&mut self, len: usize) -> Option<usize> {
+        let need = (len + 15) & !15;
+        let mut at = 0usize;
+        for (i, &(off, l)) in self.used.iter().enumerate() {
+            if off - at >= need {
+                self.used.insert(i, (at, need));
+                return Some(at);
+            }
+            at = off + l;
+        }
+        if self.size >= at && self.size - at >= need {
+            self.used.push((at, need));
+            return Some(at);
+        }
+        None
+    }
+
+    pub fn free(&mut self, off: usize) {
+        if let Some(i) = self.used.iter().position(|&(o, _)| o == off) {
+            self.used.remove(i);
+        }
+    }
+}

@@ -1,0 +1,651 @@
+//! The runtime: bootstrap, transports and progress around the sans-IO engine.
+//!
+//! `Runtime::progress` moves everything forward without blocking: it hands
+//! the engine's actions to the transports (shared memory, TCP, single-copy
+//! reads), reads what arrived and feeds it to the engine. Waiting is done by
+//! the caller (state.rs): poll briefly, then sleep in epoll until a socket,
+//! a shared-memory doorbell or another thread wakes us.
+
+use crate::shm::{Inbox, PeerInbox};
+use crate::sys::{self, Doorbell, Epoll};
+use crate::tcp::{self, Tcp};
+use gridmpi_config::Config;
+use gridmpi_engine::wire::{Header, HEADER_LEN};
+use gridmpi_engine::{Action, Engine, EngineConfig, Payload, PeerParams, Pid, Transmit};
+use gridmpi_pmi::Pmi;
+use std::collections::VecDeque;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+const DOORBELL_TOKEN: u64 = 1;
+const WAKE_TOKEN: u64 = 3;
+
+/// What every rank publishes about itself through PMI.
+#[derive(Clone, Debug)]
+pub struct Card {
+    pub host: String,
+    pub host_key: String,
+    pub os_pid: u32,
+    pub port: u16,
+    pub addrs: Vec<Ipv4Addr>,
+}
+
+impl Card {
+    fn encode(&self) -> String {
+        let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
+        format!("v1;{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","))
+    }
+
+    fn decode(s: &str) -> Option<Card> {
+        let mut it = s.split(';');
+        if it.next()? != "v1" {
+            return None;
+        }
+        let host = it.next()?.to_string();
+        let host_key = it.next()?.to_string();
+        let os_pid = it.next()?.parse().ok()?;
+        let port = it.next()?.parse().ok()?;
+        let addrs = it.next()?.split(',').filter(|a| !a.is_empty()).map(|a| a.parse().ok()).collect::<Option<Vec<_>>>()?;
+        Some(Card { host, host_key, os_pid, port, addrs })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Me,
+    Shm,
+    Tcp,
+}
+
+struct ShmState {
+    inbox: Inbox,
+    /// Local pids in local-index order.
+    local: Vec<Pid>,
+    /// For each pid: Some(local index) when on this host.
+    local_index: Vec<Option<usize>>,
+    /// Mapped inboxes of local peers, by pid.
+    peers: Vec<Option<PeerInbox>>,
+    /// Frames waiting for room in a peer's ring, by pid.
+    backlog: Vec<VecDeque<Transmit>>,
+    backlog_len: usize,
+    doorbell: Doorbell,
+    ringer: Doorbell,
+    bell_names: Vec<String>,
+}
+
+/// Fatal runtime error: a peer or the network failed. The job ends.
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+pub struct Runtime {
+    pub engine: Engine,
+    pub me: Pid,
+    pub size: u32,
+    pub config: Config,
+    pub pmi: Pmi,
+    pub cards: Vec<Card>,
+    pub ep: Epoll,
+    routes: Vec<Route>,
+    tcp: Option<Tcp>,
+    shm: Option<ShmState>,
+    events: Vec<(u64, u32)>,
+    /// eventfd that wakes threads sleeping in epoll.
+    wake: OwnedFd,
+    /// How long a blocked call polls before sleeping.
+    pub spin: Duration,
+    /// True when more ranks run on this host than it has CPUs.
+    pub oversubscribed: bool,
+    scratch_runs: Vec<(*mut u8, usize)>,
+    debug_conn: bool,
+}
+
+// SAFETY: the runtime is only used under the global lock; the raw pointers
+// it holds (shared memory, user buffers) are valid across threads.
+unsafe impl Send for Runtime {}
+
+fn local_ipv4_addrs() -> Vec<Ipv4Addr> {
+    let mut out = Vec::new();
+    let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we free below; we only read it.
+    unsafe {
+        if libc::getifaddrs(&mut ifap) == 0 {
+            let mut p = ifap;
+            while !p.is_null() {
+                let ifa = &*p;
+                if !ifa.ifa_addr.is_null()
+                    && (*ifa.ifa_addr).sa_family as i32 == libc::AF_INET
+                    && ifa.ifa_flags & libc::IFF_UP as u32 != 0
+                {
+                    let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    let a = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                    if !a.is_loopback() && !out.contains(&a) {
+                        out.push(a);
+                    }
+                }
+                p = ifa.ifa_next;
+            }
+            libc::freeifaddrs(ifap);
+        }
+    }
+    out
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect()
+}
+
+impl Runtime {
+    /// Bootstrap: PMI, addresses, locality, transports.
+    pub fn init(config: Config) -> Result<Runtime, String> {
+        let mut pmi = Pmi::init().map_err(|e| format!("cannot reach the process manager (PMI): {e}"))?;
+        let me = pmi.rank();
+        let size = pmi.size();
+        let debug_conn = {
+            let d = config.text("GRIDMPI_DEBUG");
+            d.split(',').any(|x| x == "conn" || x == "all")
+        };
+        let ep = Epoll::new().map_err(|e| format!("epoll_create: {e}"))?;
+        // SAFETY: plain syscall; the fd is owned from here on.
+        let wfd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if wfd < 0 {
+            return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
+        }
+        let wake = unsafe { OwnedFd::from_raw_fd(wfd) };
+        ep.add(wake.as_raw_fd(), sys::EPOLLIN, WAKE_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+
+        // The job secret, from rank 0, authenticates every TCP connection.
+        let mut secret = [0u8; 32];
+        if me == 0 {
+            sys::random_bytes(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
+            pmi.put("secret", &hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
+        }
+        let force_tcp = config.text("GRIDMPI_TRANSPORT") == "tcp";
+        let bind: Ipv4Addr = Ipv4Addr::UNSPECIFIED;
+        let mut tcp = if size > 1 {
+            Some(Tcp::new(me, size as usize, 0, [0; 32], bind).map_err(|e| format!("cannot listen for TCP connections: {e}"))?)
+        } else {
+            None
+        };
+        let addrs = match config.text("GRIDMPI_TCP_ADDR") {
+            "auto" | "" => {
+                let mut a = local_ipv4_addrs();
+                a.push(Ipv4Addr::LOCALHOST);
+                a
+            }
+            list => list
+                .split(',')
+                .map(|s| s.trim().parse::<Ipv4Addr>().map_err(|_| format!("GRIDMPI_TCP_ADDR: {s:?} is not an IPv4 address")))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        let card = Card {
+            host: sys::hostname(),
+            host_key: sys::host_key(),
+            os_pid: sys::getpid(),
+            port: tcp.as_ref().map_or(0, |t| t.port()),
+            addrs,
+        };
+        let mut cards = vec![card.clone(); size as usize];
+        if size > 1 {
+            pmi.put("card", &card.encode()).map_err(|e| format!("PMI put: {e}"))?;
+            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            for r in 0..size {
+                if r == me {
+                    continue;
+                }
+                let v = pmi.get(r, "card").map_err(|e| format!("PMI get of rank {r}'s address: {e}"))?;
+                cards[r as usize] = Card::decode(&v).ok_or_else(|| format!("rank {r} published a malformed address card {v:?}"))?;
+            }
+            let s = pmi.get(0, "secret").map_err(|e| format!("PMI get of the job secret: {e}"))?;
+            secret = unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
+        }
+        let job_tag = {
+            let h = crate::auth::sha256(format!("{}|{}", pmi.kvs_name(), hex(&secret)).as_bytes());
+            u64::from_le_bytes(h[..8].try_into().unwrap())
+        };
+        if let Some(t) = tcp.take() {
+            // Re-key the transport now that the secret is known.
+            let mut t = t;
+            t.set_auth(job_tag, secret);
+            t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
+            t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
+            tcp = Some(t);
+        }
+
+        // Locality.
+        let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
+        let mut local_index = vec![None; size as usize];
+        for (i, &p) in local.iter().enumerate() {
+            local_index[p as usize] = Some(i);
+        }
+        let cpus = sys::available_cpus();
+        let oversubscribed = local.len() > cpus;
+        let use_shm = !force_tcp && local.len() > 1;
+
+        let spin = match config.micros("GRIDMPI_SPIN_US") {
+            Some(us) => Duration::from_micros(us),
+            None => {
+                if oversubscribed {
+                    Duration::from_micros(0)
+                } else {
+                    Duration::from_micros(50)
+                }
+            }
+        };
+
+        let mut routes = vec![Route::Tcp; size as usize];
+        routes[me as usize] = Route::Me;
+        let mut engine = Engine::new(
+            me,
+            size as usize,
+            EngineConfig { eager_credit: config.size("GRIDMPI_EAGER_CREDIT").unwrap_or(1 << 20).min(u32::MAX as u64) as u32 },
+        );
+        let eager_override = config.size("GRIDMPI_EAGER_LIMIT");
+
+        let mut shm = None;
+        if use_shm {
+            let ring = match config.size("GRIDMPI_SHM_RING") {
+                Some(v) => (v as usize).next_power_of_two().max(8192),
+                None => {
+                    // 256 KiB per ring, less when many ranks share the host.
+                    let budget = 32usize << 20;
+                    (budget / local.len()).next_power_of_two().clamp(32 * 1024, 256 * 1024)
+                }
+            };
+            let name = format!("/gridmpi-{:016x}-{}", job_tag, me);
+            let inbox = Inbox::create(&name, local.len(), ring).map_err(|e| format!("cannot create shared memory {name}: {e}"))?;
+            let bell_name = |p: Pid| format!("gridmpi-{:016x}-{}", job_tag, p);
+            let doorbell = Doorbell::bind(&bell_name(me)).map_err(|e| format!("cannot bind the shared-memory doorbell: {e}"))?;
+            let ringer = Doorbell::sender().map_err(|e| format!("socket: {e}"))?;
+            ep.add(doorbell.fd(), sys::EPOLLIN, DOORBELL_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            let mut peers: Vec<Option<PeerInbox>> = (0..size).map(|_| None).collect();
+            let my_local = local_index[me as usize].unwrap();
+            for &p in &local {
+                if p == me {
+                    continue;
+                }
+                let pname = format!("/gridmpi-{:016x}-{}", job_tag, p);
+                peers[p as usize] =
+                    Some(PeerInbox::open(&pname, my_local).map_err(|e| format!("cannot map rank {p}'s shared memory {pname}: {e}"))?);
+                routes[p as usize] = Route::Shm;
+            }
+            // Everyone has mapped everyone: the names can go.
+            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            let mut inbox = inbox;
+            inbox.unlink();
+            let max_frame = (ring / 2 - HEADER_LEN - 8) as u64;
+            let single_copy = config.bool("GRIDMPI_SINGLE_COPY").unwrap_or(true);
+            if single_copy {
+                sys::allow_single_copy_readers();
+            }
+            let eager = eager_override.unwrap_or(16 * 1024).min(max_frame);
+            for &p in &local {
+                engine.set_peer_params(
+                    p,
+                    PeerParams {
+                        eager_limit: eager,
+                        max_data_frame: (max_frame / 2).max(4096) as u32,
+                        single_copy,
+                        single_copy_min: eager + 1,
+                    },
+                );
+            }
+            shm = Some(ShmState {
+                inbox,
+                local: local.clone(),
+                local_index: local_index.clone(),
+                peers,
+                backlog: (0..size).map(|_| VecDeque::new()).collect(),
+                backlog_len: 0,
+                doorbell,
+                ringer,
+                bell_names: (0..size).map(bell_name).collect(),
+            });
+        }
+        // Messages to ourselves are copied directly by the engine.
+        engine.set_peer_params(me, PeerParams { eager_limit: 64 * 1024, ..PeerParams::default() });
+        if let Some(t) = tcp.as_mut() {
+            ep.add(t.listen_fd(), sys::EPOLLIN, tcp::LISTEN_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+            for r in 0..size {
+                if routes[r as usize] == Route::Tcp {
+                    let c = &cards[r as usize];
+                    let mut addrs: Vec<SocketAddrV4> = c.addrs.iter().map(|a| SocketAddrV4::new(*a, c.port)).collect();
+                    if c.host_key == card.host_key {
+                        // Same host, forced onto TCP: loopback first.
+                        addrs.sort_by_key(|a| !a.ip().is_loopback());
+                    } else {
+                        addrs.retain(|a| !a.ip().is_loopback());
+                    }
+                    t.set_peer_addrs(r, addrs);
+                    engine.set_peer_params(
+                        r,
+                        PeerParams {
+                            eager_limit: eager_override.unwrap_or(64 * 1024),
+                            max_data_frame: 4 << 20,
+                            single_copy: false,
+                            single_copy_min: u64::MAX,
+                        },
+                    );
+                }
+            }
+        }
+        if debug_conn {
+            eprintln!(
+                "gridmpi[{me}]: host {} key {} local ranks {:?} shm {} spin {:?}",
+                card.host, card.host_key, local, use_shm, spin
+            );
+        }
+        Ok(Runtime {
+            engine,
+            me,
+            size,
+            config,
+            pmi,
+            cards,
+            ep,
+            routes,
+            tcp,
+            shm,
+            events: Vec::with_capacity(64),
+            wake,
+            spin,
+            oversubscribed,
+            scratch_runs: Vec::new(),
+            debug_conn,
+        })
+    }
+
+    /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).
+    pub fn local_pids(&self) -> Vec<Pid> {
+        let key = &self.cards[self.me as usize].host_key;
+        (0..self.size).filter(|&r| &self.cards[r as usize].host_key == key).collect()
+    }
+
+    /// The epoll fd, to sleep on without holding the lock.
+    pub fn epoll_fd(&self) -> RawFd {
+        self.ep.raw_fd()
+    }
+
+    /// Wake threads sleeping in epoll (another thread completed something).
+    pub fn wake_sleepers(&self) {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), &one as *const u64 as *const libc::c_void, 8) };
+    }
+
+    /// Move everything forward without blocking. Returns whether anything
+    /// happened (a frame moved or a request completed).
+    pub fn progress(&mut self) -> Result<bool, Fatal> {
+        let mut any = false;
+        for _round in 0..64 {
+            let mut did = false;
+            while let Some(a) = self.engine.poll_action() {
+                did = true;
+                self.dispatch(a)?;
+            }
+            if self.shm.is_some() {
+                did |= self.poll_shm()?;
+            }
+            if self.tcp.is_some() {
+                did |= self.poll_tcp(Some(Duration::ZERO))?;
+            }
+            if !did {
+                break;
+            }
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// Before sleeping: tell shm peers to ring our doorbell, and check once
+    /// more that nothing arrived. Returns false if the caller must not sleep.
+    pub fn prepare_sleep(&mut self) -> bool {
+        if self.engine.has_actions() {
+            return false;
+        }
+        if let Some(s) = self.shm.as_mut() {
+            if s.backlog_len > 0 {
+                return false;
+            }
+            s.inbox.set_sleeping(true);
+            for i in 0..s.local.len() {
+                if s.inbox.reader(i).has_data() {
+                    s.inbox.set_sleeping(false);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// After waking.
+    pub fn after_sleep(&mut self) {
+        if let Some(s) = self.shm.as_ref() {
+            s.inbox.set_sleeping(false);
+            s.doorbell.drain();
+        }
+        let mut v = 0u64;
+        // SAFETY: reading 8 bytes from our eventfd.
+        unsafe { libc::read(self.wake.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+    }
+
+    /// Whether a sleeper needs a timeout (shared-memory writes waiting for
+    /// room: a full ring does not wake us when it drains).
+    pub fn sleep_timeout(&self) -> Option<Duration> {
+        match &self.shm {
+            Some(s) if s.backlog_len > 0 => Some(Duration::from_micros(200)),
+            _ => Some(Duration::from_millis(500)),
+        }
+    }
+
+    fn dispatch(&mut self, a: Action) -> Result<(), Fatal> {
+        match a {
+            Action::Transmit(t) => match self.routes[t.peer as usize] {
+                Route::Shm => self.shm_send(t),
+                Route::Tcp => {
+                    let peer = t.peer;
+                    let tcp = self.tcp.as_mut().expect("TCP route without TCP");
+                    tcp.send(t, &mut self.engine, &self.ep).map_err(|e| self.fatal_peer(peer, &e.message))
+                }
+                Route::Me => Err(Fatal("internal error: a frame addressed to ourselves".into())),
+            },
+            Action::RemoteRead { peer, remote_addr, len, dst, req } => {
+                self.scratch_runs.clear();
+                dst.runs(0, len, usize::MAX, &mut self.scratch_runs);
+                let ok = match sys::read_process_memory(self.cards[peer as usize].os_pid, remote_addr, &self.scratch_runs) {
+                    Ok(n) => n as u64 == len,
+                    Err(e) => {
+                        if self.debug_conn {
+                            eprintln!("gridmpi[{}]: single-copy read from rank {peer} failed ({e}); copying through the ring", self.me);
+                        }
+                        false
+                    }
+                };
+                self.engine.remote_read_done(req, ok);
+                Ok(())
+            }
+        }
+    }
+
+    fn fatal_peer(&self, peer: Pid, msg: &str) -> Fatal {
+        let c = &self.cards[peer as usize];
+        Fatal(format!("rank {} (pid {} on {}): {}", peer, c.os_pid, c.host, msg))
+    }
+
+    fn shm_send(&mut self, t: Transmit) -> Result<(), Fatal> {
+        let s = self.shm.as_mut().unwrap();
+        let p = t.peer as usize;
+        if !s.backlog[p].is_empty() {
+            s.backlog[p].push_back(t);
+            s.backlog_len += 1;
+            return Ok(());
+        }
+        match write_to_ring(s, t, &mut self.engine) {
+            None => Ok(()),
+            Some(t) => {
+                s.backlog[p].push_back(t);
+                s.backlog_len += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn poll_shm(&mut self) -> Result<bool, Fatal> {
+        let me = self.me;
+        let mut did = false;
+        // Retry writes that found a ring full.
+        let s = self.shm.as_mut().unwrap();
+        if s.backlog_len > 0 {
+            for p in 0..s.backlog.len() {
+                while let Some(t) = s.backlog[p].pop_front() {
+                    s.backlog_len -= 1;
+                    match write_to_ring(s, t, &mut self.engine) {
+                        None => did = true,
+                        Some(t) => {
+                            s.backlog[p].push_front(t);
+                            s.backlog_len += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // Read every ring until all are empty (bounded, for fairness with TCP).
+        for _ in 0..256 {
+            let mut progressed = false;
+            let nlocal = self.shm.as_ref().unwrap().local.len();
+            for i in 0..nlocal {
+                let s = self.shm.as_mut().unwrap();
+                let pid = s.local[i];
+                if pid == me {
+                    continue;
+                }
+                let frame = match s.inbox.reader(i).peek() {
+                    Ok(Some(f)) => f,
+                    Ok(None) => continue,
+                    Err(e) => return Err(self.fatal_peer(pid, &format!("corrupt shared-memory ring: {e}"))),
+                };
+                let hb: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().unwrap();
+                let h = Header::decode(hb).map_err(|e| Fatal(format!("rank {pid}: malformed frame in shared memory: {e}")))?;
+                let len = HEADER_LEN + h.payload_len as usize;
+                // The payload is read in place from shared memory.
+                self.engine.handle_frame(pid, &h, &frame[HEADER_LEN..len]).map_err(|e| Fatal(e.to_string()))?;
+                self.shm.as_mut().unwrap().inbox.reader(i).consume(len);
+                progressed = true;
+            }
+            if !progressed {
+                break;
+            }
+            did = true;
+            // Hand out replies (credits, CTS) promptly.
+            while let Some(a) = self.engine.poll_action() {
+                self.dispatch(a)?;
+            }
+        }
+        Ok(did)
+    }
+
+    fn poll_tcp(&mut self, timeout: Option<Duration>) -> Result<bool, Fatal> {
+        self.events.clear();
+        self.ep.wait(&mut self.events, timeout).map_err(|e| Fatal(format!("epoll_wait: {e}")))?;
+        let mut did = false;
+        let events = std::mem::take(&mut self.events);
+        for &(token, ev) in &events {
+            match token {
+                DOORBELL_TOKEN | WAKE_TOKEN => {}
+                tcp::LISTEN_TOKEN => {
+                    self.tcp.as_mut().unwrap().accept(&self.ep);
+                    did = true;
+                }
+                t if t >= tcp::CONN_TOKEN_BASE => {
+                    let tcp = self.tcp.as_mut().unwrap();
+                    if let Err(e) = tcp.handle_event(t, ev, &mut self.engine, &self.ep) {
+                        let msg = e.to_string();
+                        self.events = events;
+                        return Err(match e.peer {
+                            Some(p) => self.fatal_peer(p, &e.message),
+                            None => Fatal(msg),
+                        });
+                    }
+                    did = true;
+                }
+                _ => {}
+            }
+        }
+        self.events = events;
+        if let Some(t) = self.tcp.as_mut() {
+            if t.backlog() > 0 {
+                t.flush_all(&mut self.engine, &self.ep).map_err(|e| Fatal(e.to_string()))?;
+            }
+        }
+        Ok(did)
+    }
+
+    /// Orderly shutdown of the transports (after the final barrier).
+    pub fn shutdown(&mut self) {
+        if let Some(t) = self.tcp.as_mut() {
+            t.finalizing = true;
+        }
+    }
+
+    pub fn close(&mut self) {
+        if let Some(t) = self.tcp.as_mut() {
+            t.close_all(&self.ep);
+        }
+    }
+
+    /// Pending outbound work (frames not yet handed to the kernel/ring).
+    pub fn outbound_pending(&self) -> bool {
+        self.engine.has_actions()
+            || self.shm.as_ref().is_some_and(|s| s.backlog_len > 0)
+            || self.tcp.as_ref().is_some_and(|t| t.backlog() > 0)
+    }
+}
+
+/// Write one frame into its peer's ring; give it back when the ring is full.
+fn write_to_ring(s: &mut ShmState, t: Transmit, engine: &mut Engine) -> Option<Transmit> {
+    let p = t.peer as usize;
+    let peer = s.peers[p].as_mut().expect("shm route without a mapped inbox");
+    let plen = t.payload.len() as usize;
+    let total = HEADER_LEN + plen;
+    let header = t.header.encode();
+    let ok = peer.writer().try_write(total, |slot| {
+        slot[..HEADER_LEN].copy_from_slice(&header);
+        let body = &mut slot[HEADER_LEN..];
+        match &t.payload {
+            Payload::None => {}
+            Payload::Owned(v) => body.copy_from_slice(v),
+            Payload::Word(w) => body.copy_from_slice(&w.to_le_bytes()),
+            // SAFETY: the engine keeps the user buffer valid until notified.
+            Payload::User { buf, offset, len } => unsafe {
+                buf.read_packed(*offset, &mut body[..*len as usize]);
+            },
+        }
+    });
+    if !ok {
+        return Some(t);
+    }
+    if peer.needs_wakeup() {
+        s.ringer.ring(&s.bell_names[p]);
+    }
+    if let Some(r) = t.notify {
+        engine.transmitted(r);
+    }
+    None
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}

@@ -1,0 +1,343 @@
+//! Attributes and keyvals on communicators and datatypes, with the user's
+//! copy and delete callbacks (always called without the library lock, so
+//! they may call MPI themselves).
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+
+/// (keyval, copy function, extra state, value) of attributes to copy.
+pub type AttrCopies = Vec<(c_int, Option<MPI_Comm_copy_attr_function>, *mut c_void, *mut c_void)>;
+
+const PREDEFINED_COMM_KEYS: [c_int; 7] = [MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_LASTUSEDCODE, MPI_APPNUM];
+
+impl State {
+    fn keyval(&self, k: c_int, kind: KeyvalKind) -> R<&Keyval> {
+        match self.keyvals.get(k) {
+            Some(kv) if kv.kind == kind && !kv.freed => Ok(kv),
+            Some(kv) if kv.kind != kind => Err(err(MPI_ERR_KEYVAL, format!("keyval {k:#x} belongs to another kind of object"))),
+            _ => Err(err(MPI_ERR_KEYVAL, format!("invalid keyval {k:#x}"))),
+        }
+    }
+
+    fn type_attrs_mut(&mut self, h: MPI_Datatype) -> R<&mut std::collections::BTreeMap<c_int, *mut c_void>> {
+        if self.predef.get(h).is_some() {
+            return Ok(self.predef.attrs.entry(h).or_default());
+        }
+        self.types.get_mut(h).map(|t| &mut t.attrs).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}")))
+    }
+
+    fn keyval_use(&mut self, k: c_int, delta: i32) {
+        if let Some(kv) = self.keyvals.get_mut(k) {
+            kv.uses = (kv.uses as i32 + delta).max(0) as u32;
+            if kv.freed && kv.uses == 0 {
+                self.keyvals.remove(k);
+            }
+        }
+    }
+}
+
+/// Attributes of `comm` that have copy functions.
+pub fn comm_attrs_of(st: &State, comm: MPI_Comm) -> AttrCopies {
+    let Ok(c) = st.comm(comm) else { return Vec::new() };
+    c.attrs.iter().filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, kv.copy, kv.extra, v))).collect()
+}
+
+pub fn type_attrs_of(st: &State, h: MPI_Datatype) -> AttrCopies {
+    let attrs = if st.predef.get(h).is_some() { st.predef.attrs.get(&h) } else { st.types.get(h).map(|t| &t.attrs) };
+    let Some(attrs) = attrs else { return Vec::new() };
+    attrs.iter().filter_map(|(&k, &v)| st.keyvals.get(k).map(|kv| (k, kv.copy, kv.extra, v))).collect()
+}
+
+fn run_copies(old: c_int, copies: AttrCopies) -> R<Vec<(c_int, *mut c_void)>> {
+    let mut out = Vec::new();
+    for (k, copy, extra, v) in copies {
+        let Some(f) = copy else { continue };
+        let mut newv: *mut c_void = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: the user's copy callback, called as MPI specifies.
+        let rc = unsafe { f(old, k, extra, v, &mut newv as *mut *mut c_void as *mut c_void, &mut flag) };
+        if rc != MPI_SUCCESS {
+            return Err(crate::errors::MpiError { class: MPI_ERR_OTHER, msg: format!("attribute copy callback for keyval {k:#x} failed"), code: Some(rc) });
+        }
+        if flag != 0 {
+            out.push((k, newv));
+        }
+    }
+    Ok(out)
+}
+
+pub fn copy_comm_attrs(old: MPI_Comm, new: MPI_Comm, copies: AttrCopies) -> R<()> {
+    let set = run_copies(old, copies)?;
+    state::with(|st| {
+        for (k, v) in set {
+            st.comm_mut(new)?.attrs.insert(k, v);
+            st.keyval_use(k, 1);
+        }
+        Ok(())
+    })
+}
+
+pub fn copy_type_attrs(old: MPI_Datatype, new: MPI_Datatype, copies: AttrCopies) -> R<()> {
+    let set = run_copies(old, copies)?;
+    state::with(|st| {
+        for (k, v) in set {
+            st.type_attrs_mut(new)?.insert(k, v);
+            st.keyval_use(k, 1);
+        }
+        Ok(())
+    })
+}
+
+fn call_delete(obj: c_int, k: c_int, v: *mut c_void, del: Option<MPI_Comm_delete_attr_function>, extra: *mut c_void) -> R<()> {
+    if let Some(f) = del {
+        // SAFETY: the user's delete callback.
+        let rc = unsafe { f(obj, k, v, extra) };
+        if rc != MPI_SUCCESS {
+            return Err(crate::errors::MpiError { class: MPI_ERR_OTHER, msg: format!("attribute delete callback for keyval {k:#x} failed"), code: Some(rc) });
+        }
+    }
+    Ok(())
+}
+
+/// Delete every attribute of `comm`, last set first.
+pub fn delete_all_comm_attrs(comm: MPI_Comm) -> R<()> {
+    loop {
+        let next = state::with(|st| {
+            let c = st.comm_mut(comm)?;
+            let Some((&k, &v)) = c.attrs.iter().next_back() else { return Ok(None) };
+            c.attrs.remove(&k);
+            let kv = st.keyvals.get(k).map(|kv| (kv.delete, kv.extra));
+            Ok(Some((k, v, kv)))
+        })?;
+        let Some((k, v, kv)) = next else { return Ok(()) };
+        if let Some((del, extra)) = kv {
+            call_delete(comm, k, v, del, extra)?;
+        }
+        state::with(|st| {
+            st.keyval_use(k, -1);
+            Ok(())
+        })?;
+    }
+}
+
+pub fn delete_all_type_attrs(h: MPI_Datatype) -> R<()> {
+    loop {
+        let next = state::with(|st| {
+            let attrs = st.type_attrs_mut(h)?;
+            let Some((&k, &v)) = attrs.iter().next_back() else { return Ok(None) };
+            attrs.remove(&k);
+            let kv = st.keyvals.get(k).map(|kv| (kv.delete, kv.extra));
+            Ok(Some((k, v, kv)))
+        })?;
+        let Some((k, v, kv)) = next else { return Ok(()) };
+        if let Some((del, extra)) = kv {
+            call_delete(h, k, v, del, extra)?;
+        }
+        state::with(|st| {
+            st.keyval_use(k, -1);
+            Ok(())
+        })?;
+    }
+}
+
+fn create_keyval(kind: KeyvalKind, copy: Option<MPI_Comm_copy_attr_function>, delete: Option<MPI_Comm_delete_attr_function>, keyval: *mut c_int, extra: *mut c_void) -> R<()> {
+    check_ptr(keyval, "keyval")?;
+    let h = state::with(|st| Ok(st.keyvals.insert(Keyval { kind, copy, delete, extra, freed: false, uses: 0 })))?;
+    // SAFETY: checked non-null.
+    unsafe { *keyval = h };
+    Ok(())
+}
+
+fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
+    check_ptr(keyval, "keyval")?;
+    // SAFETY: checked non-null.
+    let k = unsafe { *keyval };
+    if PREDEFINED_COMM_KEYS.contains(&k) {
+        return Err(err(MPI_ERR_KEYVAL, "predefined keyvals cannot be freed"));
+    }
+    state::with(|st| {
+        st.keyval(k, kind)?;
+        let kv = st.keyvals.get_mut(k).unwrap();
+        kv.freed = true;
+        if kv.uses == 0 {
+            st.keyvals.remove(k);
+        }
+        Ok(())
+    })?;
+    unsafe { *keyval = MPI_KEYVAL_INVALID };
+    Ok(())
+}
+
+/// Set an attribute, deleting the previous value first.
+fn set_attr(kind: KeyvalKind, obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
+    if PREDEFINED_COMM_KEYS.contains(&k) {
+        return Err(err(MPI_ERR_KEYVAL, "predefined attributes cannot be set"));
+    }
+    let old = state::with(|st| {
+        let kv = st.keyval(k, kind)?;
+        let (del, extra) = (kv.delete, kv.extra);
+        let attrs = match kind {
+            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
+            _ => st.type_attrs_mut(obj)?,
+        };
+        Ok(attrs.get(&k).copied().map(|old| (old, del, extra)))
+    })?;
+    if let Some((ov, del, extra)) = old {
+        call_delete(obj, k, ov, del, extra)?;
+    }
+    state::with(|st| {
+        let attrs = match kind {
+            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
+            _ => st.type_attrs_mut(obj)?,
+        };
+        let fresh = attrs.insert(k, v).is_none();
+        if fresh {
+            st.keyval_use(k, 1);
+        }
+        Ok(())
+    })
+}
+
+fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void, flag: *mut c_int) -> R<()> {
+    check_ptr(flag, "flag")?;
+    check_ptr(out, "attribute_val")?;
+    let v = state::with(|st| {
+        if kind == KeyvalKind::Comm {
+            st.comm(obj)?;
+            if let Some(i) = PREDEFINED_COMM_KEYS.iter().position(|&p| p == k) {
+                let val = match k {
+                    MPI_TAG_UB => TAG_UB,
+                    MPI_HOST => MPI_PROC_NULL,
+                    MPI_IO => MPI_ANY_SOURCE,
+                    MPI_WTIME_IS_GLOBAL => 0,
+                    MPI_UNIVERSE_SIZE => st.universe_size.unwrap_or(st.rt.size) as c_int,
+                    MPI_LASTUSEDCODE => st.errors.last_used_code(),
+                    MPI_APPNUM => st.appnum,
+                    _ => 0,
+                };
+                st.attr_storage[i] = val;
+                return Ok(Some(&mut st.attr_storage[i] as *mut c_int as *mut c_void));
+            }
+        }
+        st.keyval(k, kind)?;
+        let attrs = match kind {
+            KeyvalKind::Comm => &st.comm(obj)?.attrs,
+            _ => st.type_attrs_mut(obj)?,
+        };
+        Ok(attrs.get(&k).copied())
+    })?;
+    // SAFETY: checked non-null; attribute_val is a void** in C.
+    unsafe {
+        match v {
+            Some(v) => {
+                *(out as *mut *mut c_void) = v;
+                *flag = 1;
+            }
+            None => *flag = 0,
+        }
+    }
+    Ok(())
+}
+
+fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
+    let old = state::with(|st| {
+        let kv = st.keyval(k, kind)?;
+        let (del, extra) = (kv.delete, kv.extra);
+        let attrs = match kind {
+            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
+            _ => st.type_attrs_mut(obj)?,
+        };
+        let v = attrs.remove(&k).ok_or_else(|| err(MPI_ERR_KEYVAL, format!("no attribute is set for keyval {k:#x}")))?;
+        Ok((v, del, extra))
+    })?;
+    call_delete(obj, k, old.0, old.1, old.2)?;
+    state::with(|st| {
+        st.keyval_use(k, -1);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_keyval(comm_copy_attr_fn: Option<MPI_Comm_copy_attr_function>, comm_delete_attr_fn: Option<MPI_Comm_delete_attr_function>, comm_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
+    api("MPI_Comm_create_keyval", Target::World, || create_keyval(KeyvalKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Keyval_create(copy_fn: Option<MPI_Copy_function>, delete_fn: Option<MPI_Delete_function>, keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
+    api("MPI_Keyval_create", Target::World, || create_keyval(KeyvalKind::Comm, copy_fn, delete_fn, keyval, extra_state))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
+    api("MPI_Comm_free_keyval", Target::World, || free_keyval(KeyvalKind::Comm, comm_keyval))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
+    api("MPI_Keyval_free", Target::World, || free_keyval(KeyvalKind::Comm, keyval))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    api("MPI_Comm_set_attr", Target::Comm(comm), || set_attr(KeyvalKind::Comm, comm, comm_keyval, attribute_val))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Attr_put(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    api("MPI_Attr_put", Target::Comm(comm), || set_attr(KeyvalKind::Comm, comm, keyval, attribute_val))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+    api("MPI_Comm_get_attr", Target::Comm(comm), || get_attr(KeyvalKind::Comm, comm, comm_keyval, attribute_val, flag))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+    api("MPI_Attr_get", Target::Comm(comm), || get_attr(KeyvalKind::Comm, comm, keyval, attribute_val, flag))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
+    api("MPI_Comm_delete_attr", Target::Comm(comm), || delete_attr(KeyvalKind::Comm, comm, comm_keyval))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
+    api("MPI_Attr_delete", Target::Comm(comm), || delete_attr(KeyvalKind::Comm, comm, keyval))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_keyval(type_copy_attr_fn: Option<MPI_Type_copy_attr_function>, type_delete_attr_fn: Option<MPI_Type_delete_attr_function>, type_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
+    // Same C signature shape as the communicator callbacks (handles are ints).
+    api("MPI_Type_create_keyval", Target::World, || create_keyval(KeyvalKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
+    api("MPI_Type_free_keyval", Target::World, || free_keyval(KeyvalKind::Type, type_keyval))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+    api("MPI_Type_set_attr", Target::World, || set_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+    api("MPI_Type_get_attr", Target::World, || get_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val, flag))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
+    api("MPI_Type_delete_attr", Target::World, || delete_attr(KeyvalKind::Type, datatype, type_keyval))
+}
+
+/// MPI_DUP_FN / MPI_COMM_DUP_FN / MPI_TYPE_DUP_FN: copy the attribute value.
+#[no_mangle]
+pub unsafe extern "C" fn MPIR_Dup_fn(_oldcomm: MPI_Comm, _keyval: c_int, _extra_state: *mut c_void, attribute_val_in: *mut c_void, attribute_val_out: *mut c_void, flag: *mut c_int) -> c_int {
+    *(attribute_val_out as *mut *mut c_void) = attribute_val_in;
+    *flag = 1;
+    MPI_SUCCESS
+}

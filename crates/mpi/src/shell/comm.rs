@@ -1,0 +1,756 @@
+//! Communicators: creation (dup, split, create, intercommunicators),
+//! queries, names, info, freeing.
+//!
+//! Every new communicator gets a context id agreed by its members: each
+//! process proposes the next id it has never used, and the maximum over the
+//! parent wins (for an intercommunicator, the two groups' maxima are
+//! exchanged by their leaders). Ids are never reused, so a late message for a
+//! freed communicator can never match a new one.
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+use gridmpi_engine::coll;
+use gridmpi_engine::sched::{byte_type, CommView, Schedule, Step};
+use gridmpi_engine::ReqId;
+
+/// Bit 30 of a collective tag: internal exchanges that are not sequenced
+/// collectives (MPI_Comm_create_group, intercommunicator leaders).
+pub const SIDE_TAG: i32 = 1 << 30;
+
+/// A view over the members of a communicator for internal collectives:
+/// its local group on its collective context.
+fn local_view(c: &Comm) -> CommView {
+    match c.local_ctx {
+        Some(lctx) => CommView { ctx: lctx + 1, rank: c.rank, size: c.size(), pids: c.group.pids.clone().into(), local_pids: None },
+        None => super::env::coll_view(c),
+    }
+}
+
+fn u32_buf(v: &mut [u32]) -> UserBuf {
+    // SAFETY: the slice outlives the blocking collective using it.
+    unsafe { UserBuf::new(v.as_mut_ptr() as *mut u8, (v.len() * 4) as u64, byte_type()) }
+}
+
+fn i32_buf(v: &mut [i32]) -> UserBuf {
+    // SAFETY: as above.
+    unsafe { UserBuf::new(v.as_mut_ptr() as *mut u8, (v.len() * 4) as u64, byte_type()) }
+}
+
+fn run(s: Schedule) -> R<()> {
+    let r = state::with(|st| {
+        let r = st.rt.engine.start_schedule(s);
+        st.progress()?;
+        Ok(r)
+    })?;
+    super::env::wait_engine(r)?;
+    Ok(())
+}
+
+struct MaxU32;
+impl gridmpi_engine::sched::Reducer for MaxU32 {
+    unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, _dt: &Arc<Datatype>) -> Result<(), String> {
+        for i in 0..(count / 4) as usize {
+            let a = (left as *const u32).add(i).read_unaligned();
+            let p = (inout as *mut u32).add(i);
+            p.write_unaligned(a.max(p.read_unaligned()));
+        }
+        Ok(())
+    }
+    fn is_commutative(&self) -> bool {
+        true
+    }
+}
+
+/// Allreduce-max of `v` over the view.
+fn allreduce_max(view: CommView, tag: i32, v: &mut [u32]) -> R<()> {
+    if view.size == 1 {
+        return Ok(());
+    }
+    let mut tmp = vec![0u32; v.len()];
+    let s = coll::allreduce_reduce_bcast(view, tag, u32_buf(v), u32_buf(&mut tmp), Arc::new(MaxU32));
+    run(s)
+}
+
+/// Allgather of equal-length i32 vectors over the view.
+fn allgather(view: CommView, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
+    let n = mine.len();
+    let size = view.size as usize;
+    let mut all = vec![0i32; n * size];
+    all[view.rank as usize * n..][..n].copy_from_slice(mine);
+    if size > 1 {
+        let blocks: Vec<UserBuf> = all.chunks_mut(n.max(1)).take(size).map(|c| i32_buf(&mut c[..n])).collect();
+        run(coll::allgather_ring(view, tag, blocks))?;
+    }
+    Ok(all)
+}
+
+fn bcast(view: CommView, tag: i32, v: &mut [i32], root: i32) -> R<()> {
+    if view.size == 1 {
+        return Ok(());
+    }
+    run(coll::bcast_binomial(view, tag, i32_buf(v), root))
+}
+
+/// Point-to-point exchange of i32 vectors between two leaders (any length).
+fn leader_exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
+    let view = CommView { ctx, rank: my_rank, size: 0, pids: Vec::new().into(), local_pids: None };
+    let _ = view;
+    // First the length, then the data.
+    let mut len_out = [mine.len() as i32];
+    let mut len_in = [0i32];
+    exchange(ctx, my_rank, peer_rank, peer_pid, tag, &mut len_out, &mut len_in)?;
+    let mut out = mine.to_vec();
+    let mut inn = vec![0i32; len_in[0].max(0) as usize];
+    exchange(ctx, my_rank, peer_rank, peer_pid, tag, &mut out, &mut inn)?;
+    Ok(inn)
+}
+
+fn exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, out: &mut [i32], inn: &mut [i32]) -> R<()> {
+    let (rs, ss) = state::with(|st| {
+        let rs = st.rt.engine.irecv(gridmpi_engine::RecvArgs { ctx, src: Some(peer_rank), tag: Some(tag), buf: i32_buf(inn) });
+        let ss = st.rt.engine.isend(gridmpi_engine::SendArgs {
+            ctx,
+            src: my_rank,
+            dest: peer_pid,
+            tag,
+            buf: i32_buf(out),
+            mode: gridmpi_engine::SendMode::Standard,
+        });
+        st.progress()?;
+        Ok((rs, ss))
+    })?;
+    super::env::wait_engine(ss)?;
+    let s = super::env::wait_engine(rs)?;
+    if s.error.is_some() {
+        return Err(err(MPI_ERR_INTERN, "mismatched exchange between group leaders"));
+    }
+    Ok(())
+}
+
+/// Agree on a new context id (and reserve `pairs` consecutive pairs) over
+/// the members of `comm` (both groups of an intercommunicator).
+pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
+    let (view, tag, mine, inter) = state::with(|st| {
+        let proposal = st.next_ctx;
+        let c = st.comm_mut(comm)?;
+        let tag = c.next_coll_tag();
+        let inter = c.remote.as_ref().map(|r| (c.ctx + 1, c.rank, r.pids[0]));
+        Ok((local_view(c), tag, proposal, inter))
+    })?;
+    let mut v = [mine];
+    allreduce_max(view.clone(), tag, &mut v)?;
+    if let Some((ictx, rank, remote_leader)) = inter {
+        let mut w = [v[0] as i32];
+        if rank == 0 {
+            let theirs = leader_exchange(ictx, 0, 0, remote_leader, tag | SIDE_TAG, &w)?;
+            w[0] = w[0].max(*theirs.first().unwrap_or(&0));
+        }
+        bcast(view, tag, &mut w, 0)?;
+        v[0] = w[0] as u32;
+    }
+    let ctx = v[0];
+    state::with(|st| {
+        st.next_ctx = st.next_ctx.max(ctx + 2 * pairs);
+        Ok(())
+    })?;
+    Ok(ctx)
+}
+
+impl State {
+    /// Register a new communicator built from `parent`'s settings.
+    fn add_comm(&mut self, parent: MPI_Comm, mut c: Comm, copy_topo: bool) -> R<MPI_Comm> {
+        let p = self.comm(parent)?;
+        c.errh = p.errh;
+        if copy_topo {
+            c.topo = p.topo.clone();
+        }
+        let eh = c.errh;
+        if let Some(e) = self.errhs.get_mut(eh) {
+            e.refs += 1;
+        }
+        Ok(self.comms.insert(c))
+    }
+}
+
+fn comm_query<T>(name: &'static str, comm: MPI_Comm, out: *mut T, f: impl FnOnce(&State, &Comm) -> R<T>) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(out, "output")?;
+        let v = state::with(|st| {
+            let c = st.comm(comm)?;
+            f(st, c)
+        })?;
+        // SAFETY: checked non-null.
+        unsafe { *out = v };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    comm_query("MPI_Comm_size", comm, size, |_, c| Ok(c.size()))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    comm_query("MPI_Comm_rank", comm, rank, |_, c| Ok(c.rank))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    comm_query("MPI_Comm_test_inter", comm, flag, |_, c| Ok(c.is_inter() as c_int))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    comm_query("MPI_Comm_remote_size", comm, size, |_, c| {
+        c.remote.as_ref().map(|r| r.size()).ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    api("MPI_Comm_group", Target::Comm(comm), || {
+        check_ptr(group, "group")?;
+        let h = state::with(|st| {
+            let g = st.comm(comm)?.group.clone();
+            Ok(st.groups.insert(g))
+        })?;
+        *group = h;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    api("MPI_Comm_remote_group", Target::Comm(comm), || {
+        check_ptr(group, "group")?;
+        let h = state::with(|st| {
+            let g = st.comm(comm)?.remote.clone().ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))?;
+            Ok(st.groups.insert(g))
+        })?;
+        *group = h;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
+    api("MPI_Comm_compare", Target::Comm(comm1), || {
+        check_ptr(result, "result")?;
+        let r = state::with(|st| {
+            let (a, b) = (st.comm(comm1)?, st.comm(comm2)?);
+            if comm1 == comm2 {
+                return Ok(MPI_IDENT);
+            }
+            if a.is_inter() != b.is_inter() {
+                return Ok(MPI_UNEQUAL);
+            }
+            let g = super::group::compare_groups(&a.group, &b.group);
+            let rg = match (&a.remote, &b.remote) {
+                (Some(x), Some(y)) => super::group::compare_groups(x, y),
+                _ => MPI_IDENT,
+            };
+            Ok(match (g.max(rg), g) {
+                (MPI_IDENT, _) => MPI_CONGRUENT,
+                (MPI_SIMILAR, _) => MPI_SIMILAR,
+                _ => MPI_UNEQUAL,
+            })
+        })?;
+        *result = r;
+        Ok(())
+    })
+}
+
+/// Duplicate `comm` with a fresh context (collective); attributes copied.
+fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_Comm> {
+    let inter = state::with(|st| Ok(st.comm(comm)?.is_inter()))?;
+    let ctx = agree_ctx(comm, if inter { 2 } else { 1 })?;
+    let (h, copies) = state::with(|st| {
+        let p = st.comm(comm)?;
+        let mut c = Comm::new(ctx, p.group.clone(), p.rank, p.errh);
+        c.remote = p.remote.clone();
+        if inter {
+            c.local_ctx = Some(ctx + 2);
+        }
+        c.info = info.unwrap_or_else(|| p.info.clone());
+        let h = st.add_comm(comm, c, true)?;
+        Ok((h, super::attr::comm_attrs_of(st, comm)))
+    })?;
+    super::attr::copy_comm_attrs(comm, h, copies)?;
+    Ok(h)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_dup", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        *newcomm = dup(comm, None)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_dup_with_info", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        let kv = state::with(|st| Ok(st.info(info)?.entries.clone()))?;
+        *newcomm = dup(comm, Some(kv))?;
+        Ok(())
+    })
+}
+
+/// MPI_Comm_idup: the new handle is valid at once; its context is agreed by
+/// a nonblocking schedule and filled in when the request completes.
+fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> R<()> {
+    check_ptr(newcomm, "newcomm")?;
+    check_ptr(request, "request")?;
+    let inter = state::with(|st| Ok(st.comm(comm)?.is_inter()))?;
+    if inter {
+        // Intercommunicator idup: agree synchronously (both groups take part).
+        let h = dup(comm, info)?;
+        // SAFETY: checked non-null.
+        unsafe { *newcomm = h };
+        let r = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Coll })))?;
+        unsafe { *request = r };
+        return Ok(());
+    }
+    let (h, rq, copies) = state::with(|st| {
+        let proposal = st.next_ctx;
+        // Reserve our own proposal now so later communicators never collide.
+        st.next_ctx += 2;
+        let p = st.comm_mut(comm)?;
+        let tag = p.next_coll_tag();
+        let view = super::env::coll_view(p);
+        let mut c = Comm::new(u32::MAX, p.group.clone(), p.rank, p.errh);
+        c.info = info.clone().unwrap_or_else(|| p.info.clone());
+        let mut buf = Box::new([proposal]);
+        let mut tmp = Box::new([0u32]);
+        let s = coll::allreduce_reduce_bcast(view, tag, u32_buf(&mut buf[..]), u32_buf(&mut tmp[..]), Arc::new(MaxU32));
+        let sched = st.rt.engine.start_schedule(s);
+        let user = st.rt.engine.external_request();
+        let h = st.add_comm(comm, c, true)?;
+        st.pending_idups.push(PendingIdup { sched, user, comm: h, buf, _tmp: tmp });
+        st.progress()?;
+        let rq = st.reqs.insert(ReqEntry::Active { r: user, kind: ReqKind::Coll });
+        Ok((h, rq, super::attr::comm_attrs_of(st, comm)))
+    })?;
+    super::attr::copy_comm_attrs(comm, h, copies)?;
+    // SAFETY: checked non-null.
+    unsafe {
+        *newcomm = h;
+        *request = rq;
+    }
+    Ok(())
+}
+
+/// An MPI_Comm_idup waiting for its context id.
+pub struct PendingIdup {
+    pub sched: ReqId,
+    pub user: ReqId,
+    pub comm: MPI_Comm,
+    pub buf: Box<[u32; 1]>,
+    pub _tmp: Box<[u32; 1]>,
+}
+
+impl State {
+    /// Finish MPI_Comm_idup calls whose agreement completed.
+    pub fn progress_idups(&mut self) {
+        if self.pending_idups.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.pending_idups.len() {
+            let p = &self.pending_idups[i];
+            if self.rt.engine.take(p.sched).is_some() {
+                let p = self.pending_idups.swap_remove(i);
+                let ctx = p.buf[0];
+                self.next_ctx = self.next_ctx.max(ctx + 2);
+                if let Some(c) = self.comms.get_mut(p.comm) {
+                    c.ctx = ctx;
+                }
+                self.rt.engine.complete_external(p.user, Default::default());
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    api("MPI_Comm_idup", Target::Comm(comm), || idup(comm, None, newcomm, request))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    api("MPI_Comm_idup_with_info", Target::Comm(comm), || {
+        let kv = state::with(|st| Ok(st.info(info)?.entries.clone()))?;
+        idup(comm, Some(kv), newcomm, request)
+    })
+}
+
+/// The members of my color after an allgather of (color, key) pairs:
+/// pids ordered by (key, old rank).
+fn members(all: &[i32], pids: &[u32], color: i32) -> Vec<u32> {
+    let mut v: Vec<(i32, usize)> =
+        all.chunks(2).enumerate().filter(|(_, ck)| ck[0] == color).map(|(r, ck)| (ck[1], r)).collect();
+    v.sort();
+    v.into_iter().map(|(_, r)| pids[r]).collect()
+}
+
+fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
+    if color < 0 && color != MPI_UNDEFINED {
+        return Err(err(MPI_ERR_ARG, format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)")));
+    }
+    let (view, tag, inter, me) = state::with(|st| {
+        let me = st.rt.me;
+        let c = st.comm_mut(comm)?;
+        let tag = c.next_coll_tag();
+        let inter = c.remote.as_ref().map(|r| (c.ctx + 1, r.pids.clone()));
+        Ok((local_view(c), tag, inter, me))
+    })?;
+    let local_pids: Vec<u32> = view.pids.to_vec();
+    let all = allgather(view.clone(), tag, &[color, key])?;
+    // Intercommunicators: learn the remote group's colors too.
+    let remote_all = match &inter {
+        Some((ictx, rpids)) => {
+            let mut theirs = if view.rank == 0 {
+                leader_exchange(*ictx, 0, 0, rpids[0], tag | SIDE_TAG, &all)?
+            } else {
+                vec![0; 2 * rpids.len()]
+            };
+            bcast(view.clone(), tag, &mut theirs, 0)?;
+            Some(theirs)
+        }
+        None => None,
+    };
+    let ctx = agree_ctx(comm, if inter.is_some() { 2 } else { 1 })?;
+    if color == MPI_UNDEFINED {
+        return Ok(MPI_COMM_NULL);
+    }
+    let group = members(&all, &local_pids, color);
+    let rank = group.iter().position(|&p| p == me).unwrap() as i32;
+    state::with(|st| {
+        let mut c = Comm::new(ctx, Arc::new(Group { pids: group }), rank, MPI_ERRORS_ARE_FATAL);
+        if let (Some(ra), Some((_, rpids))) = (&remote_all, &inter) {
+            let remote = members(ra, rpids, color);
+            if remote.is_empty() {
+                return Ok(MPI_COMM_NULL);
+            }
+            c.remote = Some(Arc::new(Group { pids: remote }));
+            c.local_ctx = Some(ctx + 2);
+        }
+        st.add_comm(comm, c, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_split", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        *newcomm = split(comm, color, key)?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_split_type", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        let color = state::with(|st| {
+            let c = st.comm(comm)?;
+            if c.is_inter() {
+                return Err(err(MPI_ERR_COMM, "MPI_Comm_split_type needs an intracommunicator"));
+            }
+            let hw = if info != MPI_INFO_NULL {
+                st.info(info)?.entries.iter().find(|(k, _)| k == "mpi_hw_resource_type").map(|(_, v)| v.clone())
+            } else {
+                None
+            };
+            let host_color = || st.rt.local_pids()[0] as c_int;
+            Ok(match split_type {
+                MPI_UNDEFINED => MPI_UNDEFINED,
+                MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => host_color(),
+                MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => match hw.as_deref() {
+                    Some("mpi_shared_memory") => host_color(),
+                    _ => MPI_UNDEFINED,
+                },
+                GRIDMPI_COMM_TYPE_CLUSTER => st.cluster_of(st.rt.me) as c_int,
+                t => return Err(err(MPI_ERR_ARG, format!("unknown split type {t}"))),
+            })
+        })?;
+        *newcomm = split(comm, color, key)?;
+        Ok(())
+    })
+}
+
+impl State {
+    /// The cluster (site) index of a process. Without a cluster map every
+    /// process is in cluster 0.
+    pub fn cluster_of(&self, _pid: u32) -> u32 {
+        0
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_create", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        let (g, me, inter) = state::with(|st| {
+            let c = st.comm(comm)?;
+            let g = st.group(group)?;
+            for &p in &g.pids {
+                if c.group.rank_of(p).is_none() {
+                    return Err(err(MPI_ERR_GROUP, format!("process {p} of the group is not in the communicator")));
+                }
+            }
+            Ok((g, st.rt.me, c.is_inter()))
+        })?;
+        if inter {
+            // Each side names a subgroup of its own group; exchange them.
+            let (view, tag, ictx, rpids) = state::with(|st| {
+                let c = st.comm_mut(comm)?;
+                let tag = c.next_coll_tag();
+                let r = c.remote.clone().unwrap();
+                Ok((local_view(c), tag, c.ctx + 1, r.pids.clone()))
+            })?;
+            let mine: Vec<i32> = g.pids.iter().map(|&p| p as i32).collect();
+            let mut theirs = if view.rank == 0 { leader_exchange(ictx, 0, 0, rpids[0], tag | SIDE_TAG, &mine)? } else { Vec::new() };
+            let mut n = [theirs.len() as i32];
+            bcast(view.clone(), tag, &mut n, 0)?;
+            theirs.resize(n[0] as usize, 0);
+            bcast(view, tag, &mut theirs, 0)?;
+            let ctx = agree_ctx(comm, 2)?;
+            *newcomm = match g.rank_of(me) {
+                Some(rank) if !theirs.is_empty() => state::with(|st| {
+                    let mut c = Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL);
+                    c.remote = Some(Arc::new(Group { pids: theirs.iter().map(|&p| p as u32).collect() }));
+                    c.local_ctx = Some(ctx + 2);
+                    st.add_comm(comm, c, false)
+                })?,
+                _ => MPI_COMM_NULL,
+            };
+            return Ok(());
+        }
+        let ctx = agree_ctx(comm, 1)?;
+        *newcomm = match g.rank_of(me) {
+            Some(rank) => state::with(|st| st.add_comm(comm, Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL), false))?,
+            None => MPI_COMM_NULL,
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_create_group", Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        check_tag(tag)?;
+        let (g, me, cctx, proposal) = state::with(|st| {
+            let c = st.comm(comm)?;
+            if c.is_inter() {
+                return Err(err(MPI_ERR_COMM, "MPI_Comm_create_group needs an intracommunicator"));
+            }
+            let g = st.group(group)?;
+            for &p in &g.pids {
+                if c.group.rank_of(p).is_none() {
+                    return Err(err(MPI_ERR_GROUP, format!("process {p} of the group is not in the communicator")));
+                }
+            }
+            Ok((g, st.rt.me, c.ctx + 1, st.next_ctx))
+        })?;
+        let Some(rank) = g.rank_of(me) else {
+            return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
+        };
+        // Agree among the group's members only, on a tag no sequenced
+        // collective uses.
+        let view = CommView { ctx: cctx, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
+        let mut v = [proposal];
+        allreduce_max(view, SIDE_TAG | tag, &mut v)?;
+        let ctx = v[0];
+        *newcomm = state::with(|st| {
+            st.next_ctx = st.next_ctx.max(ctx + 2);
+            st.add_comm(comm, Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL), false)
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Intercomm_create", Target::Comm(local_comm), || {
+        check_ptr(newintercomm, "newintercomm")?;
+        check_tag(tag)?;
+        let (view, ltag, my_pids, proposal, peer) = state::with(|st| {
+            let proposal = st.next_ctx;
+            let l = st.comm(local_comm)?;
+            if l.is_inter() {
+                return Err(err(MPI_ERR_COMM, "the local communicator must be an intracommunicator"));
+            }
+            if local_leader < 0 || local_leader >= l.size() {
+                return Err(err(MPI_ERR_RANK, format!("invalid local leader {local_leader}")));
+            }
+            let am_leader = l.rank == local_leader;
+            let peer = if am_leader {
+                let p = st.comm(peer_comm)?;
+                let pid = p.check_dest(remote_leader)?.ok_or_else(|| err(MPI_ERR_RANK, "the remote leader is MPI_PROC_NULL"))?;
+                Some((p.ctx, p.rank, pid))
+            } else {
+                None
+            };
+            let l = st.comm_mut(local_comm)?;
+            let ltag = l.next_coll_tag();
+            Ok((super::env::coll_view(l), ltag, l.group.pids.clone(), proposal, peer))
+        })?;
+        // Local agreement on the proposal.
+        let mut v = [proposal];
+        allreduce_max(view.clone(), ltag, &mut v)?;
+        // Leaders swap (proposal, pids...) over the peer communicator with the user's tag.
+        let mut info: Vec<i32> = Vec::new();
+        if let Some((pctx, prank, ppid)) = peer {
+            let mut mine = vec![v[0] as i32];
+            mine.extend(my_pids.iter().map(|&p| p as i32));
+            info = leader_exchange(pctx, prank, remote_leader, ppid, tag, &mine)?;
+        }
+        let mut n = [info.len() as i32];
+        bcast(view.clone(), ltag, &mut n, local_leader)?;
+        info.resize(n[0] as usize, 0);
+        bcast(view.clone(), ltag, &mut info, local_leader)?;
+        if info.is_empty() {
+            return Err(err(MPI_ERR_INTERN, "the remote group's leader sent nothing"));
+        }
+        let ctx = (info[0] as u32).max(v[0]);
+        let remote: Vec<u32> = info[1..].iter().map(|&p| p as u32).collect();
+        *newintercomm = state::with(|st| {
+            st.next_ctx = st.next_ctx.max(ctx + 4);
+            let l = st.comm(local_comm)?;
+            let mut c = Comm::new(ctx, l.group.clone(), l.rank, MPI_ERRORS_ARE_FATAL);
+            c.remote = Some(Arc::new(Group { pids: remote }));
+            c.local_ctx = Some(ctx + 2);
+            st.add_comm(local_comm, c, false)
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Intercomm_merge", Target::Comm(intercomm), || {
+        check_ptr(newintracomm, "newintracomm")?;
+        let (view, tag, ictx, local, remote, me) = state::with(|st| {
+            let me = st.rt.me;
+            let c = st.comm_mut(intercomm)?;
+            let remote = c.remote.clone().ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))?;
+            let tag = c.next_coll_tag();
+            Ok((local_view(c), tag, c.ctx + 1, c.group.pids.clone(), remote.pids.clone(), me))
+        })?;
+        let mut h = [(high != 0) as i32];
+        bcast(view.clone(), tag, &mut h, 0)?;
+        let mut theirs = [0i32];
+        if view.rank == 0 {
+            let t = leader_exchange(ictx, 0, 0, remote[0], tag | SIDE_TAG, &h)?;
+            theirs[0] = *t.first().unwrap_or(&0);
+        }
+        bcast(view, tag, &mut theirs, 0)?;
+        let local_first = match (h[0], theirs[0]) {
+            (0, 1) => true,
+            (1, 0) => false,
+            _ => local[0] < remote[0],
+        };
+        let ctx = agree_ctx(intercomm, 1)?;
+        let pids: Vec<u32> = if local_first { local.iter().chain(remote.iter()).copied().collect() } else { remote.iter().chain(local.iter()).copied().collect() };
+        let rank = pids.iter().position(|&p| p == me).unwrap() as i32;
+        *newintracomm = state::with(|st| st.add_comm(intercomm, Comm::new(ctx, Arc::new(Group { pids }), rank, MPI_ERRORS_ARE_FATAL), false))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_free", Target::World, || {
+        check_ptr(comm, "comm")?;
+        let h = *comm;
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(err(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
+        }
+        state::with(|st| st.comm(h).map(|_| ()))?;
+        super::attr::delete_all_comm_attrs(h)?;
+        state::with(|st| {
+            if let Some(c) = st.comms.remove(h) {
+                st.release_errhandler(c.errh);
+            }
+            Ok(())
+        })?;
+        *comm = MPI_COMM_NULL;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    PMPI_Comm_free(comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_get_parent", Target::World, || {
+        check_ptr(parent, "parent")?;
+        // Processes are never spawned by MPI_Comm_spawn (not available yet).
+        *parent = MPI_COMM_NULL;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
+    api("MPI_Comm_set_name", Target::Comm(comm), || {
+        let name: String = read_cstr(comm_name)?.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+        state::with(|st| {
+            st.comm_mut(comm)?.name = name;
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    api("MPI_Comm_get_name", Target::Comm(comm), || {
+        let n = state::with(|st| Ok(st.comm(comm)?.name.clone()))?;
+        write_cstr(comm_name, MPI_MAX_OBJECT_NAME as usize, &n, resultlen);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    api("MPI_Comm_set_info", Target::Comm(comm), || {
+        state::with(|st| {
+            let kv = st.info(info)?.entries.clone();
+            let c = st.comm_mut(comm)?;
+            for (k, v) in kv {
+                match c.info.iter_mut().find(|(ck, _)| *ck == k) {
+                    Some(e) => e.1 = v,
+                    None => c.info.push((k, v)),
+                }
+            }
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    api("MPI_Comm_get_info", Target::Comm(comm), || {
+        check_ptr(info_used, "info_used")?;
+        let h = state::with(|st| {
+            let kv = st.comm(comm)?.info.clone();
+            Ok(st.infos.insert(Info { entries: kv }))
+        })?;
+        *info_used = h;
+        Ok(())
+    })
+}
+
+#[allow(dead_code)]
+fn _unused(_: Step) {}

@@ -1,0 +1,278 @@
+//! Environment: initialization, finalization, abort, versions, clocks,
+//! memory.
+
+use super::*;
+use crate::handles::{self, Kind, Table};
+use crate::objects::*;
+use crate::runtime::Runtime;
+use crate::state::{self, api, Target, PHASE, PHASE_FINALIZED, PHASE_NONE, PHASE_RUNNING};
+use gridmpi_engine::sched::CommView;
+use std::sync::atomic::Ordering;
+
+fn init(required: c_int) -> R<c_int> {
+    match PHASE.load(Ordering::Acquire) {
+        PHASE_NONE => {}
+        PHASE_RUNNING => return Err(err(MPI_ERR_OTHER, "MPI is already initialized")),
+        _ => return Err(err(MPI_ERR_OTHER, "MPI cannot be initialized again after MPI_Finalize")),
+    }
+    let config = gridmpi_config::Config::load().map_err(|e| err(MPI_ERR_OTHER, format!("configuration: {e}")))?;
+    let rt = Runtime::init(config).map_err(|e| err(MPI_ERR_OTHER, e))?;
+    let me = rt.me;
+    let size = rt.size;
+    let universe_size = rt.pmi.universe_size();
+    let appnum = rt.pmi.appnum();
+    let world_group = Arc::new(Group { pids: (0..size).collect() });
+    let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
+    world.name = "MPI_COMM_WORLD".into();
+    let mut selfc = Comm::new(2, Arc::new(Group { pids: vec![me] }), 0, MPI_ERRORS_ARE_FATAL);
+    selfc.name = "MPI_COMM_SELF".into();
+    let st = State {
+        rt,
+        world,
+        selfc,
+        comms: Table::new(Kind::Comm),
+        groups: Table::new(Kind::Group),
+        types: Table::new(Kind::Datatype),
+        predef: Predefined::new(),
+        ops: Table::new(Kind::Op),
+        errhs: Table::new(Kind::Errhandler),
+        infos: Table::new(Kind::Info),
+        keyvals: Table::new(Kind::Keyval),
+        reqs: Table::new(Kind::Request),
+        msgs: Table::new(Kind::Request),
+        errors: Default::default(),
+        next_ctx: 4,
+        bsend: None,
+        thread_level: required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE),
+        main_thread: std::thread::current().id(),
+        sleepers: 0,
+        bsend_inflight: Vec::new(),
+        pairs: Vec::new(),
+        pending_idups: Vec::new(),
+        attr_storage: Box::new([0; 8]),
+        universe_size,
+        appnum,
+    };
+    state::install(Box::new(st));
+    PHASE.store(PHASE_RUNNING, Ordering::Release);
+    // We serialise every call under one lock, so every level is provided.
+    Ok(required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE))
+}
+
+fn init_or_die(name: &'static str, required: c_int) -> c_int {
+    match std::panic::catch_unwind(|| init(required)) {
+        Ok(Ok(level)) => level,
+        Ok(Err(e)) => {
+            eprintln!("GridMPI: {name}: {}", e.msg);
+            std::process::exit(1);
+        }
+        Err(_) => {
+            eprintln!("GridMPI: {name}: internal error during initialization");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    init_or_die("MPI_Init", MPI_THREAD_SINGLE);
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let level = init_or_die("MPI_Init_thread", required);
+    if !provided.is_null() {
+        *provided = level;
+    }
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        *flag = (PHASE.load(Ordering::Acquire) != PHASE_NONE) as c_int;
+    }
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
+    if !flag.is_null() {
+        *flag = (PHASE.load(Ordering::Acquire) == PHASE_FINALIZED) as c_int;
+    }
+    MPI_SUCCESS
+}
+
+/// The view of a communicator for internal collectives.
+pub fn coll_view(c: &Comm) -> CommView {
+    CommView { ctx: c.ctx + 1, rank: c.rank, size: c.size(), pids: c.group.pids.clone().into(), local_pids: None }
+}
+
+/// Block until the engine request `r` completes; return its status.
+pub fn wait_engine(r: gridmpi_engine::ReqId) -> R<gridmpi_engine::Status> {
+    let mut out = None;
+    state::wait_until(|st| {
+        if let Some(s) = st.rt.engine.take(r) {
+            out = Some(s);
+            return Ok(true);
+        }
+        Ok(false)
+    })?;
+    Ok(out.unwrap())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
+    api("MPI_Finalize", Target::World, || {
+        // Attributes on MPI_COMM_SELF are deleted first (MPI 4.1, 11.2.1).
+        crate::shell::attr::delete_all_comm_attrs(MPI_COMM_SELF)?;
+        // Buffered sends must drain.
+        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
+        // Every rank gets here before anyone tears down its transports.
+        let r = state::with(|st| {
+            st.rt.shutdown();
+            let tag = st.world.next_coll_tag();
+            let view = coll_view(&st.world);
+            let s = gridmpi_engine::coll::barrier_dissemination(view, tag);
+            Ok(st.rt.engine.start_schedule(s))
+        })?;
+        wait_engine(r)?;
+        state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
+        let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
+        PHASE.store(PHASE_FINALIZED, Ordering::Release);
+        st.rt.close();
+        let st = *st;
+        if let Err(e) = st.rt.pmi.finalize() {
+            eprintln!("GridMPI: MPI_Finalize: {e}");
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let mut g = state::lock();
+    match g.as_mut() {
+        Some(st) => {
+            let name = st.comm(comm).map(|c| c.name.clone()).unwrap_or_default();
+            let on = if name.is_empty() { format!("communicator {comm:#x}") } else { name };
+            let msg = format!("MPI_Abort(rank {}): called with error code {errorcode} on {on}", st.rt.me);
+            eprintln!("GridMPI: {msg}");
+            st.rt.pmi.abort(errorcode, &msg)
+        }
+        None => {
+            eprintln!("GridMPI: MPI_Abort called with error code {errorcode} outside MPI_Init..MPI_Finalize");
+            std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff });
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
+    api("MPI_Query_thread", Target::World, || {
+        let level = state::with(|st| Ok(st.thread_level))?;
+        check_ptr(provided, "provided")?;
+        *provided = level;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    api("MPI_Is_thread_main", Target::World, || {
+        let main = state::with(|st| Ok(st.main_thread))?;
+        check_ptr(flag, "flag")?;
+        *flag = (std::thread::current().id() == main) as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    if !version.is_null() {
+        *version = MPI_VERSION;
+    }
+    if !subversion.is_null() {
+        *subversion = MPI_SUBVERSION;
+    }
+    MPI_SUCCESS
+}
+
+pub fn library_version() -> String {
+    format!(
+        "GridMPI {} (MPI {}.{}, MPICH ABI); an MPI for multi-cluster grids. https://example.invalid/gridmpi",
+        env!("CARGO_PKG_VERSION"),
+        MPI_VERSION,
+        MPI_SUBVERSION
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
+    write_cstr(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &library_version(), resultlen);
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    write_cstr(name, MPI_MAX_PROCESSOR_NAME as usize, &crate::sys::hostname(), resultlen);
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Wtime() -> f64 {
+    crate::sys::now()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Wtick() -> f64 {
+    crate::sys::tick()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alloc_mem(size: MPI_Aint, _info: MPI_Info, baseptr: *mut c_void) -> c_int {
+    api("MPI_Alloc_mem", Target::World, || {
+        if size < 0 {
+            return Err(err(MPI_ERR_SIZE, format!("invalid size {size}")));
+        }
+        check_ptr(baseptr, "baseptr")?;
+        let p = libc::malloc((size as usize).max(1));
+        if p.is_null() {
+            return Err(err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")));
+        }
+        *(baseptr as *mut *mut c_void) = p;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
+    libc::free(base);
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
+    api("MPI_Get_hw_resource_info", Target::World, || {
+        check_ptr(hw_info, "hw_info")?;
+        let h = state::with(|st| Ok(st.infos.insert(Info::default())))?;
+        *hw_info = h;
+        Ok(())
+    })
+}
+
+#[allow(dead_code)]
+fn _handles_used() -> c_int {
+    handles::builtin(Kind::Comm, 0)
+}

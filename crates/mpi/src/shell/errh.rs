@@ -1,0 +1,197 @@
+//! Error handlers, error classes/codes/strings.
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+
+impl State {
+    /// Drop one reference to a user error handler.
+    pub fn release_errhandler(&mut self, h: MPI_Errhandler) {
+        if let Some(e) = self.errhs.get_mut(h) {
+            e.refs = e.refs.saturating_sub(1);
+            if e.refs == 0 {
+                self.errhs.remove(h);
+            }
+        }
+    }
+
+    fn check_errhandler(&self, h: MPI_Errhandler) -> R<()> {
+        match h {
+            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
+            MPI_ERRHANDLER_NULL => Err(err(MPI_ERR_ARG, "the error handler is MPI_ERRHANDLER_NULL")),
+            _ => match self.errhs.get(h) {
+                Some(ErrhEntry { func: ErrhFunc::Comm(_), .. }) => Ok(()),
+                Some(_) => Err(err(MPI_ERR_ARG, "the error handler was not created for communicators")),
+                None => Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
+            },
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<MPI_Comm_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
+    api("MPI_Comm_create_errhandler", Target::World, || {
+        check_ptr(errhandler, "errhandler")?;
+        let f = comm_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
+        *errhandler = state::with(|st| Ok(st.errhs.insert(ErrhEntry { func: ErrhFunc::Comm(f), refs: 1 })))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_create(function: Option<MPI_Handler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
+    PMPI_Comm_create_errhandler(function, errhandler)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    api("MPI_Comm_set_errhandler", Target::Comm(comm), || {
+        state::with(|st| {
+            st.check_errhandler(errhandler)?;
+            let old = st.comm(comm)?.errh;
+            if let Some(e) = st.errhs.get_mut(errhandler) {
+                e.refs += 1;
+            }
+            st.comm_mut(comm)?.errh = errhandler;
+            st.release_errhandler(old);
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
+    PMPI_Comm_set_errhandler(comm, errhandler)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+    api("MPI_Comm_get_errhandler", Target::Comm(comm), || {
+        check_ptr(errhandler, "errhandler")?;
+        *errhandler = state::with(|st| {
+            let h = st.comm(comm)?.errh;
+            // The returned handle is a new reference the user frees.
+            if let Some(e) = st.errhs.get_mut(h) {
+                e.refs += 1;
+            }
+            Ok(h)
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
+    PMPI_Comm_get_errhandler(comm, errhandler)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    api("MPI_Errhandler_free", Target::World, || {
+        check_ptr(errhandler, "errhandler")?;
+        let h = *errhandler;
+        state::with(|st| {
+            match h {
+                MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
+                _ => {
+                    st.errhs.get(h).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")))?;
+                    st.release_errhandler(h);
+                }
+            }
+            Ok(())
+        })?;
+        *errhandler = MPI_ERRHANDLER_NULL;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    // Invoke the handler as if an MPI call on `comm` had failed with `errorcode`.
+    let known = state::with(|st| {
+        st.comm(comm)?;
+        Ok(st.errors.class_of(errorcode).is_some())
+    });
+    match known {
+        Err(e) => state::report("MPI_Comm_call_errhandler", Target::World, e),
+        Ok(_) => {
+            let class = state::with(|st| Ok(st.errors.class_of(errorcode).unwrap_or(MPI_ERR_OTHER))).unwrap_or(MPI_ERR_OTHER);
+            let msg = state::with(|st| Ok(st.errors.string_of(errorcode).unwrap_or_default())).unwrap_or_default();
+            state::report("MPI_Comm_call_errhandler", Target::Comm(comm), crate::errors::MpiError { class, msg, code: Some(errorcode) });
+            MPI_SUCCESS
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    api("MPI_Error_class", Target::World, || {
+        check_ptr(errorclass, "errorclass")?;
+        let c = state::with(|st| st.errors.class_of(errorcode).ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code"))));
+        // Before MPI_Init the predefined classes are still known.
+        let c = match c {
+            Ok(c) => c,
+            Err(_) if crate::state::PHASE.load(std::sync::atomic::Ordering::Acquire) != crate::state::PHASE_RUNNING => {
+                crate::errors::ErrorRegistry::default().class_of(errorcode).ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code")))?
+            }
+            Err(e) => return Err(e),
+        };
+        *errorclass = c;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    api("MPI_Error_string", Target::World, || {
+        let s = state::with(|st| Ok(st.errors.string_of(errorcode)))
+            .unwrap_or_else(|_| crate::errors::ErrorRegistry::default().string_of(errorcode))
+            .ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code")))?;
+        write_cstr(string, MPI_MAX_ERROR_STRING as usize, &s, resultlen);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    api("MPI_Add_error_class", Target::World, || {
+        check_ptr(errorclass, "errorclass")?;
+        *errorclass = state::with(|st| st.errors.add_class())?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    api("MPI_Add_error_code", Target::World, || {
+        check_ptr(errorcode, "errorcode")?;
+        *errorcode = state::with(|st| st.errors.add_code(errorclass))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    api("MPI_Add_error_string", Target::World, || {
+        let s = read_cstr(string)?;
+        if s.len() >= MPI_MAX_ERROR_STRING as usize {
+            return Err(err(MPI_ERR_ARG, format!("the error string is longer than {} characters", MPI_MAX_ERROR_STRING - 1)));
+        }
+        state::with(|st| st.errors.set_string(errorcode, s))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Remove_error_class(errorclass: c_int) -> c_int {
+    api("MPI_Remove_error_class", Target::World, || state::with(|st| st.errors.remove_class(errorclass)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Remove_error_code(errorcode: c_int) -> c_int {
+    api("MPI_Remove_error_code", Target::World, || state::with(|st| st.errors.remove_code(errorcode)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Remove_error_string(errorcode: c_int) -> c_int {
+    api("MPI_Remove_error_string", Target::World, || state::with(|st| st.errors.remove_string(errorcode)))
+}

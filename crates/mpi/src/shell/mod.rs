@@ -1,0 +1,172 @@
+//! The C ABI shell: one module per area of the standard. A shell function
+//! converts handles, checks arguments, calls the engine/runtime, and maps
+//! errors through the error handler (state::api). Every function here is
+//! the `PMPI_` name; `MPI_` entry points are generated (see lib.rs).
+
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::not_unsafe_ptr_arg_deref)]
+
+pub mod attr;
+pub mod comm;
+pub mod conv;
+pub mod dtype;
+pub mod env;
+pub mod errh;
+pub mod group;
+pub mod info;
+pub mod op;
+pub mod p2p;
+pub mod pack;
+pub mod req;
+
+pub use attr::*;
+pub use comm::*;
+pub use conv::*;
+pub use dtype::*;
+pub use env::*;
+pub use errh::*;
+pub use group::*;
+pub use info::*;
+pub use op::*;
+pub use p2p::*;
+pub use pack::*;
+pub use req::*;
+
+use crate::errors::{err, R};
+pub use crate::objects::{check_count, check_recv_tag, check_tag};
+use crate::ffi::*;
+use crate::state::State;
+use gridmpi_datatype::Datatype;
+use gridmpi_engine::{Status, UserBuf};
+use std::sync::Arc;
+
+/// Body of every function of an unavailable feature (see abi/functions.txt).
+pub fn unsupported(name: &'static str, what: &str) -> c_int {
+    let what = what.to_string();
+    crate::state::api(name, crate::state::Target::World, move || {
+        Err(err(MPI_ERR_UNSUPPORTED_OPERATION, format!("{what} is not available in this version of GridMPI")))
+    })
+}
+
+impl State {
+    /// The datatype behind a handle, checked to be usable for communication.
+    pub fn dtype(&self, h: MPI_Datatype) -> R<Arc<Datatype>> {
+        self.dtype_any(h, true)
+    }
+
+    /// The datatype behind a handle; `committed` requires it committed.
+    pub fn dtype_any(&self, h: MPI_Datatype, committed: bool) -> R<Arc<Datatype>> {
+        if let Some((dt, _)) = self.predef.get(h) {
+            return Ok(dt.clone());
+        }
+        if h == MPI_DATATYPE_NULL {
+            return Err(err(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL"));
+        }
+        match self.types.get(h) {
+            Some(t) if committed && !t.committed => {
+                Err(err(MPI_ERR_TYPE, format!("datatype {h:#x} is not committed (call MPI_Type_commit)")))
+            }
+            Some(t) => Ok(t.dt.clone()),
+            None => Err(err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}"))),
+        }
+    }
+}
+
+/// Describe a user buffer, checking count * size fits.
+pub fn user_buf(ptr: *const c_void, count: u64, dt: Arc<Datatype>) -> R<UserBuf> {
+    if count.checked_mul(dt.size()).is_none_or(|b| b > i64::MAX as u64) {
+        return Err(err(MPI_ERR_COUNT, format!("count {count} of a {}-byte datatype overflows", dt.size())));
+    }
+    // SAFETY: MPI makes the caller responsible for the buffer's validity.
+    Ok(unsafe { UserBuf::new(ptr as *mut u8, count, dt) })
+}
+
+// ---- statuses ---------------------------------------------------------------
+
+pub fn empty_status() -> MPI_Status {
+    MPI_Status { count_lo: 0, count_hi_and_cancelled: 0, MPI_SOURCE: MPI_ANY_SOURCE, MPI_TAG: MPI_ANY_TAG, MPI_ERROR: MPI_SUCCESS }
+}
+
+pub fn proc_null_status() -> MPI_Status {
+    MPI_Status { MPI_SOURCE: MPI_PROC_NULL, MPI_TAG: MPI_ANY_TAG, ..empty_status() }
+}
+
+pub fn set_count(s: &mut MPI_Status, bytes: i64) {
+    s.count_lo = bytes as u32 as c_int;
+    s.count_hi_and_cancelled = (s.count_hi_and_cancelled & 1) | (((bytes >> 32) as c_int) << 1);
+}
+
+pub fn get_count_bytes(s: &MPI_Status) -> i64 {
+    ((s.count_hi_and_cancelled >> 1) as i64) << 32 | (s.count_lo as u32 as i64)
+}
+
+pub fn set_cancelled(s: &mut MPI_Status, c: bool) {
+    s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | c as c_int;
+}
+
+pub fn is_cancelled(s: &MPI_Status) -> bool {
+    s.count_hi_and_cancelled & 1 != 0
+}
+
+/// An MPI status from an engine status of a receive.
+pub fn recv_status(st: &Status) -> MPI_Status {
+    let mut s = empty_status();
+    if st.cancelled {
+        set_cancelled(&mut s, true);
+        return s;
+    }
+    s.MPI_SOURCE = st.source;
+    s.MPI_TAG = st.tag;
+    set_count(&mut s, st.count as i64);
+    if st.error.is_some() {
+        s.MPI_ERROR = MPI_ERR_TRUNCATE;
+    }
+    s
+}
+
+pub fn is_ignore(p: *const MPI_Status) -> bool {
+    p.is_null() || p == STATUS_IGNORE as *const MPI_Status
+}
+
+/// Store a status for a single-completion call (MPI_ERROR is left alone).
+pub unsafe fn put_status(p: *mut MPI_Status, s: &MPI_Status) {
+    if !is_ignore(p) {
+        let e = (*p).MPI_ERROR;
+        *p = *s;
+        (*p).MPI_ERROR = e;
+    }
+}
+
+/// Store a status for a multiple-completion call (MPI_ERROR too).
+pub unsafe fn put_status_full(p: *mut MPI_Status, s: &MPI_Status) {
+    if !is_ignore(p) {
+        *p = *s;
+    }
+}
+
+/// Write a C string with its length into a caller buffer of `cap` bytes.
+pub unsafe fn write_cstr(dst: *mut c_char, cap: usize, s: &str, len_out: *mut c_int) {
+    let b = s.as_bytes();
+    let n = b.len().min(cap.saturating_sub(1));
+    if !dst.is_null() {
+        std::ptr::copy_nonoverlapping(b.as_ptr() as *const c_char, dst, n);
+        *dst.add(n) = 0;
+    }
+    if !len_out.is_null() {
+        *len_out = n as c_int;
+    }
+}
+
+/// Read a NUL-terminated C string (lossy UTF-8).
+pub unsafe fn read_cstr(p: *const c_char) -> R<String> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, "a string argument is NULL"));
+    }
+    Ok(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+}
+
+pub fn check_ptr<T>(p: *const T, what: &str) -> R<()> {
+    if p.is_null() {
+        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    Ok(())
+}

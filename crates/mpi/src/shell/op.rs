@@ -1,0 +1,217 @@
+//! Reduction operations: predefined and user-defined, and the reducers
+//! collective schedules apply.
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+use gridmpi_engine::sched::Reducer;
+use gridmpi_reduce::Op;
+
+/// The predefined operation of a builtin op handle.
+pub fn predefined_op(h: MPI_Op) -> Option<Op> {
+    Some(match h {
+        MPI_MAX => Op::Max,
+        MPI_MIN => Op::Min,
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_LAND => Op::Land,
+        MPI_BAND => Op::Band,
+        MPI_LOR => Op::Lor,
+        MPI_BOR => Op::Bor,
+        MPI_LXOR => Op::Lxor,
+        MPI_BXOR => Op::Bxor,
+        MPI_MINLOC => Op::Minloc,
+        MPI_MAXLOC => Op::Maxloc,
+        MPI_REPLACE => Op::Replace,
+        MPI_NO_OP => Op::NoOp,
+        _ => return None,
+    })
+}
+
+/// A predefined operation on any datatype whose elements it is defined on.
+pub struct PredefReducer {
+    pub op: Op,
+}
+
+fn reduce_packed(op: Op, dt: &Datatype, left: &[u8], inout: &mut [u8], items: u64) -> Result<(), String> {
+    let n_el = (items * dt.elements_per_item()) as usize;
+    if let Some(b) = dt.uniform_element().filter(|_| dt.uniform_pair().is_none()) {
+        // SAFETY: both slices hold n_el packed elements of `b`.
+        return unsafe { gridmpi_reduce::reduce(op, b, left.as_ptr(), inout.as_mut_ptr(), n_el) }.map_err(|e| e.to_string());
+    }
+    if let Some((v, i, _)) = dt.uniform_pair() {
+        let stride = v.size() + i.size();
+        let pairs = inout.len() / stride;
+        // SAFETY: both slices hold `pairs` packed (value, index) pairs.
+        return unsafe { gridmpi_reduce::reduce_pair(op, v, i, v.size(), stride, left.as_ptr(), inout.as_mut_ptr(), pairs) }
+            .map_err(|e| e.to_string());
+    }
+    Err(format!("{} is not defined on a datatype mixing element types", op.name()))
+}
+
+impl Reducer for PredefReducer {
+    unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, dt: &Arc<Datatype>) -> Result<(), String> {
+        if count == 0 || self.op == Op::NoOp {
+            return Ok(());
+        }
+        if let Some(p) = dt.pair() {
+            let stride = dt.extent().max(0) as usize;
+            return gridmpi_reduce::reduce_pair(self.op, p.0, p.1, p.2, stride, left, inout, count as usize).map_err(|e| e.to_string());
+        }
+        if let Some(b) = dt.basic_type() {
+            return gridmpi_reduce::reduce(self.op, b, left, inout, count as usize).map_err(|e| e.to_string());
+        }
+        if let (true, Some(b), None) = (dt.is_contiguous(), dt.uniform_element(), dt.uniform_pair()) {
+            let off = dt.true_lb() as isize;
+            let n = (count * dt.elements_per_item()) as usize;
+            return gridmpi_reduce::reduce(self.op, b, left.wrapping_offset(off), inout.wrapping_offset(off), n).map_err(|e| e.to_string());
+        }
+        // A derived layout: reduce in packed form.
+        let lb = UserBuf::new(left as *mut u8, count, dt.clone());
+        let ib = UserBuf::new(inout, count, dt.clone());
+        let mut a = vec![0u8; lb.len() as usize];
+        let mut b = vec![0u8; ib.len() as usize];
+        lb.read_packed(0, &mut a);
+        ib.read_packed(0, &mut b);
+        reduce_packed(self.op, dt, &a, &mut b, count)?;
+        ib.write_packed(0, &b);
+        Ok(())
+    }
+
+    fn is_commutative(&self) -> bool {
+        self.op.is_commutative()
+    }
+}
+
+/// A user function from MPI_Op_create, called with the user's datatype handle.
+pub struct UserReducer {
+    pub func: UserFunc,
+    pub commute: bool,
+    pub dt_handle: MPI_Datatype,
+}
+
+#[derive(Clone, Copy)]
+pub enum UserFunc {
+    Int(MPI_User_function),
+    Big(MPI_User_function_c),
+}
+
+impl Reducer for UserReducer {
+    unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, _dt: &Arc<Datatype>) -> Result<(), String> {
+        let mut h = self.dt_handle;
+        match self.func {
+            UserFunc::Int(f) => {
+                // Call in slices of at most INT_MAX items.
+                let ext = _dt.extent() as usize;
+                let mut done = 0u64;
+                while done < count {
+                    let mut n = (count - done).min(c_int::MAX as u64) as c_int;
+                    let off = (done as usize).wrapping_mul(ext);
+                    f(left.wrapping_add(off) as *mut c_void, inout.wrapping_add(off) as *mut c_void, &mut n, &mut h);
+                    done += n.max(1) as u64;
+                }
+            }
+            UserFunc::Big(f) => {
+                let mut n = count as MPI_Count;
+                f(left as *mut c_void, inout as *mut c_void, &mut n, &mut h);
+            }
+        }
+        Ok(())
+    }
+
+    fn is_commutative(&self) -> bool {
+        self.commute
+    }
+}
+
+impl State {
+    /// The reducer for `op` on `datatype`, checked: the operation must be
+    /// defined on the datatype's elements.
+    pub fn reducer(&self, op: MPI_Op, datatype: MPI_Datatype) -> R<Arc<dyn Reducer>> {
+        if let Some(p) = predefined_op(op) {
+            let dt = self.dtype(datatype)?;
+            check_predefined(p, &dt)?;
+            return Ok(Arc::new(PredefReducer { op: p }));
+        }
+        if op == MPI_OP_NULL {
+            return Err(err(MPI_ERR_OP, "the operation is MPI_OP_NULL"));
+        }
+        match self.ops.get(op) {
+            Some(OpEntry::User { func, commute }) => Ok(Arc::new(UserReducer { func: UserFunc::Int(*func), commute: *commute, dt_handle: datatype })),
+            Some(OpEntry::UserBig { func, commute }) => Ok(Arc::new(UserReducer { func: UserFunc::Big(*func), commute: *commute, dt_handle: datatype })),
+            None => Err(err(MPI_ERR_OP, format!("invalid operation handle {op:#x}"))),
+        }
+    }
+}
+
+fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
+    let ok = if let Some(p) = dt.pair().or(dt.uniform_pair()) {
+        matches!(op, Op::Minloc | Op::Maxloc | Op::Replace | Op::NoOp) || p.0 == p.1 && gridmpi_reduce::supported(op, p.0)
+    } else if let Some(b) = dt.uniform_element() {
+        !matches!(op, Op::Minloc | Op::Maxloc) && gridmpi_reduce::supported(op, b)
+    } else {
+        dt.size() == 0 || matches!(op, Op::Replace | Op::NoOp)
+    };
+    if !ok {
+        let tname = dt.basic_type().map(|b| b.name().to_string()).unwrap_or_else(|| "this derived datatype".into());
+        return Err(err(MPI_ERR_OP, format!("{} is not defined for {tname}", op.name())));
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    api("MPI_Op_create", Target::World, || {
+        check_ptr(op, "op")?;
+        let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
+        let h = state::with(|st| Ok(st.ops.insert(OpEntry::User { func: f, commute: commute != 0 })))?;
+        *op = h;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
+    api("MPI_Op_free", Target::World, || {
+        check_ptr(op, "op")?;
+        let h = *op;
+        if predefined_op(h).is_some() {
+            return Err(err(MPI_ERR_OP, "predefined operations cannot be freed"));
+        }
+        state::with(|st| st.ops.remove(h).map(|_| ()).ok_or_else(|| err(MPI_ERR_OP, format!("invalid operation handle {h:#x}"))))?;
+        *op = MPI_OP_NULL;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
+    api("MPI_Op_commutative", Target::World, || {
+        check_ptr(commute, "commute")?;
+        // Every predefined operation counts as commutative (as in MPICH).
+        let c = if predefined_op(op).is_some() {
+            true
+        } else {
+            state::with(|st| match st.ops.get(op) {
+                Some(OpEntry::User { commute, .. }) | Some(OpEntry::UserBig { commute, .. }) => Ok(*commute),
+                None => Err(err(MPI_ERR_OP, format!("invalid operation handle {op:#x}"))),
+            })?
+        };
+        *commute = c as c_int;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    api("MPI_Reduce_local", Target::World, || {
+        let n = check_count(count)?;
+        let (red, dt) = state::with(|st| Ok((st.reducer(op, datatype)?, st.dtype(datatype)?)))?;
+        if n == 0 {
+            return Ok(());
+        }
+        check_ptr(inbuf, "inbuf")?;
+        check_ptr(inoutbuf, "inoutbuf")?;
+        red.reduce(inbuf as *const u8, inoutbuf as *mut u8, n, &dt).map_err(|e| err(MPI_ERR_OP, e))
+    })
+}

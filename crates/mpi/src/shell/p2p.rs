@@ -1,0 +1,656 @@
+//! Point-to-point communication.
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+use gridmpi_engine::{RecvArgs, ReqId, SendArgs};
+
+/// A started operation: an engine request, or nothing (MPI_PROC_NULL, or a
+/// buffered send whose data is already copied).
+pub enum Started {
+    Engine(ReqId, ReqKind),
+    Done(ReqKind),
+}
+
+impl State {
+    /// Start a send of any mode. Buffered sends copy into the attached buffer.
+    pub fn start_send(
+        &mut self,
+        buf: *const c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+        mode: SendMode,
+    ) -> R<Started> {
+        let count = check_count(count)?;
+        check_tag(tag)?;
+        let dt = self.dtype(datatype)?;
+        let c = self.comm(comm)?;
+        let Some(pid) = c.check_dest(dest)? else { return Ok(Started::Done(ReqKind::Send)) };
+        let (ctx, src) = (c.ctx, c.rank);
+        let ub = user_buf(buf, count, dt)?;
+        if mode == SendMode::Buffered {
+            return self.start_bsend(ub, ctx, src, pid, tag);
+        }
+        let engine_mode = if mode == SendMode::Sync { gridmpi_engine::SendMode::Sync } else { gridmpi_engine::SendMode::Standard };
+        let r = self.rt.engine.isend(SendArgs { ctx, src, dest: pid, tag, buf: ub, mode: engine_mode });
+        Ok(Started::Engine(r, ReqKind::Send))
+    }
+
+    fn start_bsend(&mut self, ub: UserBuf, ctx: u32, src: i32, pid: u32, tag: i32) -> R<Started> {
+        let len = ub.len() as usize;
+        let Some(b) = self.bsend.as_mut() else {
+            return Err(err(MPI_ERR_BUFFER, "no buffer is attached (call MPI_Buffer_attach before MPI_Bsend)"));
+        };
+        let Some(off) = b.alloc(len) else {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                format!("the attached buffer ({} bytes) has no room for a {len}-byte message", b.size),
+            ));
+        };
+        // SAFETY: the block lies inside the attached buffer, which the user
+        // keeps valid until MPI_Buffer_detach (which waits for us).
+        let copy = unsafe {
+            let p = b.base.add(off);
+            ub.read_packed(0, std::slice::from_raw_parts_mut(p, len));
+            UserBuf::new(p, len as u64, gridmpi_engine::sched::byte_type())
+        };
+        let r = self.rt.engine.isend(SendArgs { ctx, src, dest: pid, tag, buf: copy, mode: gridmpi_engine::SendMode::Standard });
+        self.bsend_inflight.push((r, off));
+        Ok(Started::Done(ReqKind::Bsend { block: off }))
+    }
+
+    /// Release attached-buffer blocks of finished buffered sends; true when none is left.
+    pub fn bsend_pending_done(&mut self) -> bool {
+        let engine = &mut self.rt.engine;
+        let bsend = &mut self.bsend;
+        self.bsend_inflight.retain(|&(r, off)| {
+            if engine.take(r).is_some() {
+                if let Some(b) = bsend.as_mut() {
+                    b.free(off);
+                }
+                false
+            } else {
+                true
+            }
+        });
+        self.bsend_inflight.is_empty()
+    }
+
+    pub fn start_recv(
+        &mut self,
+        buf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) -> R<Started> {
+        let count = check_count(count)?;
+        let tag = check_recv_tag(tag)?;
+        let dt = self.dtype(datatype)?;
+        let c = self.comm(comm)?;
+        if source == MPI_PROC_NULL {
+            return Ok(Started::Done(ReqKind::Recv));
+        }
+        let src = c.check_source(source)?;
+        let ctx = c.ctx;
+        let ub = user_buf(buf, count, dt)?;
+        let r = self.rt.engine.irecv(RecvArgs { ctx, src, tag, buf: ub });
+        Ok(Started::Engine(r, ReqKind::Recv))
+    }
+
+    /// A request handle for a started operation.
+    pub fn request_handle(&mut self, s: Started) -> MPI_Request {
+        match s {
+            Started::Engine(r, kind) => self.reqs.insert(ReqEntry::Active { r, kind }),
+            Started::Done(kind) => self.reqs.insert(ReqEntry::Null { kind }),
+        }
+    }
+}
+
+/// Complete a started operation synchronously; the receive's status.
+fn finish_blocking(s: Started, status: *mut MPI_Status) -> R<()> {
+    match s {
+        Started::Done(ReqKind::Recv) => {
+            // SAFETY: status is the caller's (or ignored).
+            unsafe { put_status(status, &proc_null_status()) };
+            Ok(())
+        }
+        Started::Done(_) => Ok(()),
+        Started::Engine(r, kind) => {
+            let st = super::env::wait_engine(r)?;
+            if kind == ReqKind::Recv {
+                let s = recv_status(&st);
+                // SAFETY: as above.
+                unsafe { put_status(status, &s) };
+                if s.MPI_ERROR == MPI_ERR_TRUNCATE {
+                    return Err(truncated(&st));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
+    err(
+        MPI_ERR_TRUNCATE,
+        format!("message from rank {} with tag {} was truncated to the receive buffer's {} bytes", st.source, st.tag, st.count),
+    )
+}
+
+/// Start, progress once, and if not done wait.
+fn blocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
+    api(name, Target::Comm(comm), || {
+        let s = state::with(|st| {
+            let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
+            if let Started::Engine(r, _) = s {
+                st.progress()?;
+                if st.rt.engine.take(r).is_some() {
+                    return Ok(Started::Done(ReqKind::Send));
+                }
+            }
+            Ok(s)
+        })?;
+        finish_blocking(s, std::ptr::null_mut())
+    })
+}
+
+fn nonblocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode, request: *mut MPI_Request) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
+            st.progress()?;
+            Ok(st.request_handle(s))
+        })?;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Send", buf, count, datatype, dest, tag, comm, SendMode::Standard)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Ssend", buf, count, datatype, dest, tag, comm, SendMode::Sync)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Rsend", buf, count, datatype, dest, tag, comm, SendMode::Ready)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Bsend", buf, count, datatype, dest, tag, comm, SendMode::Buffered)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Isend", buf, count, datatype, dest, tag, comm, SendMode::Standard, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Issend", buf, count, datatype, dest, tag, comm, SendMode::Sync, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Irsend", buf, count, datatype, dest, tag, comm, SendMode::Ready, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Ibsend", buf, count, datatype, dest, tag, comm, SendMode::Buffered, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    api("MPI_Recv", Target::Comm(comm), || {
+        let s = state::with(|st| {
+            let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
+            if let Started::Engine(r, _) = s {
+                if !st.rt.engine.is_complete(r) {
+                    st.progress()?;
+                }
+            }
+            Ok(s)
+        })?;
+        finish_blocking(s, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    api("MPI_Irecv", Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
+            Ok(st.request_handle(s))
+        })?;
+        *request = h;
+        Ok(())
+    })
+}
+
+// ---- persistent requests ------------------------------------------------------
+
+fn persistent(name: &'static str, comm: MPI_Comm, spec: PersistentSpec, request: *mut MPI_Request) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            // Check the arguments now, as the standard asks.
+            match &spec {
+                PersistentSpec::Send { count, dt, dest, tag, comm, .. } => {
+                    check_count(*count)?;
+                    check_tag(*tag)?;
+                    st.dtype(*dt)?;
+                    st.comm(*comm)?.check_dest(*dest)?;
+                }
+                PersistentSpec::Recv { count, dt, source, tag, comm, .. } => {
+                    check_count(*count)?;
+                    check_recv_tag(*tag)?;
+                    st.dtype(*dt)?;
+                    let c = st.comm(*comm)?;
+                    if *source != MPI_PROC_NULL {
+                        c.check_source(*source)?;
+                    }
+                }
+                PersistentSpec::Coll { .. } => {}
+            }
+            Ok(st.reqs.insert(ReqEntry::Persistent { spec: spec.clone(), active: None }))
+        })?;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Send_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Ssend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Rsend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Bsend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Recv_init", comm, PersistentSpec::Recv { buf, count, dt: datatype, source, tag, comm }, request)
+}
+
+// ---- send-receive -------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    api("MPI_Sendrecv", Target::Comm(comm), || {
+        let (rs, ss) = state::with(|st| {
+            let rs = st.start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+            let ss = st.start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)?;
+            st.progress()?;
+            Ok((rs, ss))
+        })?;
+        finish_blocking(ss, std::ptr::null_mut())?;
+        finish_blocking(rs, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    api("MPI_Sendrecv_replace", Target::Comm(comm), || {
+        // Send from a packed copy, receive into the buffer.
+        let (rs, ss, _copy) = state::with(|st| {
+            let n = check_count(count)?;
+            let dt = st.dtype(datatype)?;
+            let ub = user_buf(buf, n, dt)?;
+            let mut copy = vec![0u8; ub.len() as usize];
+            ub.read_packed(0, &mut copy);
+            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
+            let ss = match ss {
+                Ok(s) => s,
+                Err(e) if copy.len() > c_int::MAX as usize => return Err(err(MPI_ERR_COUNT, format!("message too large ({e:?})"))),
+                Err(e) => return Err(e),
+            };
+            let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
+            st.progress()?;
+            Ok((rs, ss, copy))
+        })?;
+        finish_blocking(ss, std::ptr::null_mut())?;
+        finish_blocking(rs, status)
+    })
+}
+
+// ---- probe --------------------------------------------------------------------
+
+fn probe_args(st: &State, source: c_int, tag: c_int, comm: MPI_Comm) -> R<Option<(u32, Option<i32>, Option<i32>)>> {
+    let tag = check_recv_tag(tag)?;
+    let c = st.comm(comm)?;
+    if source == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    let src = c.check_source(source)?;
+    Ok(Some((c.ctx, src, tag)))
+}
+
+fn probe_status(s: &gridmpi_engine::Status) -> MPI_Status {
+    let mut m = empty_status();
+    m.MPI_SOURCE = s.source;
+    m.MPI_TAG = s.tag;
+    set_count(&mut m, s.count as i64);
+    m
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    api("MPI_Iprobe", Target::Comm(comm), || {
+        check_ptr(flag, "flag")?;
+        let found = state::with(|st| {
+            let Some((ctx, src, tag)) = probe_args(st, source, tag, comm)? else { return Ok(Some(proc_null_status())) };
+            st.progress()?;
+            Ok(st.rt.engine.iprobe(ctx, src, tag).map(|s| probe_status(&s)))
+        })?;
+        *flag = found.is_some() as c_int;
+        if let Some(s) = found {
+            put_status(status, &s);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    api("MPI_Probe", Target::Comm(comm), || {
+        let args = state::with(|st| probe_args(st, source, tag, comm))?;
+        let Some((ctx, src, tag)) = args else {
+            put_status(status, &proc_null_status());
+            return Ok(());
+        };
+        let mut found = None;
+        state::wait_until(|st| {
+            found = st.rt.engine.iprobe(ctx, src, tag);
+            Ok(found.is_some())
+        })?;
+        put_status(status, &probe_status(&found.unwrap()));
+        Ok(())
+    })
+}
+
+fn message_handle(st: &mut State, m: gridmpi_engine::MsgId) -> MPI_Message {
+    st.msgs.insert(MsgEntry { msg: m }) | (1 << 25)
+}
+
+fn message_of(st: &mut State, h: MPI_Message) -> R<Option<gridmpi_engine::MsgId>> {
+    if h == MPI_MESSAGE_NO_PROC {
+        return Ok(None);
+    }
+    if h == MPI_MESSAGE_NULL {
+        return Err(err(MPI_ERR_REQUEST, "the message is MPI_MESSAGE_NULL"));
+    }
+    let e = st
+        .msgs
+        .remove(h & !(1 << 25))
+        .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid message handle {h:#x}")))?;
+    Ok(Some(e.msg))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api("MPI_Improbe", Target::Comm(comm), || {
+        check_ptr(flag, "flag")?;
+        check_ptr(message, "message")?;
+        let found = state::with(|st| {
+            let Some((ctx, src, tag)) = probe_args(st, source, tag, comm)? else {
+                return Ok(Some((MPI_MESSAGE_NO_PROC, proc_null_status())));
+            };
+            st.progress()?;
+            Ok(st.rt.engine.improbe(ctx, src, tag).map(|(m, s)| (message_handle(st, m), probe_status(&s))))
+        })?;
+        *flag = found.is_some() as c_int;
+        if let Some((m, s)) = found {
+            *message = m;
+            put_status(status, &s);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api("MPI_Mprobe", Target::Comm(comm), || {
+        check_ptr(message, "message")?;
+        let args = state::with(|st| probe_args(st, source, tag, comm))?;
+        let Some((ctx, src, tag)) = args else {
+            *message = MPI_MESSAGE_NO_PROC;
+            put_status(status, &proc_null_status());
+            return Ok(());
+        };
+        let mut found = None;
+        state::wait_until(|st| {
+            if let Some((m, s)) = st.rt.engine.improbe(ctx, src, tag) {
+                found = Some((message_handle(st, m), probe_status(&s)));
+            }
+            Ok(found.is_some())
+        })?;
+        let (m, s) = found.unwrap();
+        *message = m;
+        put_status(status, &s);
+        Ok(())
+    })
+}
+
+fn start_mrecv(st: &mut State, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message) -> R<Started> {
+    check_ptr(message, "message")?;
+    let count = check_count(count)?;
+    let dt = st.dtype(datatype)?;
+    // SAFETY: checked non-null.
+    let h = unsafe { *message };
+    let m = message_of(st, h)?;
+    unsafe { *message = MPI_MESSAGE_NULL };
+    let Some(m) = m else { return Ok(Started::Done(ReqKind::Recv)) };
+    let ub = user_buf(buf, count, dt)?;
+    let r = st.rt.engine.imrecv(m, ub).ok_or_else(|| err(MPI_ERR_REQUEST, "the message was already received"))?;
+    Ok(Started::Engine(r, ReqKind::Recv))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api("MPI_Mrecv", Target::World, || {
+        let s = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
+        finish_blocking(s, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    api("MPI_Imrecv", Target::World, || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let s = start_mrecv(st, buf, count, datatype, message)?;
+            Ok(st.request_handle(s))
+        })?;
+        *request = h;
+        Ok(())
+    })
+}
+
+// ---- nonblocking send-receive (MPI 4) -------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    api("MPI_Isendrecv", Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let rs = st.start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+            let ss = st.start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)?;
+            st.progress()?;
+            Ok(st.pair_request(ss, rs, None))
+        })?;
+        *request = h;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv_replace(
+    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    api("MPI_Isendrecv_replace", Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let n = check_count(count)?;
+            let dt = st.dtype(datatype)?;
+            let ub = user_buf(buf, n, dt)?;
+            let mut copy = vec![0u8; ub.len() as usize].into_boxed_slice();
+            ub.read_packed(0, &mut copy);
+            if copy.len() > c_int::MAX as usize {
+                return Err(err(MPI_ERR_COUNT, "message too large for MPI_Isendrecv_replace"));
+            }
+            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
+            let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
+            st.progress()?;
+            Ok(st.pair_request(ss, rs, Some(copy)))
+        })?;
+        *request = h;
+        Ok(())
+    })
+}
+
+impl State {
+    /// One request completing when both a send and a receive have: a
+    /// schedule-like external request driven by a tiny watcher.
+    fn pair_request(&mut self, send: Started, recv: Started, keep: Option<Box<[u8]>>) -> MPI_Request {
+        let r = self.rt.engine.external_request();
+        let send_r = match send {
+            Started::Engine(r, _) => Some(r),
+            Started::Done(_) => None,
+        };
+        let recv_r = match recv {
+            Started::Engine(r, _) => Some(r),
+            Started::Done(_) => None,
+        };
+        self.pairs.push(PairOp { req: r, send: send_r, recv: recv_r, recv_status: None, _keep: keep });
+        self.progress_pairs();
+        self.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Recv })
+    }
+
+    /// Complete pair requests whose halves are done.
+    pub fn progress_pairs(&mut self) {
+        let engine = &mut self.rt.engine;
+        self.pairs.retain_mut(|p| {
+            if let Some(s) = p.send {
+                if engine.take(s).is_some() {
+                    p.send = None;
+                }
+            }
+            if let Some(r) = p.recv {
+                if let Some(st) = engine.take(r) {
+                    p.recv = None;
+                    p.recv_status = Some(st);
+                }
+            }
+            if p.send.is_none() && p.recv.is_none() {
+                let st = p.recv_status.unwrap_or(gridmpi_engine::Status {
+                    source: MPI_PROC_NULL,
+                    tag: MPI_ANY_TAG,
+                    count: 0,
+                    cancelled: false,
+                    error: None,
+                });
+                engine.complete_external(p.req, st);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+/// A send and a receive completing as one request (MPI_Isendrecv).
+pub struct PairOp {
+    pub req: ReqId,
+    pub send: Option<ReqId>,
+    pub recv: Option<ReqId>,
+    pub recv_status: Option<gridmpi_engine::Status>,
+    pub _keep: Option<Box<[u8]>>,
+}
+
+// ---- attached buffer ------------------------------------------------------------
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    api("MPI_Buffer_attach", Target::World, || {
+        if size < 0 {
+            return Err(err(MPI_ERR_ARG, format!("invalid buffer size {size}")));
+        }
+        if buffer == BUFFER_AUTOMATIC {
+            return Err(err(MPI_ERR_BUFFER, "MPI_BUFFER_AUTOMATIC is not supported; attach a buffer"));
+        }
+        state::with(|st| {
+            if st.bsend.is_some() {
+                return Err(err(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)"));
+            }
+            st.bsend = Some(BsendBuffer { base: buffer as *mut u8, size: size as usize, used: Vec::new() });
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    api("MPI_Buffer_detach", Target::World, || {
+        check_ptr(buffer_addr, "buffer_addr")?;
+        check_ptr(size, "size")?;
+        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
+        let b = state::with(|st| Ok(st.bsend.take()))?;
+        match b {
+            Some(b) => {
+                *(buffer_addr as *mut *mut c_void) = b.base as *mut c_void;
+                *size = b.size as c_int;
+            }
+            None => {
+                *(buffer_addr as *mut *mut c_void) = std::ptr::null_mut();
+                *size = 0;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_flush() -> c_int {
+    api("MPI_Buffer_flush", Target::World, || state::wait_until(|st| Ok(st.bsend_pending_done())))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
+    api("MPI_Buffer_iflush", Target::World, || {
+        check_ptr(request, "request")?;
+        // Buffered sends progress on their own; flushing completes when they do.
+        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
+        let h = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send })))?;
+        *request = h;
+        Ok(())
+    })
+}

@@ -1,0 +1,304 @@
+//! The library's global state, its lock, and the entry/exit discipline of
+//! every MPI function (argument errors, error handlers, panics).
+//!
+//! All MPI state lives in one [`State`] behind one mutex: MPI_THREAD_MULTIPLE
+//! is provided by serialising calls. A blocking call releases the lock while
+//! it sleeps, so other threads progress meanwhile.
+
+use crate::errors::{err, MpiError, R};
+use crate::ffi::*;
+use crate::handles::{self, Kind, Table};
+use crate::objects::*;
+use crate::runtime::Runtime;
+use gridmpi_engine::ReqId;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+pub const PHASE_NONE: u8 = 0;
+pub const PHASE_RUNNING: u8 = 1;
+pub const PHASE_FINALIZED: u8 = 2;
+
+/// Where MPI is in its life: before MPI_Init, between Init and Finalize, after.
+pub static PHASE: AtomicU8 = AtomicU8::new(PHASE_NONE);
+
+static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
+
+pub struct State {
+    pub rt: Runtime,
+    pub world: Comm,
+    pub selfc: Comm,
+    pub comms: Table<Comm>,
+    pub groups: Table<std::sync::Arc<Group>>,
+    pub types: Table<TypeEntry>,
+    pub predef: Predefined,
+    pub ops: Table<OpEntry>,
+    pub errhs: Table<ErrhEntry>,
+    pub infos: Table<Info>,
+    pub keyvals: Table<Keyval>,
+    pub reqs: Table<ReqEntry>,
+    pub msgs: Table<MsgEntry>,
+    pub errors: crate::errors::ErrorRegistry,
+    /// Next context id this process proposes for a new communicator.
+    pub next_ctx: u32,
+    pub bsend: Option<BsendBuffer>,
+    pub thread_level: c_int,
+    pub main_thread: std::thread::ThreadId,
+    /// Threads sleeping in epoll; woken when another thread completes work.
+    pub sleepers: usize,
+    /// Buffered sends in flight: (engine request, block in the attached buffer).
+    pub bsend_inflight: Vec<(ReqId, usize)>,
+    /// MPI_Isendrecv requests.
+    pub pairs: Vec<crate::shell::p2p::PairOp>,
+    /// MPI_Comm_idup calls waiting for their context id.
+    pub pending_idups: Vec<crate::shell::comm::PendingIdup>,
+    /// Storage the predefined attributes point to (MPI_TAG_UB, ...).
+    pub attr_storage: Box<[c_int; 8]>,
+    pub universe_size: Option<u32>,
+    pub appnum: i32,
+}
+
+// SAFETY: the state is only reached through the global mutex; raw pointers
+// inside are user addresses that MPI allows to be used from any thread.
+unsafe impl Send for State {}
+
+pub type Guard = MutexGuard<'static, Option<Box<State>>>;
+
+pub fn lock() -> Guard {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn install(st: Box<State>) {
+    *lock() = Some(st);
+}
+
+pub fn uninstall() -> Option<Box<State>> {
+    lock().take()
+}
+
+fn not_running() -> MpiError {
+    match PHASE.load(Ordering::Acquire) {
+        PHASE_NONE => err(MPI_ERR_OTHER, "MPI is not initialized (call MPI_Init first)"),
+        _ => err(MPI_ERR_OTHER, "MPI has been finalized"),
+    }
+}
+
+/// Run `f` on the state, under the lock.
+pub fn with<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
+    let mut g = lock();
+    let st = g.as_mut().ok_or_else(not_running)?;
+    f(st)
+}
+
+/// Make progress until `done` says so, releasing the lock while sleeping.
+pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+    let mut spin_start: Option<Instant> = None;
+    let mut yields = 0u32;
+    loop {
+        let mut g = lock();
+        let st = g.as_mut().ok_or_else(not_running)?;
+        st.progress()?;
+        if done(st)? {
+            return Ok(());
+        }
+        let start = *spin_start.get_or_insert_with(Instant::now);
+        if start.elapsed() < st.rt.spin {
+            drop(g);
+            std::hint::spin_loop();
+            continue;
+        }
+        if st.rt.oversubscribed && yields < 8 {
+            // Give the CPU to a local peer that may be about to send to us.
+            yields += 1;
+            drop(g);
+            // SAFETY: plain syscall.
+            unsafe { libc::sched_yield() };
+            continue;
+        }
+        if !st.rt.prepare_sleep() {
+            continue;
+        }
+        let fd = st.rt.epoll_fd();
+        let timeout = st.rt.sleep_timeout();
+        st.sleepers += 1;
+        drop(g);
+        crate::sys::Epoll::wait_raw(fd, timeout);
+        let mut g = lock();
+        if let Some(st) = g.as_mut() {
+            st.sleepers -= 1;
+            st.rt.after_sleep();
+        }
+        spin_start = None;
+        yields = 0;
+    }
+}
+
+/// Which error handler applies to an error.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    Comm(MPI_Comm),
+    /// MPI_COMM_WORLD's (or the default) handler.
+    World,
+}
+
+/// Run an MPI function body: errors and panics become error codes handled
+/// by the target's error handler.
+pub fn api(name: &'static str, target: Target, f: impl FnOnce() -> R<()>) -> c_int {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => report(name, target, e),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            report(name, target, err(MPI_ERR_INTERN, format!("internal error in GridMPI: {what}")))
+        }
+    }
+}
+
+/// Like [`api`] for functions returning a value rather than an error code.
+pub fn api_value<T>(name: &'static str, default: T, f: impl FnOnce() -> R<T>) -> T {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            report(name, Target::World, e);
+            default
+        }
+        Err(_) => {
+            report(name, Target::World, err(MPI_ERR_INTERN, "internal error in GridMPI"));
+            default
+        }
+    }
+}
+
+enum Handling {
+    Return,
+    Fatal,
+    User(MPI_Comm_errhandler_function, MPI_Comm),
+}
+
+/// Turn an error into a code and apply the error handler.
+pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
+    let mut g = lock();
+    let Some(st) = g.as_mut() else {
+        drop(g);
+        let phase = PHASE.load(Ordering::Acquire);
+        let when = if phase == PHASE_NONE { "before MPI_Init" } else { "after MPI_Finalize" };
+        eprintln!("GridMPI: {name}: {} (called {when})", e.msg);
+        std::process::exit(1);
+    };
+    let rank = st.rt.me;
+    let message = format!("{name}(rank {rank}): {}", e.msg);
+    let code = match e.code {
+        Some(c) => c,
+        None => st.errors.code_for(e.class, message.clone()),
+    };
+    let comm = match target {
+        Target::Comm(c) if st.comm(c).is_ok() => c,
+        _ => MPI_COMM_WORLD,
+    };
+    let eh = st.comm(comm).map(|c| c.errh).unwrap_or(MPI_ERRORS_ARE_FATAL);
+    let handling = match eh {
+        MPI_ERRORS_RETURN => Handling::Return,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => Handling::Fatal,
+        h => match st.errhs.get(h) {
+            Some(ErrhEntry { func: ErrhFunc::Comm(f), .. }) => Handling::User(*f, comm),
+            _ => Handling::Fatal,
+        },
+    };
+    match handling {
+        Handling::Return => code,
+        Handling::Fatal => {
+            let msg = st.errors.string_of(code).unwrap_or(message);
+            eprintln!("GridMPI: {msg}");
+            st.rt.pmi.abort(1, &msg)
+        }
+        Handling::User(f, comm) => {
+            drop(g);
+            let mut c = comm;
+            let mut code_v = code;
+            // SAFETY: calling the user's handler as MPI specifies.
+            unsafe { f(&mut c, &mut code_v) };
+            code
+        }
+    }
+}
+
+impl State {
+    /// Progress the runtime and the collective schedules.
+    pub fn progress(&mut self) -> R<bool> {
+        let mut any = false;
+        loop {
+            let a = match self.rt.progress() {
+                Ok(a) => a,
+                Err(f) => self.fatal(&f.0),
+            };
+            let b = self.rt.engine.progress_schedules();
+            if !self.pairs.is_empty() {
+                self.progress_pairs();
+            }
+            self.progress_idups();
+            if !(a || b) {
+                break;
+            }
+            any = true;
+        }
+        if any && self.sleepers > 0 {
+            self.rt.wake_sleepers();
+        }
+        Ok(any)
+    }
+
+    /// A failure of the runtime (lost peer, protocol error): end the job.
+    pub fn fatal(&mut self, msg: &str) -> ! {
+        let m = format!("rank {}: {}", self.rt.me, msg);
+        eprintln!("GridMPI: fatal error on {m}");
+        self.rt.pmi.abort(1, &m)
+    }
+
+    pub fn comm(&self, h: MPI_Comm) -> R<&Comm> {
+        match h {
+            MPI_COMM_WORLD => Ok(&self.world),
+            MPI_COMM_SELF => Ok(&self.selfc),
+            MPI_COMM_NULL => Err(err(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL")),
+            _ => self.comms.get(h).ok_or_else(|| err(MPI_ERR_COMM, format!("invalid communicator handle {h:#x}"))),
+        }
+    }
+
+    pub fn comm_mut(&mut self, h: MPI_Comm) -> R<&mut Comm> {
+        match h {
+            MPI_COMM_WORLD => Ok(&mut self.world),
+            MPI_COMM_SELF => Ok(&mut self.selfc),
+            MPI_COMM_NULL => Err(err(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL")),
+            _ => self.comms.get_mut(h).ok_or_else(|| err(MPI_ERR_COMM, format!("invalid communicator handle {h:#x}"))),
+        }
+    }
+
+    /// A fresh context id pair agreed by the members of `parent` (collective).
+    /// Callers use the returned state lock-free: this blocks.
+    pub fn my_next_ctx(&mut self) -> u32 {
+        self.next_ctx
+    }
+
+    /// Record that context ids up to `ctx` (inclusive, pair) are in use.
+    pub fn ctx_used(&mut self, ctx: u32) {
+        self.next_ctx = self.next_ctx.max(ctx + 2);
+    }
+
+    /// Take the status of a finished engine request.
+    pub fn take_engine(&mut self, r: ReqId) -> Option<gridmpi_engine::Status> {
+        self.rt.engine.take(r)
+    }
+
+    pub fn new_group(&mut self, g: Group) -> MPI_Group {
+        self.groups.insert(std::sync::Arc::new(g))
+    }
+}
+
+/// Keep this module's handle helpers in one place.
+pub fn request_handle_kind(h: c_int) -> bool {
+    handles::kind_of(h) == Kind::Request as u32
+}

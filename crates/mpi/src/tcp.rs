@@ -1,0 +1,841 @@
+//! TCP between hosts.
+//!
+//! Every process listens on one socket; a connection to a peer is made the
+//! first time something is sent to it. Before any frame is accepted, both
+//! ends prove they belong to the job (HMAC-SHA256 over fresh nonces with the
+//! job's secret):
+//!
+//! ```text
+//! connector -> acceptor   HELLO   magic, version, from, to, job, nonce_c
+//! acceptor  -> connector  WELCOME magic, status, nonce_a, mac("acceptor", ...)
+//! connector -> acceptor   PROOF   magic, mac("connector", ...)
+//! ```
+//!
+//! When two processes connect to each other at once, the connection made by
+//! the lower pid wins; the other is refused with status DUPLICATE. Frames for
+//! a peer queue up until its connection is established, so order is kept.
+//!
+//! Frames are written with writev straight from user buffers.
+
+use crate::auth;
+use crate::sys;
+use gridmpi_engine::wire::{Header, HEADER_LEN};
+use gridmpi_engine::{Engine, Payload, Pid, ReqId, Transmit};
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+const VERSION: u32 = 1;
+const HELLO_MAGIC: &[u8; 8] = b"GMPIhelo";
+const WELCOME_MAGIC: &[u8; 8] = b"GMPIwlcm";
+const PROOF_MAGIC: &[u8; 8] = b"GMPIprof";
+const HELLO_LEN: usize = 48;
+const WELCOME_LEN: usize = 64;
+const PROOF_LEN: usize = 40;
+const STATUS_OK: u32 = 0;
+const STATUS_DUPLICATE: u32 = 1;
+const STATUS_WRONG_JOB: u32 = 2;
+
+/// Epoll tokens of connections start here; smaller ones belong to the runtime.
+pub const CONN_TOKEN_BASE: u64 = 16;
+pub const LISTEN_TOKEN: u64 = 2;
+
+#[derive(Debug)]
+pub struct TransportError {
+    pub peer: Option<Pid>,
+    pub message: String,
+}
+
+impl std::fmt::Display for TransportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.peer {
+            Some(p) => write!(f, "connection with rank {p}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+fn terr(peer: Option<Pid>, message: impl Into<String>) -> TransportError {
+    TransportError { peer, message: message.into() }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum State {
+    /// Non-blocking connect in progress (connector).
+    Connecting,
+    /// Connector: HELLO queued, waiting for WELCOME.
+    AwaitWelcome,
+    /// Acceptor: waiting for HELLO.
+    AwaitHello,
+    /// Acceptor: WELCOME sent, waiting for PROOF.
+    AwaitProof,
+    Established,
+    /// Refused or failed; to be dropped.
+    Dead,
+}
+
+struct Conn {
+    fd: OwnedFd,
+    peer: Option<Pid>,
+    state: State,
+    connector: bool,
+    nonce_c: [u8; 16],
+    nonce_a: [u8; 16],
+    /// Handshake bytes still to write.
+    hs_out: Vec<u8>,
+    /// Bytes read and not yet consumed.
+    rbuf: Vec<u8>,
+    rlen: usize,
+    writable_armed: bool,
+    /// Addresses left to try (connector).
+    addrs: Vec<SocketAddrV4>,
+}
+
+struct OutFrame {
+    header: [u8; HEADER_LEN],
+    payload: Payload,
+    /// Bytes of header + payload written so far.
+    done: u64,
+    notify: Option<ReqId>,
+}
+
+impl OutFrame {
+    fn total(&self) -> u64 {
+        HEADER_LEN as u64 + self.payload.len()
+    }
+}
+
+#[derive(Default)]
+struct PeerLink {
+    addrs: Vec<SocketAddrV4>,
+    /// Index into `conns` of the connection in use or being made.
+    conn: Option<usize>,
+    established: bool,
+    out: VecDeque<OutFrame>,
+    /// The peer closed an established connection (it finalized or died).
+    closed: bool,
+}
+
+pub struct Tcp {
+    me: Pid,
+    job: u64,
+    secret: [u8; 32],
+    listener: OwnedFd,
+    port: u16,
+    conns: Vec<Option<Conn>>,
+    peers: Vec<PeerLink>,
+    /// Scratch for building iovecs.
+    runs: Vec<(*mut u8, usize)>,
+    pub sndbuf: Option<usize>,
+    pub rcvbuf: Option<usize>,
+    /// Set when the job is finishing: peers closing connections is normal.
+    pub finalizing: bool,
+}
+
+fn set_nonblocking_nodelay(fd: RawFd) {
+    // SAFETY: integer socket options on a socket we own.
+    unsafe {
+        let one: libc::c_int = 1;
+        libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, 4);
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+}
+
+fn set_buf(fd: RawFd, opt: libc::c_int, size: Option<usize>) {
+    if let Some(s) = size {
+        let v = s.min(i32::MAX as usize) as libc::c_int;
+        // SAFETY: integer socket option.
+        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, &v as *const _ as *const libc::c_void, 4) };
+    }
+}
+
+fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*a.ip()).to_be() },
+        sin_zero: [0; 8],
+    }
+}
+
+fn last_err() -> io::Error {
+    io::Error::last_os_error()
+}
+
+impl Tcp {
+    pub fn new(me: Pid, npeers: usize, job: u64, secret: [u8; 32], bind: Ipv4Addr) -> io::Result<Tcp> {
+        // SAFETY: plain syscalls on a socket we own; results checked.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(last_err());
+        }
+        let listener = unsafe { OwnedFd::from_raw_fd(fd) };
+        let sa = sockaddr(SocketAddrV4::new(bind, 0));
+        unsafe {
+            let one: libc::c_int = 1;
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, 4);
+            if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as u32) < 0 {
+                return Err(last_err());
+            }
+            if libc::listen(fd, 1024) < 0 {
+                return Err(last_err());
+            }
+        }
+        let mut got: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of_val(&got) as libc::socklen_t;
+        if unsafe { libc::getsockname(fd, &mut got as *mut _ as *mut libc::sockaddr, &mut len) } < 0 {
+            return Err(last_err());
+        }
+        let port = u16::from_be(got.sin_port);
+        Ok(Tcp {
+            me,
+            job,
+            secret,
+            listener,
+            port,
+            conns: Vec::new(),
+            peers: (0..npeers).map(|_| PeerLink::default()).collect(),
+            runs: Vec::new(),
+            sndbuf: None,
+            rcvbuf: None,
+            finalizing: false,
+        })
+    }
+
+    /// Set the job identity and secret (known only after the PMI exchange).
+    pub fn set_auth(&mut self, job: u64, secret: [u8; 32]) {
+        self.job = job;
+        self.secret = secret;
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn listen_fd(&self) -> RawFd {
+        self.listener.as_raw_fd()
+    }
+
+    pub fn set_peer_addrs(&mut self, peer: Pid, addrs: Vec<SocketAddrV4>) {
+        self.peers[peer as usize].addrs = addrs;
+    }
+
+    /// Frames queued but not yet fully written, over all peers.
+    pub fn backlog(&self) -> usize {
+        self.peers.iter().map(|p| p.out.len()).sum()
+    }
+
+    /// Queue a frame for its peer and write what the socket takes now.
+    pub fn send(&mut self, t: Transmit, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let peer = t.peer;
+        let link = &mut self.peers[peer as usize];
+        if link.closed {
+            return Err(terr(Some(peer), "the peer closed its connection (did it exit?)"));
+        }
+        link.out.push_back(OutFrame { header: t.header.encode(), payload: t.payload, done: 0, notify: t.notify });
+        if link.conn.is_none() {
+            self.connect(peer, ep)?;
+        }
+        if self.peers[peer as usize].established {
+            self.flush_peer(peer, engine, ep)?;
+        }
+        Ok(())
+    }
+
+    fn connect(&mut self, peer: Pid, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let addrs = self.peers[peer as usize].addrs.clone();
+        if addrs.is_empty() {
+            return Err(terr(Some(peer), "no TCP address is known for this rank"));
+        }
+        // SAFETY: creating a socket we own.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(terr(Some(peer), format!("socket: {}", last_err())));
+        }
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        set_nonblocking_nodelay(fd.as_raw_fd());
+        set_buf(fd.as_raw_fd(), libc::SO_SNDBUF, self.sndbuf);
+        set_buf(fd.as_raw_fd(), libc::SO_RCVBUF, self.rcvbuf);
+        let mut nonce_c = [0u8; 16];
+        sys::random_bytes(&mut nonce_c).map_err(|e| terr(Some(peer), format!("getrandom: {e}")))?;
+        let conn = Conn {
+            fd,
+            peer: Some(peer),
+            state: State::Connecting,
+            connector: true,
+            nonce_c,
+            nonce_a: [0; 16],
+            hs_out: Vec::new(),
+            rbuf: vec![0; 64 * 1024],
+            rlen: 0,
+            writable_armed: false,
+            addrs,
+        };
+        let idx = self.insert_conn(conn);
+        self.peers[peer as usize].conn = Some(idx);
+        self.start_connect(idx, ep)
+    }
+
+    fn insert_conn(&mut self, c: Conn) -> usize {
+        match self.conns.iter().position(|c| c.is_none()) {
+            Some(i) => {
+                self.conns[i] = Some(c);
+                i
+            }
+            None => {
+                self.conns.push(Some(c));
+                self.conns.len() - 1
+            }
+        }
+    }
+
+    /// Try the next address of a connecting connection.
+    fn start_connect(&mut self, idx: usize, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer;
+        let Some(addr) = c.addrs.first().copied() else {
+            return Err(terr(peer, "could not connect to any of its addresses"));
+        };
+        let sa = sockaddr(addr);
+        // SAFETY: sa is a valid sockaddr_in.
+        let r = unsafe { libc::connect(c.fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as u32) };
+        if r < 0 {
+            let e = last_err();
+            if e.raw_os_error() != Some(libc::EINPROGRESS) {
+                c.addrs.remove(0);
+                if c.addrs.is_empty() {
+                    return Err(terr(peer, format!("connect to {addr}: {e}")));
+                }
+                return self.start_connect(idx, ep);
+            }
+        }
+        let token = CONN_TOKEN_BASE + idx as u64;
+        let _ = ep.add(c.fd.as_raw_fd(), sys::EPOLLIN | sys::EPOLLOUT, token);
+        c.writable_armed = true;
+        Ok(())
+    }
+
+    /// Accept pending connections.
+    pub fn accept(&mut self, ep: &sys::Epoll) {
+        loop {
+            // SAFETY: accept on our listening socket.
+            let fd = unsafe {
+                libc::accept4(self.listener.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+            };
+            if fd < 0 {
+                return;
+            }
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            set_nonblocking_nodelay(fd.as_raw_fd());
+            set_buf(fd.as_raw_fd(), libc::SO_SNDBUF, self.sndbuf);
+            set_buf(fd.as_raw_fd(), libc::SO_RCVBUF, self.rcvbuf);
+            let mut nonce_a = [0u8; 16];
+            if sys::random_bytes(&mut nonce_a).is_err() {
+                continue;
+            }
+            let conn = Conn {
+                fd,
+                peer: None,
+                state: State::AwaitHello,
+                connector: false,
+                nonce_c: [0; 16],
+                nonce_a,
+                hs_out: Vec::new(),
+                rbuf: vec![0; 64 * 1024],
+                rlen: 0,
+                writable_armed: false,
+                addrs: Vec::new(),
+            };
+            let raw = conn.fd.as_raw_fd();
+            let idx = self.insert_conn(conn);
+            let _ = ep.add(raw, sys::EPOLLIN, CONN_TOKEN_BASE + idx as u64);
+        }
+    }
+
+    fn mac(&self, label: &[u8], from: Pid, to: Pid, nonce_c: &[u8; 16], nonce_a: &[u8; 16]) -> [u8; 32] {
+        auth::hmac_sha256(&self.secret, &[label, &from.to_le_bytes(), &to.to_le_bytes(), &self.job.to_le_bytes(), nonce_c, nonce_a])
+    }
+
+    /// Handle readiness of connection `token`.
+    pub fn handle_event(&mut self, token: u64, events: u32, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let idx = (token - CONN_TOKEN_BASE) as usize;
+        if self.conns.get(idx).is_none_or(|c| c.is_none()) {
+            return Ok(());
+        }
+        if events & sys::EPOLLOUT != 0 {
+            self.on_writable(idx, engine, ep)?;
+        }
+        if events & (sys::EPOLLIN | sys::EPOLLHUP | sys::EPOLLERR) != 0 && self.conns[idx].is_some() {
+            self.on_readable(idx, engine, ep)?;
+        }
+        self.reap(idx, ep);
+        Ok(())
+    }
+
+    /// Read from every established connection (used while polling).
+    pub fn poll_reads(&mut self, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        for idx in 0..self.conns.len() {
+            if self.conns[idx].as_ref().is_some_and(|c| c.state == State::Established) {
+                self.on_readable(idx, engine, ep)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, idx: usize, ep: &sys::Epoll) {
+        if self.conns[idx].as_ref().is_some_and(|c| c.state == State::Dead) {
+            let c = self.conns[idx].take().unwrap();
+            let _ = ep.delete(c.fd.as_raw_fd());
+            if let Some(p) = c.peer {
+                let link = &mut self.peers[p as usize];
+                if link.conn == Some(idx) {
+                    link.conn = None;
+                    link.established = false;
+                }
+            }
+        }
+    }
+
+    fn on_writable(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let me = self.me;
+        let job = self.job;
+        let c = self.conns[idx].as_mut().unwrap();
+        if c.state == State::Connecting {
+            let mut err: libc::c_int = 0;
+            let mut len = 4 as libc::socklen_t;
+            // SAFETY: reading an int socket option.
+            unsafe { libc::getsockopt(c.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ERROR, &mut err as *mut _ as *mut libc::c_void, &mut len) };
+            if err != 0 {
+                let addr = c.addrs.remove(0);
+                let peer = c.peer;
+                if c.addrs.is_empty() {
+                    return Err(terr(peer, format!("connect to {addr}: {}", io::Error::from_raw_os_error(err))));
+                }
+                // A fresh socket for the next address.
+                let _ = ep.delete(c.fd.as_raw_fd());
+                // SAFETY: creating a socket we own.
+                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+                if fd < 0 {
+                    return Err(terr(peer, format!("socket: {}", last_err())));
+                }
+                c.fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                set_nonblocking_nodelay(fd);
+                return self.start_connect(idx, ep);
+            }
+            let peer = c.peer.unwrap();
+            let mut hello = Vec::with_capacity(HELLO_LEN);
+            hello.extend_from_slice(HELLO_MAGIC);
+            hello.extend_from_slice(&VERSION.to_le_bytes());
+            hello.extend_from_slice(&me.to_le_bytes());
+            hello.extend_from_slice(&peer.to_le_bytes());
+            hello.extend_from_slice(&0u32.to_le_bytes());
+            hello.extend_from_slice(&job.to_le_bytes());
+            hello.extend_from_slice(&c.nonce_c);
+            c.hs_out = hello;
+            c.state = State::AwaitWelcome;
+        }
+        if !c.hs_out.is_empty() {
+            write_some(c)?;
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        if c.state == State::Established && c.hs_out.is_empty() {
+            if let Some(p) = c.peer {
+                self.flush_peer(p, engine, ep)?;
+            }
+        }
+        self.update_interest(idx, ep);
+        Ok(())
+    }
+
+    fn update_interest(&mut self, idx: usize, ep: &sys::Epoll) {
+        let Some(c) = self.conns[idx].as_mut() else { return };
+        let want = !c.hs_out.is_empty()
+            || c.state == State::Connecting
+            || (c.state == State::Established && c.peer.is_some_and(|p| !self.peers[p as usize].out.is_empty()));
+        if want != c.writable_armed {
+            let ev = if want { sys::EPOLLIN | sys::EPOLLOUT } else { sys::EPOLLIN };
+            let _ = ep.modify(c.fd.as_raw_fd(), ev, CONN_TOKEN_BASE + idx as u64);
+            c.writable_armed = want;
+        }
+    }
+
+    fn on_readable(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        loop {
+            let c = self.conns[idx].as_mut().unwrap();
+            if c.rlen == c.rbuf.len() {
+                let n = c.rbuf.len() * 2;
+                c.rbuf.resize(n, 0);
+            }
+            // SAFETY: reading into the unused tail of our buffer.
+            let n = unsafe {
+                libc::recv(c.fd.as_raw_fd(), c.rbuf.as_mut_ptr().add(c.rlen) as *mut libc::c_void, c.rbuf.len() - c.rlen, libc::MSG_DONTWAIT)
+            };
+            if n == 0 {
+                return self.on_eof(idx);
+            }
+            if n < 0 {
+                let e = last_err();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(()),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        if e.raw_os_error() == Some(libc::ECONNRESET) {
+                            return self.on_eof(idx);
+                        }
+                        let peer = c.peer;
+                        return Err(terr(peer, format!("receive failed: {e}")));
+                    }
+                }
+            }
+            c.rlen += n as usize;
+            self.consume(idx, engine, ep)?;
+            if self.conns[idx].as_ref().is_none_or(|c| c.state == State::Dead) {
+                return Ok(());
+            }
+        }
+    }
+
+    fn on_eof(&mut self, idx: usize) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let was_established = c.state == State::Established;
+        c.state = State::Dead;
+        let peer = c.peer;
+        if let Some(p) = peer {
+            if was_established {
+                self.peers[p as usize].closed = true;
+                if !self.finalizing {
+                    return Err(terr(peer, "the peer closed the connection unexpectedly (did it exit or crash?)"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Parse what has been read: handshake messages, then frames.
+    fn consume(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let mut start = 0usize;
+        let result = loop {
+            let c = self.conns[idx].as_mut().unwrap();
+            let avail = c.rlen - start;
+            match c.state {
+                State::AwaitHello => {
+                    if avail < HELLO_LEN {
+                        break Ok(());
+                    }
+                    let m = c.rbuf[start..start + HELLO_LEN].to_vec();
+                    start += HELLO_LEN;
+                    if let Err(e) = self.on_hello(idx, &m, ep) {
+                        break Err(e);
+                    }
+                }
+                State::AwaitWelcome => {
+                    if avail < WELCOME_LEN {
+                        break Ok(());
+                    }
+                    let m = c.rbuf[start..start + WELCOME_LEN].to_vec();
+                    start += WELCOME_LEN;
+                    if let Err(e) = self.on_welcome(idx, &m, engine, ep) {
+                        break Err(e);
+                    }
+                }
+                State::AwaitProof => {
+                    if avail < PROOF_LEN {
+                        break Ok(());
+                    }
+                    let m = c.rbuf[start..start + PROOF_LEN].to_vec();
+                    start += PROOF_LEN;
+                    if let Err(e) = self.on_proof(idx, &m, engine, ep) {
+                        break Err(e);
+                    }
+                }
+                State::Established => {
+                    if avail < HEADER_LEN {
+                        break Ok(());
+                    }
+                    let peer = c.peer.unwrap();
+                    let hb: [u8; HEADER_LEN] = c.rbuf[start..start + HEADER_LEN].try_into().unwrap();
+                    let h = match Header::decode(&hb) {
+                        Ok(h) => h,
+                        Err(e) => break Err(terr(Some(peer), format!("malformed frame: {e}"))),
+                    };
+                    let total = HEADER_LEN + h.payload_len as usize;
+                    if avail < total {
+                        if total > c.rbuf.len() {
+                            // Make room for this frame: move it to the front and grow.
+                            c.rbuf.copy_within(start..c.rlen, 0);
+                            c.rlen -= start;
+                            start = 0;
+                            c.rbuf.resize(total.next_power_of_two(), 0);
+                        }
+                        break Ok(());
+                    }
+                    let payload = &c.rbuf[start + HEADER_LEN..start + total];
+                    if let Err(e) = engine.handle_frame(peer, &h, payload) {
+                        break Err(terr(Some(peer), e.reason));
+                    }
+                    start += total;
+                }
+                State::Connecting | State::Dead => break Ok(()),
+            }
+        };
+        if let Some(c) = self.conns[idx].as_mut() {
+            c.rbuf.copy_within(start..c.rlen, 0);
+            c.rlen -= start;
+            // Shrink a buffer grown for one big frame once it is empty.
+            if c.rlen == 0 && c.rbuf.len() > (1 << 20) {
+                c.rbuf.truncate(64 * 1024);
+                c.rbuf.shrink_to_fit();
+            }
+        }
+        result
+    }
+
+    fn on_hello(&mut self, idx: usize, m: &[u8], ep: &sys::Epoll) -> Result<(), TransportError> {
+        let u32_at = |i: usize| u32::from_le_bytes(m[i..i + 4].try_into().unwrap());
+        let c = self.conns[idx].as_mut().unwrap();
+        if &m[..8] != HELLO_MAGIC || u32_at(8) != VERSION {
+            c.state = State::Dead;
+            return Ok(()); // not one of ours: drop silently
+        }
+        let from = u32_at(12);
+        let to = u32_at(16);
+        let job = u64::from_le_bytes(m[24..32].try_into().unwrap());
+        c.nonce_c.copy_from_slice(&m[32..48]);
+        let mut status = STATUS_OK;
+        if to != self.me || job != self.job || from as usize >= self.peers.len() || from == self.me {
+            status = STATUS_WRONG_JOB;
+        } else {
+            let link = &self.peers[from as usize];
+            if link.established || (link.conn.is_some() && self.me < from) {
+                status = STATUS_DUPLICATE;
+            }
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        let (nc, na) = (c.nonce_c, c.nonce_a);
+        let mac = self.mac(b"acceptor", from, self.me, &nc, &na);
+        let c = self.conns[idx].as_mut().unwrap();
+        let mut w = Vec::with_capacity(WELCOME_LEN);
+        w.extend_from_slice(WELCOME_MAGIC);
+        w.extend_from_slice(&status.to_le_bytes());
+        w.extend_from_slice(&0u32.to_le_bytes());
+        w.extend_from_slice(&na);
+        w.extend_from_slice(&mac);
+        c.hs_out.extend_from_slice(&w);
+        if status == STATUS_OK {
+            c.peer = Some(from);
+            c.state = State::AwaitProof;
+            // Our own attempt (if any, we are the higher pid) will be refused.
+            let link = &mut self.peers[from as usize];
+            if let Some(old) = link.conn.replace(idx) {
+                if old != idx {
+                    if let Some(oc) = self.conns[old].as_mut() {
+                        oc.peer = None; // its refusal must not disturb the link
+                        oc.state = State::Dead;
+                    }
+                    self.reap(old, ep);
+                }
+            }
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        write_some(c)?;
+        if status != STATUS_OK {
+            c.state = State::Dead;
+        }
+        self.update_interest(idx, ep);
+        Ok(())
+    }
+
+    fn on_welcome(&mut self, idx: usize, m: &[u8], engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer.unwrap();
+        if &m[..8] != WELCOME_MAGIC {
+            return Err(terr(Some(peer), "the peer does not speak GridMPI's protocol"));
+        }
+        let status = u32::from_le_bytes(m[8..12].try_into().unwrap());
+        match status {
+            STATUS_OK => {}
+            STATUS_DUPLICATE => {
+                // The peer's own connection to us wins; ours goes away.
+                c.state = State::Dead;
+                c.peer = None;
+                let link = &mut self.peers[peer as usize];
+                if link.conn == Some(idx) {
+                    link.conn = None;
+                }
+                return Ok(());
+            }
+            _ => return Err(terr(Some(peer), "the peer says we are not part of its job (wrong rank or job id)")),
+        }
+        c.nonce_a.copy_from_slice(&m[16..32]);
+        let (nc, na) = (c.nonce_c, c.nonce_a);
+        let expect = self.mac(b"acceptor", self.me, peer, &nc, &na);
+        if !auth::equal_ct(&expect, &m[32..64]) {
+            return Err(terr(Some(peer), "the peer failed to prove it belongs to this job (bad MAC)"));
+        }
+        let proof = self.mac(b"connector", self.me, peer, &nc, &na);
+        let c = self.conns[idx].as_mut().unwrap();
+        c.hs_out.extend_from_slice(PROOF_MAGIC);
+        c.hs_out.extend_from_slice(&proof);
+        c.state = State::Established;
+        write_some(c)?;
+        self.peers[peer as usize].established = true;
+        self.flush_peer(peer, engine, ep)?;
+        self.update_interest(idx, ep);
+        Ok(())
+    }
+
+    fn on_proof(&mut self, idx: usize, m: &[u8], engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer.unwrap();
+        let (nc, na) = (c.nonce_c, c.nonce_a);
+        let expect = self.mac(b"connector", peer, self.me, &nc, &na);
+        if &m[..8] != PROOF_MAGIC || !auth::equal_ct(&expect, &m[8..40]) {
+            // Someone who is not in the job: drop the connection, keep running.
+            let c = self.conns[idx].as_mut().unwrap();
+            c.state = State::Dead;
+            self.peers[peer as usize].conn = None;
+            return Ok(());
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        c.state = State::Established;
+        self.peers[peer as usize].established = true;
+        self.flush_peer(peer, engine, ep)?;
+        self.update_interest(idx, ep);
+        Ok(())
+    }
+
+    /// Write queued frames of `peer` until the socket is full.
+    fn flush_peer(&mut self, peer: Pid, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        let Some(idx) = self.peers[peer as usize].conn else { return Ok(()) };
+        let Some(c) = self.conns[idx].as_ref() else { return Ok(()) };
+        if c.state != State::Established || !c.hs_out.is_empty() {
+            return Ok(());
+        }
+        let fd = c.fd.as_raw_fd();
+        let mut out = std::mem::take(&mut self.peers[peer as usize].out);
+        let result = write_frames(fd, &mut out, &mut self.runs, engine);
+        self.peers[peer as usize].out = out;
+        result.map_err(|e| terr(Some(peer), format!("send failed: {e}")))?;
+        self.update_interest(idx, ep);
+        Ok(())
+    }
+
+    /// Try to push out everything queued (called from the progress loop).
+    pub fn flush_all(&mut self, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+        for p in 0..self.peers.len() {
+            if !self.peers[p].out.is_empty() && self.peers[p].established {
+                self.flush_peer(p as Pid, engine, ep)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Close every connection (at finalize).
+    pub fn close_all(&mut self, ep: &sys::Epoll) {
+        for c in self.conns.iter_mut().flatten() {
+            let _ = ep.delete(c.fd.as_raw_fd());
+        }
+        self.conns.clear();
+    }
+}
+
+fn write_some(c: &mut Conn) -> Result<(), TransportError> {
+    while !c.hs_out.is_empty() {
+        // SAFETY: writing from our own buffer.
+        let n = unsafe { libc::send(c.fd.as_raw_fd(), c.hs_out.as_ptr() as *const libc::c_void, c.hs_out.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = last_err();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(()),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(terr(c.peer, format!("send failed during handshake: {e}"))),
+            };
+        }
+        c.hs_out.drain(..n as usize);
+    }
+    Ok(())
+}
+
+/// Write frames from the front of `out` until the socket would block.
+/// Completed frames are popped and their requests notified.
+fn write_frames(
+    fd: RawFd,
+    out: &mut VecDeque<OutFrame>,
+    runs: &mut Vec<(*mut u8, usize)>,
+    engine: &mut Engine,
+) -> io::Result<()> {
+    const MAX_IOV: usize = 256;
+    let mut iov: Vec<libc::iovec> = Vec::with_capacity(MAX_IOV);
+    while !out.is_empty() {
+        iov.clear();
+        'frames: for f in out.iter() {
+            let mut skip = f.done;
+            if skip < HEADER_LEN as u64 {
+                iov.push(libc::iovec {
+                    iov_base: f.header[skip as usize..].as_ptr() as *mut libc::c_void,
+                    iov_len: HEADER_LEN - skip as usize,
+                });
+                skip = 0;
+            } else {
+                skip -= HEADER_LEN as u64;
+            }
+            match &f.payload {
+                Payload::None => {}
+                Payload::Owned(v) => iov.push(libc::iovec {
+                    iov_base: v[skip as usize..].as_ptr() as *mut libc::c_void,
+                    iov_len: v.len() - skip as usize,
+                }),
+                Payload::Word(w) => iov.push(libc::iovec {
+                    iov_base: (w as *const u64 as *const u8).wrapping_add(skip as usize) as *mut libc::c_void,
+                    iov_len: 8 - skip as usize,
+                }),
+                Payload::User { buf, offset, len } => {
+                    runs.clear();
+                    let room = MAX_IOV.saturating_sub(iov.len()).max(1);
+                    let covered = buf.runs(offset + skip, len - skip, room, runs);
+                    for &(p, l) in runs.iter() {
+                        iov.push(libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l });
+                    }
+                    if covered < len - skip {
+                        break 'frames; // the rest of this payload next time
+                    }
+                }
+            }
+            if iov.len() >= MAX_IOV - 2 {
+                break;
+            }
+        }
+        // SAFETY: a zeroed msghdr is valid; the iovecs point into memory owned
+        // by queued frames or into user buffers of pending requests.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len();
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(()),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        let mut n = n as u64;
+        while n > 0 {
+            let f = out.front_mut().expect("wrote more than was queued");
+            let left = f.total() - f.done;
+            if n >= left {
+                n -= left;
+                let f = out.pop_front().unwrap();
+                if let Some(r) = f.notify {
+                    engine.transmitted(r);
+                }
+            } else {
+                f.done += n;
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}

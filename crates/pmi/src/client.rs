@@ -1,0 +1,751 @@
+//! The PMI client used by every rank: blocking, one request at a time.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use crate::wire::{Decoder, Message, Wire};
+
+/// A PMI failure, saying what we were doing when it happened.
+#[derive(Debug)]
+pub enum PmiError {
+    /// A PMI environment variable has a value we cannot use.
+    Environment { var: &'static str, value: String, reason: String },
+    /// Could not connect to `PMI_PORT`.
+    Connect { target: String, source: io::Error },
+    /// Reading or writing the PMI connection failed.
+    Io { during: &'static str, source: io::Error },
+    /// The PMI server closed the connection (the launcher died or gave up).
+    Closed { during: &'static str },
+    /// No reply within `GRIDMPI_PMI_TIMEOUT`.
+    Timeout { during: &'static str, after: Duration },
+    /// The server sent something we did not expect.
+    Protocol { during: &'static str, detail: String },
+    /// The server answered with an error code.
+    Server { during: &'static str, rc: i64, message: String },
+    /// `get` found no value for the key (not put, or put after the last fence).
+    NotFound { rank: u32, key: String },
+    /// The key cannot be stored (bad characters or too long).
+    InvalidKey { key: String, reason: String },
+}
+
+impl fmt::Display for PmiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PmiError::Environment { var, value, reason } => write!(f, "PMI environment: {var}={value:?}: {reason}"),
+            PmiError::Connect { target, source } => write!(f, "cannot connect to the PMI server at {target}: {source}"),
+            PmiError::Io { during, source } => write!(f, "PMI connection failed during {during}: {source}"),
+            PmiError::Closed { during } => write!(f, "PMI server closed the connection during {during}"),
+            PmiError::Timeout { during, after } => {
+                write!(f, "PMI server did not answer {during} within {after:?} (GRIDMPI_PMI_TIMEOUT)")
+            }
+            PmiError::Protocol { during, detail } => write!(f, "unexpected PMI reply during {during}: {detail}"),
+            PmiError::Server { during, rc, message } => {
+                write!(f, "PMI server refused {during} (rc={rc})")?;
+                if !message.is_empty() {
+                    write!(f, ": {message}")?;
+                }
+                Ok(())
+            }
+            PmiError::NotFound { rank, key } => write!(f, "PMI key {key:?} of rank {rank} not found (not put before the last fence?)"),
+            PmiError::InvalidKey { key, reason } => write!(f, "PMI key {key:?} cannot be used: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for PmiError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PmiError::Connect { source, .. } | PmiError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Which protocol the connection speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    Pmi1,
+    Pmi2,
+}
+
+trait Stream: Read + Write + Send {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+}
+impl Stream for UnixStream {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
+    }
+}
+impl Stream for TcpStream {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)
+    }
+}
+
+struct Connection {
+    stream: Box<dyn Stream>,
+    decoder: Decoder,
+    version: Version,
+    timeout: Option<Duration>,
+}
+
+impl Connection {
+    fn send(&mut self, during: &'static str, msg: &Message) -> Result<(), PmiError> {
+        self.stream.write_all(&msg.encode()).map_err(|e| io_error(during, e))
+    }
+
+    fn recv(&mut self, during: &'static str) -> Result<Message, PmiError> {
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.decoder.next_message() {
+                Ok(Some(m)) => return Ok(m),
+                Ok(None) => {}
+                Err(e) => return Err(PmiError::Protocol { during, detail: e.to_string() }),
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Err(PmiError::Closed { during }),
+                Ok(n) => self.decoder.push(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Err(PmiError::Timeout { during, after: self.timeout.unwrap_or_default() })
+                }
+                Err(e) => return Err(io_error(during, e)),
+            }
+        }
+    }
+
+    /// Send `msg`, wait for the reply named `expect`, check its `rc`.
+    fn request(&mut self, during: &'static str, msg: Message, expect: &str) -> Result<Message, PmiError> {
+        let reply = self.request_any_rc(during, msg, expect)?;
+        check_rc(during, &reply)?;
+        Ok(reply)
+    }
+
+    fn request_any_rc(&mut self, during: &'static str, msg: Message, expect: &str) -> Result<Message, PmiError> {
+        self.send(during, &msg)?;
+        let reply = self.recv(during)?;
+        if reply.cmd != expect {
+            // A server reporting an error may answer with another name.
+            check_rc(during, &reply)?;
+            return Err(PmiError::Protocol { during, detail: format!("expected cmd={expect}, got {reply}") });
+        }
+        Ok(reply)
+    }
+}
+
+fn io_error(during: &'static str, e: io::Error) -> PmiError {
+    match e.kind() {
+        io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => PmiError::Closed { during },
+        _ => PmiError::Io { during, source: e },
+    }
+}
+
+fn check_rc(during: &'static str, reply: &Message) -> Result<(), PmiError> {
+    let rc = reply.rc();
+    if rc != 0 {
+        let message = reply.get("msg").or_else(|| reply.get("errmsg")).unwrap_or("").to_string();
+        return Err(PmiError::Server { during, rc, message });
+    }
+    Ok(())
+}
+
+fn need_int(during: &'static str, m: &Message, key: &str) -> Result<i64, PmiError> {
+    m.get_int(key)
+        .ok_or_else(|| PmiError::Protocol { during, detail: format!("reply has no integer {key}: {m}") })
+}
+
+enum Mode {
+    Singleton { kvs: HashMap<String, String> },
+    Connected(Connection),
+}
+
+/// A rank's handle on the process manager.
+pub struct Pmi {
+    rank: u32,
+    size: u32,
+    appnum: i32,
+    universe_size: Option<u32>,
+    kvsname: String,
+    max_key: usize,
+    max_value: usize,
+    mode: Mode,
+}
+
+/// PMI-2's fixed limits (`PMI2_MAX_KEYLEN`, `PMI2_MAX_VALLEN`).
+const PMI2_MAX_KEYLEN: usize = 64;
+const PMI2_MAX_VALLEN: usize = 1024;
+
+/// Characters stored as themselves in KVS values; everything else is `%XX`.
+/// They survive every PMI parser we know (no space, `;`, `=`, `\`, `%`).
+fn value_char_is_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-_.,:/+@()[]{}!*~^|?&<>$#".contains(&b)
+}
+
+/// Characters allowed in keys given to [`Pmi::put`] and [`Pmi::get`].
+fn key_char_is_ok(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_./:+".contains(c)
+}
+
+/// Encode a value for the KVS: `%XX` escapes, `%_` for the empty string.
+pub(crate) fn encode_value(v: &str) -> String {
+    if v.is_empty() {
+        return "%_".to_string();
+    }
+    let mut out = String::with_capacity(v.len());
+    for &b in v.as_bytes() {
+        if value_char_is_safe(b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub(crate) fn decode_value(v: &str) -> Option<String> {
+    if v == "%_" {
+        return Some(String::new());
+    }
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = v.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Marker of a value split over several entries: `%*N`.
+const CHUNKED: &str = "%*";
+
+fn parse_timeout(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (v, 1e-6)
+    };
+    let x: f64 = num.trim().parse().ok()?;
+    (x > 0.0).then(|| Duration::from_secs_f64(x * mult))
+}
+
+fn env(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
+fn env_int(var: &'static str) -> Result<Option<i64>, PmiError> {
+    match env(var) {
+        None => Ok(None),
+        Some(v) => v.trim().parse().map(Some).map_err(|_| PmiError::Environment {
+            var,
+            value: v,
+            reason: "not an integer".into(),
+        }),
+    }
+}
+
+/// Which PMI version to speak: `GRIDMPI_PMI_VERSION` or `PMI_VERSION` if set,
+/// else PMI-2 under Slurm's `srun --mpi=pmi2` (it sets `PMI_JOBID`), else PMI-1.
+fn choose_version() -> Result<Version, PmiError> {
+    for var in ["GRIDMPI_PMI_VERSION", "PMI_VERSION"] {
+        if let Some(v) = env(var) {
+            return match v.trim() {
+                "1" => Ok(Version::Pmi1),
+                "2" => Ok(Version::Pmi2),
+                "auto" => continue,
+                _ => Err(PmiError::Environment {
+                    var: if var == "PMI_VERSION" { "PMI_VERSION" } else { "GRIDMPI_PMI_VERSION" },
+                    value: v,
+                    reason: "expected 1 or 2".into(),
+                }),
+            };
+        }
+    }
+    if env("PMI_JOBID").is_some() {
+        return Ok(Version::Pmi2);
+    }
+    Ok(Version::Pmi1)
+}
+
+/// Open the socket the launcher gave us.
+fn inherited_socket(fd_text: &str) -> Result<UnixStream, PmiError> {
+    let bad = |reason: String| PmiError::Environment { var: "PMI_FD", value: fd_text.to_string(), reason };
+    let fd: i32 = fd_text.trim().parse().map_err(|_| bad("not a file descriptor number".into()))?;
+    if fd < 0 {
+        return Err(bad("negative".into()));
+    }
+    // SAFETY: fstat only writes into the zeroed stat buffer we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(bad(format!(
+            "descriptor is not open ({}); was this process started by a launcher that did not pass its PMI socket down?",
+            io::Error::last_os_error()
+        )));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+        return Err(bad("descriptor is not a socket".into()));
+    }
+    // Do not leak the PMI socket into programs this rank starts: a child
+    // holding it open would hide our exit from the launcher.
+    // SAFETY: fcntl on a descriptor we just checked is open.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: the descriptor is an open socket handed to this process for
+    // PMI and owned by nobody else in it; the stream takes ownership.
+    Ok(unsafe { <UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+impl Pmi {
+    /// Connect using the environment the launcher set (`PMI_FD`, or
+    /// `PMI_PORT` + `PMI_ID`; `PMI_RANK`, `PMI_SIZE`), speaking PMI-1 or
+    /// PMI-2 (see the crate docs). With no PMI environment: a singleton
+    /// (rank 0 of 1, in-process key-value store).
+    pub fn init() -> Result<Pmi, PmiError> {
+        let version = choose_version()?;
+        let timeout = env("GRIDMPI_PMI_TIMEOUT").and_then(|v| parse_timeout(&v));
+        let (stream, port_id): (Box<dyn Stream>, Option<i64>) = if let Some(fd) = env("PMI_FD") {
+            (Box::new(inherited_socket(&fd)?), None)
+        } else if let Some(port) = env("PMI_PORT") {
+            let stream = TcpStream::connect(port.trim()).map_err(|e| PmiError::Connect { target: port.clone(), source: e })?;
+            stream.set_nodelay(true).ok();
+            let id = env_int("PMI_ID")?;
+            (Box::new(stream), id)
+        } else {
+            return Ok(Pmi::singleton());
+        };
+        stream.set_timeout(timeout).map_err(|e| io_error("init", e))?;
+        let conn = Connection { stream, decoder: Decoder::new(), version, timeout };
+        match version {
+            Version::Pmi1 => Pmi::init_v1(conn, port_id),
+            Version::Pmi2 => Pmi::init_v2(conn, port_id),
+        }
+    }
+
+    /// Run PMI over an already connected socket (for tests and embedding):
+    /// like `PMI_FD` with `PMI_RANK=rank`, `PMI_SIZE=size`.
+    pub fn from_stream(stream: UnixStream, version: Version, rank: u32, size: u32) -> Result<Pmi, PmiError> {
+        let conn = Connection { stream: Box::new(stream), decoder: Decoder::new(), version, timeout: None };
+        match version {
+            Version::Pmi1 => Pmi::init_v1_with(conn, None, Some(rank as i64), Some(size as i64)),
+            Version::Pmi2 => Pmi::init_v2_with(conn, Some(rank as i64)),
+        }
+    }
+
+    /// A process not started by a PMI launcher: rank 0 of 1.
+    pub fn singleton() -> Pmi {
+        Pmi {
+            rank: 0,
+            size: 1,
+            appnum: 0,
+            universe_size: Some(1),
+            kvsname: format!("singleton_kvs_{}", std::process::id()),
+            max_key: 256,
+            max_value: PMI2_MAX_VALLEN,
+            mode: Mode::Singleton { kvs: HashMap::new() },
+        }
+    }
+
+    fn init_v1(conn: Connection, port_id: Option<i64>) -> Result<Pmi, PmiError> {
+        let (rank, size) = (env_int("PMI_RANK")?, env_int("PMI_SIZE")?);
+        Pmi::init_v1_with(conn, port_id, rank, size)
+    }
+
+    fn init_v1_with(mut conn: Connection, port_id: Option<i64>, mut rank: Option<i64>, mut size: Option<i64>) -> Result<Pmi, PmiError> {
+        let during = "init";
+        let r = |cmd: &str| Message::new(Wire::V1, cmd);
+        if let Some(id) = port_id {
+            // PMI_PORT handshake: initack, then three "set" lines.
+            let ack = conn.request(during, r("initack").with("pmiid", id), "initack")?;
+            rank = ack.get_int("rank").or(rank);
+            size = ack.get_int("size").or(size);
+            for _ in 0..3 {
+                let set = conn.recv(during)?;
+                if set.cmd != "set" {
+                    return Err(PmiError::Protocol { during, detail: format!("expected cmd=set after initack, got {set}") });
+                }
+                rank = set.get_int("rank").or(rank);
+                size = set.get_int("size").or(size);
+            }
+        }
+        let init = r("init").with("pmi_version", 1).with("pmi_subversion", 1);
+        let reply = conn.request(during, init, "response_to_init")?;
+        if reply.get_int("pmi_version") != Some(1) {
+            return Err(PmiError::Protocol { during, detail: format!("server does not speak PMI-1: {reply}") });
+        }
+        let maxes = conn.request(during, r("get_maxes"), "maxes")?;
+        let max_key = need_int(during, &maxes, "keylen_max")?.max(16) as usize;
+        let max_value = need_int(during, &maxes, "vallen_max")?.max(64) as usize;
+        let appnum = conn.request(during, r("get_appnum"), "appnum")?;
+        let appnum = need_int(during, &appnum, "appnum")? as i32;
+        let kvs = conn.request(during, r("get_my_kvsname"), "my_kvsname")?;
+        let kvsname = kvs
+            .get("kvsname")
+            .ok_or_else(|| PmiError::Protocol { during, detail: format!("no kvsname in {kvs}") })?
+            .to_string();
+        let usize_reply = conn.request(during, r("get_universe_size"), "universe_size")?;
+        let universe_size = usize_reply.get_int("size").filter(|&s| s > 0).map(|s| s as u32);
+        let size = size.unwrap_or(1);
+        let rank = rank.unwrap_or(0);
+        check_rank_size(rank, size)?;
+        Ok(Pmi {
+            rank: rank as u32,
+            size: size as u32,
+            appnum,
+            universe_size,
+            kvsname,
+            max_key,
+            max_value,
+            mode: Mode::Connected(conn),
+        })
+    }
+
+    fn init_v2(conn: Connection, port_id: Option<i64>) -> Result<Pmi, PmiError> {
+        let id = match port_id {
+            Some(id) => Some(id),
+            None => env_int("PMI_ID")?.or(env_int("PMI_RANK")?),
+        };
+        Pmi::init_v2_with(conn, id)
+    }
+
+    fn init_v2_with(mut conn: Connection, id: Option<i64>) -> Result<Pmi, PmiError> {
+        let during = "init";
+        let init = Message::new(Wire::V1, "init").with("pmi_version", 2).with("pmi_subversion", 0);
+        let reply = conn.request_any_rc(during, init, "response_to_init")?;
+        if reply.rc() != 0 || reply.get_int("pmi_version") != Some(2) {
+            // The server does not do PMI-2: continue in PMI-1 on this connection.
+            conn.version = Version::Pmi1;
+            return Pmi::init_v1(conn, None);
+        }
+        let id = id.unwrap_or(-1);
+        let full = Message::new(Wire::V2, "fullinit").with("pmirank", id).with("threaded", "FALSE");
+        let full = conn.request(during, full, "fullinit-response")?;
+        let rank = need_int(during, &full, "rank")?;
+        let size = need_int(during, &full, "size")?;
+        let appnum = full.get_int("appnum").unwrap_or(0) as i32;
+        check_rank_size(rank, size)?;
+        let job = conn.request(during, Message::new(Wire::V2, "job-getid"), "job-getid-response")?;
+        let kvsname = job
+            .get("jobid")
+            .ok_or_else(|| PmiError::Protocol { during, detail: format!("no jobid in {job}") })?
+            .to_string();
+        let attr = Message::new(Wire::V2, "info-getjobattr").with("key", "universeSize");
+        let universe = conn.request_any_rc(during, attr, "info-getjobattr-response")?;
+        let universe_size = if universe.rc() == 0 && universe.get("found") == Some("TRUE") {
+            universe.get_int("value").filter(|&s| s > 0).map(|s| s as u32)
+        } else {
+            None
+        };
+        Ok(Pmi {
+            rank: rank as u32,
+            size: size as u32,
+            appnum,
+            universe_size,
+            kvsname,
+            max_key: PMI2_MAX_KEYLEN,
+            max_value: PMI2_MAX_VALLEN,
+            mode: Mode::Connected(conn),
+        })
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+    pub fn appnum(&self) -> i32 {
+        self.appnum
+    }
+    /// `MPI_UNIVERSE_SIZE`, when the launcher knows it.
+    pub fn universe_size(&self) -> Option<u32> {
+        self.universe_size
+    }
+    /// The job's key-value space name (PMI-2: the job id).
+    pub fn kvs_name(&self) -> &str {
+        &self.kvsname
+    }
+    pub fn is_singleton(&self) -> bool {
+        matches!(self.mode, Mode::Singleton { .. })
+    }
+    /// The protocol in use (`None` for a singleton).
+    pub fn version(&self) -> Option<Version> {
+        match &self.mode {
+            Mode::Singleton { .. } => None,
+            Mode::Connected(c) => Some(c.version),
+        }
+    }
+
+    /// The longest value the server stores in one entry. [`Pmi::put`] takes
+    /// longer values anyway: it splits them over several entries (and
+    /// escapes characters PMI cannot carry), and [`Pmi::get`] joins them.
+    pub fn max_value_len(&self) -> usize {
+        self.max_value
+    }
+
+    fn wire_key(&self, rank: u32, key: &str) -> Result<String, PmiError> {
+        if key.is_empty() || !key.chars().all(key_char_is_ok) {
+            return Err(PmiError::InvalidKey {
+                key: key.to_string(),
+                reason: "use only letters, digits and - _ . / : +".into(),
+            });
+        }
+        let wk = format!("{key}@{rank}");
+        // Room for a chunk suffix ":NNNN".
+        if wk.len() + 5 > self.max_key {
+            return Err(PmiError::InvalidKey {
+                key: key.to_string(),
+                reason: format!("too long: the server takes keys of at most {} bytes", self.max_key.saturating_sub(5 + 1 + digits(self.size))),
+            });
+        }
+        Ok(wk)
+    }
+
+    /// Publish `value` under `key` for this rank. Visible to other ranks
+    /// after the next [`Pmi::fence`]. Any string may be stored.
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        let wk = self.wire_key(self.rank, key)?;
+        let enc = encode_value(value);
+        if enc.len() <= self.max_value {
+            return self.raw_put(&wk, &enc);
+        }
+        let chunks: Vec<&str> = chunk_str(&enc, self.max_value);
+        for (i, c) in chunks.iter().enumerate() {
+            self.raw_put(&format!("{wk}:{i}"), c)?;
+        }
+        self.raw_put(&wk, &format!("{CHUNKED}{}", chunks.len()))
+    }
+
+    /// Make every rank's puts visible to all, and wait for all ranks.
+    pub fn fence(&mut self) -> Result<(), PmiError> {
+        let during = "fence";
+        match &mut self.mode {
+            Mode::Singleton { .. } => Ok(()),
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => c.request(during, Message::new(Wire::V1, "barrier_in"), "barrier_out").map(drop),
+                Version::Pmi2 => c.request(during, Message::new(Wire::V2, "kvs-fence"), "kvs-fence-response").map(drop),
+            },
+        }
+    }
+
+    /// The value `from_rank` put under `key` (before the last fence).
+    pub fn get(&mut self, from_rank: u32, key: &str) -> Result<String, PmiError> {
+        let wk = self.wire_key(from_rank, key)?;
+        let not_found = || PmiError::NotFound { rank: from_rank, key: key.to_string() };
+        let head = self.raw_get(from_rank, &wk)?.ok_or_else(not_found)?;
+        let enc = if let Some(n) = head.strip_prefix(CHUNKED) {
+            let n: usize = n.parse().map_err(|_| PmiError::Protocol { during: "get", detail: format!("bad chunk header {head:?} for key {key:?}") })?;
+            let mut joined = String::new();
+            for i in 0..n {
+                joined.push_str(&self.raw_get(from_rank, &format!("{wk}:{i}"))?.ok_or_else(not_found)?);
+            }
+            joined
+        } else {
+            head
+        };
+        decode_value(&enc).ok_or_else(|| PmiError::Protocol {
+            during: "get",
+            detail: format!("value of {key:?} from rank {from_rank} was not written by GridMPI's PMI client"),
+        })
+    }
+
+    /// A job attribute the launcher publishes, such as `PMI_process_mapping`
+    /// (MPICH's node layout). `None` when the launcher does not provide it.
+    pub fn job_attr(&mut self, name: &str) -> Result<Option<String>, PmiError> {
+        let during = "get";
+        let kvsname = self.kvsname.clone();
+        match &mut self.mode {
+            Mode::Singleton { .. } => Ok(None),
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => {
+                    let m = Message::new(Wire::V1, "get").with("kvsname", kvsname).with("key", name);
+                    let reply = c.request_any_rc(during, m, "get_result")?;
+                    Ok((reply.rc() == 0).then(|| reply.get("value").unwrap_or("").to_string()))
+                }
+                Version::Pmi2 => {
+                    let m = Message::new(Wire::V2, "info-getjobattr").with("key", name);
+                    let reply = c.request_any_rc(during, m, "info-getjobattr-response")?;
+                    let found = reply.rc() == 0 && reply.get("found").is_some_and(|f| f.eq_ignore_ascii_case("TRUE"));
+                    Ok(found.then(|| reply.get("value").unwrap_or("").to_string()))
+                }
+            },
+        }
+    }
+
+    fn raw_put(&mut self, key: &str, value: &str) -> Result<(), PmiError> {
+        let during = "put";
+        let kvsname = self.kvsname.clone();
+        match &mut self.mode {
+            Mode::Singleton { kvs } => {
+                kvs.insert(key.to_string(), value.to_string());
+                Ok(())
+            }
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => {
+                    let m = Message::new(Wire::V1, "put").with("kvsname", kvsname).with("key", key).with("value", value);
+                    c.request(during, m, "put_result").map(drop)
+                }
+                Version::Pmi2 => {
+                    let m = Message::new(Wire::V2, "kvs-put").with("key", key).with("value", value);
+                    c.request(during, m, "kvs-put-response").map(drop)
+                }
+            },
+        }
+    }
+
+    fn raw_get(&mut self, from_rank: u32, key: &str) -> Result<Option<String>, PmiError> {
+        let during = "get";
+        let kvsname = self.kvsname.clone();
+        match &mut self.mode {
+            Mode::Singleton { kvs } => Ok(kvs.get(key).cloned()),
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => {
+                    let m = Message::new(Wire::V1, "get").with("kvsname", kvsname).with("key", key);
+                    let reply = c.request_any_rc(during, m, "get_result")?;
+                    if reply.rc() != 0 {
+                        return Ok(None);
+                    }
+                    Ok(reply.get("value").map(str::to_string))
+                }
+                Version::Pmi2 => {
+                    let m = Message::new(Wire::V2, "kvs-get")
+                        .with("jobid", kvsname)
+                        .with("srcid", from_rank)
+                        .with("key", key);
+                    let reply = c.request_any_rc(during, m, "kvs-get-response")?;
+                    let found = reply.get("found").map(|f| f.eq_ignore_ascii_case("TRUE")).unwrap_or(reply.rc() == 0);
+                    if reply.rc() != 0 || !found {
+                        return Ok(None);
+                    }
+                    Ok(reply.get("value").map(str::to_string))
+                }
+            },
+        }
+    }
+
+    /// Ask the launcher to end the job (it prints `message` naming this rank
+    /// and kills every rank), then exit with `exit_code`.
+    pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
+        let message = message.replace(['\n', '\r'], " ");
+        match &mut self.mode {
+            Mode::Singleton { .. } => {
+                eprintln!("gridmpi: rank 0 aborted the job (exit code {exit_code}): {message}");
+            }
+            Mode::Connected(c) => {
+                let m = match c.version {
+                    Version::Pmi1 => Message::new(Wire::V1, "abort").with("exitcode", exit_code).with("message", &message),
+                    Version::Pmi2 => Message::new(Wire::V2, "abort")
+                        .with("isworld", "TRUE")
+                        .with("exitcode", exit_code)
+                        .with("msg", &message)
+                        .with("message", &message),
+                };
+                let _ = c.send("abort", &m);
+                let _ = c.stream.flush();
+            }
+        }
+        std::process::exit(exit_code)
+    }
+
+    /// Tell the launcher this rank is done with PMI (MPI_Finalize).
+    pub fn finalize(self) -> Result<(), PmiError> {
+        match self.mode {
+            Mode::Singleton { .. } => Ok(()),
+            Mode::Connected(mut c) => match c.version {
+                Version::Pmi1 => c.request("finalize", Message::new(Wire::V1, "finalize"), "finalize_ack").map(drop),
+                Version::Pmi2 => c.request("finalize", Message::new(Wire::V2, "finalize"), "finalize-response").map(drop),
+            },
+        }
+    }
+}
+
+fn digits(n: u32) -> usize {
+    n.max(1).to_string().len()
+}
+
+fn check_rank_size(rank: i64, size: i64) -> Result<(), PmiError> {
+    if size < 1 || size > u32::MAX as i64 {
+        return Err(PmiError::Environment { var: "PMI_SIZE", value: size.to_string(), reason: "job size must be at least 1".into() });
+    }
+    if rank < 0 || rank >= size {
+        return Err(PmiError::Environment {
+            var: "PMI_RANK",
+            value: rank.to_string(),
+            reason: format!("rank must be in 0..{size}"),
+        });
+    }
+    Ok(())
+}
+
+/// Split an ASCII string into pieces of at most `n` bytes.
+fn chunk_str(s: &str, n: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let take = rest.len().min(n);
+        out.push(&rest[..take]);
+        rest = &rest[take..];
+    }
+    out
+}
+
+impl fmt::Debug for Pmi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pmi")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("kvsname", &self.kvsname)
+            .field("version", &self.version())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_encoding_round_trips() {
+        for v in ["", "plain", "a b;c=d\\e%f\n", "tcp:10.0.0.1:4000,shm:/dev/shm/x", "ünïcode"] {
+            let e = encode_value(v);
+            assert!(e.bytes().all(|b| value_char_is_safe(b) || b == b'%'), "{e}");
+            assert_eq!(decode_value(&e).as_deref(), Some(v));
+        }
+        assert_eq!(encode_value("a b"), "a%20b");
+    }
+
+    #[test]
+    fn timeouts_parse() {
+        assert_eq!(parse_timeout("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_timeout("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_timeout("0"), None);
+    }
+
+    #[test]
+    fn singleton_store() {
+        let mut p = Pmi::singleton();
+        assert!(p.is_singleton());
+        p.put("card", "x y").unwrap();
+        p.fence().unwrap();
+        assert_eq!(p.get(0, "card").unwrap(), "x y");
+        let long = "z".repeat(5000);
+        p.put("long", &long).unwrap();
+        assert_eq!(p.get(0, "long").unwrap(), long);
+        assert!(matches!(p.get(0, "nope"), Err(PmiError::NotFound { .. })));
+        assert!(matches!(p.put("bad key", "v"), Err(PmiError::InvalidKey { .. })));
+        p.finalize().unwrap();
+    }
+}

@@ -1,0 +1,747 @@
+//! The process-manager side of PMI-1 and PMI-2, without I/O.
+//!
+//! The launcher owns one [`Server`] per job. It feeds the bytes each rank
+//! writes on its PMI connection into [`Server::receive`], tells it when a
+//! connection closes ([`Server::disconnected`]), and drains
+//! [`Server::poll_event`]: replies to write back to ranks, and the facts the
+//! launcher acts on (a rank initialized, finalized, aborted, spoke garbage).
+//!
+//! Connections are identified by rank: the launcher hands each rank its own
+//! socket (`PMI_FD`), so it knows who is speaking before the first byte.
+//!
+//! What is served:
+//! - PMI-1 (wire v1, versions 1.1 and 1.2): `init`, `initack`, `get_maxes`,
+//!   `get_appnum`, `get_my_kvsname`, `get_universe_size`, `put`, `get`,
+//!   `barrier_in` (also PMI-1.2 group barriers `WORLD:tag`, `NODE:tag`,
+//!   `r1,r2,...:tag`), `finalize`, `abort`, `publish_name`,
+//!   `unpublish_name`, `lookup_name`.
+//! - PMI-2 (wire v2): `fullinit`, `job-getid`, `kvs-put`, `kvs-fence`,
+//!   `kvs-get`, `info-getjobattr`, `info-putnodeattr`, `info-getnodeattr`
+//!   (including `wait=TRUE`), `finalize`, `abort`, `name-publish`,
+//!   `name-unpublish`, `name-lookup`; a `thrid` is echoed back.
+//! - `spawn` (both versions) and `job-connect` are refused with an error reply.
+//!
+//! Job attributes `PMI_process_mapping` (MPICH's node layout, in its
+//! `(vector,(node,count,ranks_per_node),...)` notation) and `universeSize`
+//! are answered from [`JobInfo`].
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use crate::wire::{Decoder, Message, Wire};
+
+/// Values advertised to PMI-1 clients by `get_maxes` (hydra's values; MPICH
+/// clients size their buffers from them).
+pub const KVSNAME_MAX: usize = 256;
+pub const KEYLEN_MAX: usize = 64;
+pub const VALLEN_MAX: usize = 1024;
+
+/// What the server knows about the job.
+#[derive(Clone, Debug)]
+pub struct JobInfo {
+    /// Number of ranks.
+    pub size: u32,
+    /// Name of the job's key-value space (PMI-2 calls it the job id).
+    pub kvsname: String,
+    pub appnum: i32,
+    /// `MPI_UNIVERSE_SIZE`; -1 for unknown.
+    pub universe_size: i32,
+    /// Node index of each rank (ranks with equal index share a host).
+    pub node_of_rank: Vec<u32>,
+}
+
+impl JobInfo {
+    /// A job of `size` ranks all on one node.
+    pub fn single_node(size: u32, kvsname: &str) -> JobInfo {
+        JobInfo {
+            size,
+            kvsname: kvsname.to_string(),
+            appnum: 0,
+            universe_size: size as i32,
+            node_of_rank: vec![0; size as usize],
+        }
+    }
+
+    /// MPICH's `PMI_process_mapping`: consecutive runs of ranks on one node,
+    /// written as `(node, node_count, ranks_per_node)` blocks; runs of
+    /// consecutive nodes with equal counts are merged.
+    pub fn process_mapping(&self) -> String {
+        // Runs of equal node index.
+        let mut runs: Vec<(u32, u32)> = Vec::new(); // (node, count)
+        for &n in &self.node_of_rank {
+            match runs.last_mut() {
+                Some((node, count)) if *node == n => *count += 1,
+                _ => runs.push((n, 1)),
+            }
+        }
+        // Merge runs on consecutive nodes with equal counts.
+        let mut blocks: Vec<(u32, u32, u32)> = Vec::new(); // (start node, nodes, per node)
+        for (node, count) in runs {
+            match blocks.last_mut() {
+                Some((start, nodes, per)) if *per == count && *start + *nodes == node => *nodes += 1,
+                _ => blocks.push((node, 1, count)),
+            }
+        }
+        let mut s = String::from("(vector");
+        for (start, nodes, per) in blocks {
+            s.push_str(&format!(",({start},{nodes},{per})"));
+        }
+        s.push(')');
+        s
+    }
+}
+
+/// What the launcher must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Write these bytes to the rank's PMI connection.
+    Reply { rank: u32, bytes: Vec<u8> },
+    /// The rank completed PMI initialization (PMI version 1 or 2).
+    Initialized { rank: u32, version: u32 },
+    /// The rank called finalize.
+    Finalized { rank: u32 },
+    /// The rank asked for the job to be aborted.
+    Abort { rank: u32, exit_code: i32, message: String },
+    /// The rank's byte stream is not PMI; its connection is useless now.
+    ProtocolError { rank: u32, message: String },
+    /// A request we do not serve (it got an error reply); worth a warning.
+    Unsupported { rank: u32, command: String },
+}
+
+#[derive(Default)]
+struct Conn {
+    decoder: Decoder,
+    broken: bool,
+    closed: bool,
+    finalized: bool,
+}
+
+struct NodeWaiter {
+    rank: u32,
+    node: u32,
+    key: String,
+    thrid: Option<String>,
+}
+
+/// A pending barrier: who has entered, and who must.
+struct Barrier {
+    members: BTreeSet<u32>,
+    entered: BTreeSet<u32>,
+    tag: i64,
+    /// The request each rank entered with (to answer in its wire format).
+    requests: Vec<(u32, Wire, Option<String>, BarrierKind)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum BarrierKind {
+    /// PMI-1 `barrier_in`.
+    V1,
+    /// PMI-2 `kvs-fence`.
+    Fence,
+}
+
+/// The PMI server state of one job.
+pub struct Server {
+    info: JobInfo,
+    conns: Vec<Conn>,
+    kvs: HashMap<String, String>,
+    node_kvs: HashMap<(u32, String), String>,
+    names: HashMap<String, String>,
+    barriers: HashMap<String, Barrier>,
+    node_waiters: Vec<NodeWaiter>,
+    events: VecDeque<Event>,
+}
+
+impl Server {
+    pub fn new(info: JobInfo) -> Server {
+        assert_eq!(info.node_of_rank.len(), info.size as usize, "node_of_rank must name a node for every rank");
+        let mut kvs = HashMap::new();
+        kvs.insert("PMI_process_mapping".to_string(), info.process_mapping());
+        Server {
+            conns: (0..info.size).map(|_| Conn::default()).collect(),
+            info,
+            kvs,
+            node_kvs: HashMap::new(),
+            names: HashMap::new(),
+            barriers: HashMap::new(),
+            node_waiters: Vec::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn info(&self) -> &JobInfo {
+        &self.info
+    }
+
+    /// Bytes that `rank` wrote on its PMI connection.
+    pub fn receive(&mut self, rank: u32, bytes: &[u8]) {
+        let Some(conn) = self.conns.get_mut(rank as usize) else { return };
+        if conn.broken {
+            return;
+        }
+        conn.decoder.push(bytes);
+        loop {
+            let conn = &mut self.conns[rank as usize];
+            match conn.decoder.next_message() {
+                Ok(Some(msg)) => self.handle(rank, msg),
+                Ok(None) => break,
+                Err(e) => {
+                    conn.broken = true;
+                    self.events.push_back(Event::ProtocolError { rank, message: e.to_string() });
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The rank's PMI connection reached end-of-file.
+    pub fn disconnected(&mut self, rank: u32) {
+        if let Some(conn) = self.conns.get_mut(rank as usize) {
+            conn.closed = true;
+            if conn.decoder.pending() > 0 && !conn.broken {
+                conn.broken = true;
+                self.events.push_back(Event::ProtocolError {
+                    rank,
+                    message: "connection closed in the middle of a PMI message".into(),
+                });
+            }
+        }
+        self.node_waiters.retain(|w| w.rank != rank);
+    }
+
+    /// Whether `rank` has called finalize.
+    pub fn is_finalized(&self, rank: u32) -> bool {
+        self.conns.get(rank as usize).is_some_and(|c| c.finalized)
+    }
+
+    /// The next thing for the launcher to do.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Ranks waiting in a barrier or fence, for diagnostics.
+    pub fn ranks_in_barrier(&self) -> BTreeSet<u32> {
+        self.barriers.values().flat_map(|b| b.entered.iter().copied()).collect()
+    }
+
+    fn reply(&mut self, rank: u32, msg: Message) {
+        if self.conns[rank as usize].closed {
+            return;
+        }
+        self.events.push_back(Event::Reply { rank, bytes: msg.encode() });
+    }
+
+    fn handle(&mut self, rank: u32, msg: Message) {
+        match msg.wire {
+            Wire::V1 => self.handle_v1(rank, msg),
+            Wire::V1Multi => {
+                self.events.push_back(Event::Unsupported { rank, command: msg.cmd.clone() });
+                let reply = Message::new(Wire::V1, &format!("{}_result", msg.cmd))
+                    .with("rc", -1)
+                    .with("msg", format!("{} is not supported by gridmpirun", msg.cmd));
+                self.reply(rank, reply);
+            }
+            Wire::V2 => self.handle_v2(rank, msg),
+        }
+    }
+
+    fn handle_v1(&mut self, rank: u32, msg: Message) {
+        let r = |cmd: &str| Message::new(Wire::V1, cmd);
+        let info = &self.info;
+        match msg.cmd.as_str() {
+            "init" => {
+                let version = msg.get_int("pmi_version").unwrap_or(1);
+                let reply = match version {
+                    1 => {
+                        self.events.push_back(Event::Initialized { rank, version: 1 });
+                        r("response_to_init").with("rc", 0).with("pmi_version", 1).with("pmi_subversion", 2)
+                    }
+                    // A PMI-2 client opens with a PMI-1 init, then sends fullinit.
+                    2 => r("response_to_init").with("rc", 0).with("pmi_version", 2).with("pmi_subversion", 0),
+                    v => r("response_to_init")
+                        .with("rc", -1)
+                        .with("pmi_version", 1)
+                        .with("pmi_subversion", 2)
+                        .with("msg", format!("PMI version {v} is not supported")),
+                };
+                self.reply(rank, reply);
+            }
+            "initack" => {
+                let id = msg.get_int("pmiid").unwrap_or(rank as i64);
+                let (size, appnum) = (info.size, info.appnum);
+                let mut bytes = r("initack")
+                    .with("rc", 0)
+                    .with("rank", id)
+                    .with("size", size)
+                    .with("appnum", appnum)
+                    .with("debug", 0)
+                    .encode();
+                bytes.extend(r("set").with("size", size).encode());
+                bytes.extend(r("set").with("rank", id).encode());
+                bytes.extend(r("set").with("debug", 0).encode());
+                if !self.conns[rank as usize].closed {
+                    self.events.push_back(Event::Reply { rank, bytes });
+                }
+            }
+            "get_maxes" => {
+                let m = r("maxes")
+                    .with("rc", 0)
+                    .with("kvsname_max", KVSNAME_MAX)
+                    .with("keylen_max", KEYLEN_MAX)
+                    .with("vallen_max", VALLEN_MAX);
+                self.reply(rank, m)
+            }
+            "get_appnum" => {
+                let m = r("appnum").with("rc", 0).with("appnum", info.appnum);
+                self.reply(rank, m)
+            }
+            "get_my_kvsname" => {
+                let m = r("my_kvsname").with("rc", 0).with("kvsname", &info.kvsname);
+                self.reply(rank, m)
+            }
+            "get_universe_size" => {
+                let m = r("universe_size").with("rc", 0).with("size", info.universe_size);
+                self.reply(rank, m)
+            }
+            "put" => {
+                let reply = match (msg.get("key"), msg.get("value")) {
+                    (Some(k), v) => {
+                        self.kvs.insert(k.to_string(), v.unwrap_or("").to_string());
+                        r("put_result").with("rc", 0)
+                    }
+                    _ => r("put_result").with("rc", -1).with("msg", "put without a key"),
+                };
+                self.reply(rank, reply)
+            }
+            "get" => {
+                let reply = match msg.get("key").and_then(|k| self.kvs.get(k)) {
+                    Some(v) => r("get_result").with("rc", 0).with("value", v),
+                    None => r("get_result")
+                        .with("rc", 1)
+                        .with("msg", format!("key_{}_not_found", msg.get("key").unwrap_or(""))),
+                };
+                self.reply(rank, reply)
+            }
+            "barrier_in" => {
+                let group = msg.get("group").unwrap_or("WORLD:0").to_string();
+                self.enter_barrier(rank, &group, Wire::V1, None, BarrierKind::V1);
+            }
+            "finalize" => {
+                self.conns[rank as usize].finalized = true;
+                self.events.push_back(Event::Finalized { rank });
+                self.reply(rank, r("finalize_ack").with("rc", 0));
+            }
+            "abort" => self.abort(rank, &msg),
+            "publish_name" => {
+                let reply = self.publish(msg.get("service"), msg.get("port"));
+                self.reply(rank, r("publish_result").with("rc", reply.0).with("msg", reply.1))
+            }
+            "unpublish_name" => {
+                let reply = self.unpublish(msg.get("service"));
+                self.reply(rank, r("unpublish_result").with("rc", reply.0).with("msg", reply.1))
+            }
+            "lookup_name" => {
+                let reply = match msg.get("service").and_then(|s| self.names.get(s)) {
+                    Some(port) => r("lookup_result").with("rc", 0).with("port", port),
+                    None => r("lookup_result").with("rc", 1).with("msg", "service_not_published"),
+                };
+                self.reply(rank, reply)
+            }
+            other => {
+                self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
+                let reply = r(&format!("{other}_result"))
+                    .with("rc", -1)
+                    .with("msg", format!("unknown PMI-1 command {other}"));
+                self.reply(rank, reply)
+            }
+        }
+    }
+
+    fn handle_v2(&mut self, rank: u32, msg: Message) {
+        let thrid = msg.get("thrid").map(str::to_string);
+        let r = |cmd: &str| {
+            let m = Message::new(Wire::V2, cmd);
+            match &thrid {
+                Some(t) => m.with("thrid", t),
+                None => m,
+            }
+        };
+        let node = self.info.node_of_rank[rank as usize];
+        match msg.cmd.as_str() {
+            "fullinit" => {
+                let claimed = msg.get_int("pmirank").unwrap_or(-1);
+                if claimed >= 0 && claimed != rank as i64 {
+                    let m = r("fullinit-response")
+                        .with("rc", -1)
+                        .with("errmsg", format!("pmirank {claimed} does not match this connection's rank {rank}"));
+                    self.reply(rank, m);
+                    return;
+                }
+                self.events.push_back(Event::Initialized { rank, version: 2 });
+                let m = r("fullinit-response")
+                    .with("rc", 0)
+                    .with("pmi-version", 2)
+                    .with("pmi-subversion", 0)
+                    .with("rank", rank)
+                    .with("size", self.info.size)
+                    .with("appnum", self.info.appnum)
+                    .with("debugged", "FALSE")
+                    .with("pmiverbose", 0);
+                self.reply(rank, m)
+            }
+            "job-getid" => {
+                let m = r("job-getid-response").with("rc", 0).with("jobid", &self.info.kvsname);
+                self.reply(rank, m)
+            }
+            "kvs-put" => {
+                let m = match msg.get("key") {
+                    Some(k) => {
+                        self.kvs.insert(k.to_string(), msg.get("value").unwrap_or("").to_string());
+                        r("kvs-put-response").with("rc", 0)
+                    }
+                    None => r("kvs-put-response").with("rc", -1).with("errmsg", "kvs-put without a key"),
+                };
+                self.reply(rank, m)
+            }
+            "kvs-fence" => self.enter_barrier(rank, "WORLD:0", Wire::V2, thrid, BarrierKind::Fence),
+            "kvs-get" => {
+                let m = match msg.get("key").and_then(|k| self.kvs.get(k)) {
+                    Some(v) => r("kvs-get-response").with("rc", 0).with("found", "TRUE").with("value", v),
+                    None => r("kvs-get-response").with("rc", 1).with("found", "FALSE"),
+                };
+                self.reply(rank, m)
+            }
+            "info-getjobattr" => {
+                let key = msg.get("key").unwrap_or("");
+                let value = match key {
+                    "universeSize" => Some(self.info.universe_size.to_string()),
+                    _ => self.kvs.get(key).cloned(),
+                };
+                let m = match value {
+                    Some(v) => r("info-getjobattr-response").with("rc", 0).with("found", "TRUE").with("value", v),
+                    None => r("info-getjobattr-response").with("rc", 0).with("found", "FALSE"),
+                };
+                self.reply(rank, m)
+            }
+            "info-putnodeattr" => {
+                let Some(key) = msg.get("key") else {
+                    let m = r("info-putnodeattr-response").with("rc", -1).with("errmsg", "no key");
+                    return self.reply(rank, m);
+                };
+                let value = msg.get("value").unwrap_or("").to_string();
+                self.node_kvs.insert((node, key.to_string()), value.clone());
+                self.reply(rank, r("info-putnodeattr-response").with("rc", 0));
+                // Wake whoever waits for this key on this node.
+                let (woken, rest): (Vec<_>, Vec<_>) =
+                    std::mem::take(&mut self.node_waiters).into_iter().partition(|w| w.node == node && w.key == key);
+                self.node_waiters = rest;
+                for w in woken {
+                    let mut m = Message::new(Wire::V2, "info-getnodeattr-response");
+                    if let Some(t) = w.thrid {
+                        m = m.with("thrid", t);
+                    }
+                    self.reply(w.rank, m.with("rc", 0).with("found", "TRUE").with("value", &value));
+                }
+            }
+            "info-getnodeattr" => {
+                let key = msg.get("key").unwrap_or("").to_string();
+                let wait = msg.get("wait").is_some_and(|w| w.eq_ignore_ascii_case("TRUE"));
+                match self.node_kvs.get(&(node, key.clone())) {
+                    Some(v) => {
+                        let m = r("info-getnodeattr-response").with("rc", 0).with("found", "TRUE").with("value", v);
+                        self.reply(rank, m)
+                    }
+                    None if wait => self.node_waiters.push(NodeWaiter { rank, node, key, thrid }),
+                    None => self.reply(rank, r("info-getnodeattr-response").with("rc", 0).with("found", "FALSE")),
+                }
+            }
+            "finalize" => {
+                self.conns[rank as usize].finalized = true;
+                self.events.push_back(Event::Finalized { rank });
+                self.reply(rank, r("finalize-response").with("rc", 0));
+            }
+            "abort" => self.abort(rank, &msg),
+            "name-publish" => {
+                let (rc, text) = self.publish(msg.get("name"), msg.get("port"));
+                self.reply(rank, r("name-publish-response").with("rc", rc).with("errmsg", text))
+            }
+            "name-unpublish" => {
+                let (rc, text) = self.unpublish(msg.get("name"));
+                self.reply(rank, r("name-unpublish-response").with("rc", rc).with("errmsg", text))
+            }
+            "name-lookup" => {
+                let m = match msg.get("name").and_then(|s| self.names.get(s)) {
+                    Some(port) => r("name-lookup-response").with("rc", 0).with("port", port),
+                    None => r("name-lookup-response").with("rc", 1).with("errmsg", "name not published"),
+                };
+                self.reply(rank, m)
+            }
+            other => {
+                self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
+                let m = r(&format!("{other}-response"))
+                    .with("rc", -1)
+                    .with("errmsg", format!("{other} is not supported by gridmpirun"));
+                self.reply(rank, m)
+            }
+        }
+    }
+
+    fn abort(&mut self, rank: u32, msg: &Message) {
+        let exit_code = msg.get_int("exitcode").unwrap_or(1) as i32;
+        let message = msg.get("message").or_else(|| msg.get("msg")).unwrap_or("").to_string();
+        self.events.push_back(Event::Abort { rank, exit_code, message });
+    }
+
+    fn publish(&mut self, name: Option<&str>, port: Option<&str>) -> (i32, String) {
+        match (name, port) {
+            (Some(n), Some(p)) => {
+                if self.names.contains_key(n) {
+                    (1, format!("{n} is already published"))
+                } else {
+                    self.names.insert(n.to_string(), p.to_string());
+                    (0, "ok".into())
+                }
+            }
+            _ => (-1, "missing name or port".into()),
+        }
+    }
+
+    fn unpublish(&mut self, name: Option<&str>) -> (i32, String) {
+        match name.and_then(|n| self.names.remove(n)) {
+            Some(_) => (0, "ok".into()),
+            None => (1, "not published".into()),
+        }
+    }
+
+    /// Members of a PMI-1.2 barrier group as seen by `rank`, and its tag.
+    fn barrier_group(&self, rank: u32, group: &str) -> Result<(String, BTreeSet<u32>, i64), String> {
+        let (who, tag) = match group.rsplit_once(':') {
+            Some((w, t)) => (w, t.trim().parse::<i64>().map_err(|_| format!("bad barrier tag in group {group:?}"))?),
+            None => (group, 0),
+        };
+        let all = || (0..self.info.size).collect::<BTreeSet<u32>>();
+        match who {
+            "WORLD" | "" => Ok((format!("WORLD:{tag}"), all(), tag)),
+            "NODE" => {
+                let node = self.info.node_of_rank[rank as usize];
+                let members = all().into_iter().filter(|&r| self.info.node_of_rank[r as usize] == node).collect();
+                Ok((format!("NODE{node}:{tag}"), members, tag))
+            }
+            list => {
+                let mut members = BTreeSet::new();
+                for part in list.split(',') {
+                    let r: u32 = part.trim().parse().map_err(|_| format!("bad rank {part:?} in barrier group"))?;
+                    if r >= self.info.size {
+                        return Err(format!("rank {r} in barrier group is outside the job (size {})", self.info.size));
+                    }
+                    members.insert(r);
+                }
+                if !members.contains(&rank) {
+                    return Err(format!("rank {rank} entered barrier group {list:?} that does not contain it"));
+                }
+                let key = members.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+                Ok((format!("{key}:{tag}"), members, tag))
+            }
+        }
+    }
+
+    fn enter_barrier(&mut self, rank: u32, group: &str, wire: Wire, thrid: Option<String>, kind: BarrierKind) {
+        let (key, members, tag) = match self.barrier_group(rank, group) {
+            Ok(g) => g,
+            Err(e) => {
+                let m = match kind {
+                    BarrierKind::V1 => Message::new(Wire::V1, "barrier_out").with("rc", -1).with("msg", e),
+                    BarrierKind::Fence => Message::new(Wire::V2, "kvs-fence-response").with("rc", -1).with("errmsg", e),
+                };
+                return self.reply(rank, m);
+            }
+        };
+        let b = self.barriers.entry(key.clone()).or_insert_with(|| Barrier {
+            members,
+            entered: BTreeSet::new(),
+            tag,
+            requests: Vec::new(),
+        });
+        if !b.entered.insert(rank) {
+            self.conns[rank as usize].broken = true;
+            self.events.push_back(Event::ProtocolError {
+                rank,
+                message: "entered the same barrier twice without waiting for it to complete".into(),
+            });
+            return;
+        }
+        b.requests.push((rank, wire, thrid, kind));
+        if b.entered == b.members {
+            let b = self.barriers.remove(&key).expect("barrier present");
+            for (r, _wire, thrid, kind) in b.requests {
+                let m = match kind {
+                    BarrierKind::V1 => Message::new(Wire::V1, "barrier_out").with("tag", b.tag),
+                    BarrierKind::Fence => {
+                        let m = Message::new(Wire::V2, "kvs-fence-response");
+                        match thrid {
+                            Some(t) => m.with("thrid", t).with("rc", 0),
+                            None => m.with("rc", 0),
+                        }
+                    }
+                };
+                self.reply(r, m);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{parse_v1, Decoder};
+
+    fn drain(s: &mut Server) -> Vec<Event> {
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    fn replies(events: &[Event]) -> Vec<(u32, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Reply { rank, bytes } => Some((*rank, String::from_utf8_lossy(bytes).into_owned())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pmi1_session_matches_hydra() {
+        let mut s = Server::new(JobInfo::single_node(2, "kvs_test"));
+        s.receive(0, b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\ncmd=get_appnum\ncmd=get_my_kvsname\n");
+        let ev = drain(&mut s);
+        assert_eq!(ev[0], Event::Initialized { rank: 0, version: 1 });
+        let r = replies(&ev);
+        assert_eq!(r[0].1, "cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=2\n");
+        assert_eq!(r[1].1, "cmd=maxes rc=0 kvsname_max=256 keylen_max=64 vallen_max=1024\n");
+        assert_eq!(r[2].1, "cmd=appnum rc=0 appnum=0\n");
+        assert_eq!(r[3].1, "cmd=my_kvsname rc=0 kvsname=kvs_test\n");
+
+        s.receive(0, b"cmd=put kvsname=kvs_test key=a value=x\\ y\n");
+        s.receive(0, b"cmd=get kvsname=kvs_test key=PMI_process_mapping\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!(r[0].1, "cmd=put_result rc=0\n");
+        assert_eq!(r[1].1, "cmd=get_result rc=0 value=(vector,(0,1,2))\n");
+
+        // Barrier completes only when both ranks entered.
+        s.receive(0, b"cmd=barrier_in\n");
+        assert!(replies(&drain(&mut s)).is_empty());
+        assert_eq!(s.ranks_in_barrier(), BTreeSet::from([0]));
+        s.receive(1, b"cmd=barrier_in\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|(_, m)| m == "cmd=barrier_out tag=0\n"));
+
+        s.receive(1, b"cmd=get kvsname=kvs_test key=a\ncmd=get kvsname=kvs_test key=nope\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!(parse_v1(&r[0].1).unwrap().get("value"), Some("x y"));
+        assert_eq!(parse_v1(&r[1].1).unwrap().rc(), 1);
+
+        s.receive(1, b"cmd=finalize\n");
+        let ev = drain(&mut s);
+        assert_eq!(ev[0], Event::Finalized { rank: 1 });
+        assert!(s.is_finalized(1));
+    }
+
+    #[test]
+    fn pmi2_session() {
+        let mut s = Server::new(JobInfo::single_node(2, "kvs_t2"));
+        for rank in 0..2u32 {
+            s.receive(rank, b"cmd=init pmi_version=2 pmi_subversion=0\n");
+            s.receive(rank, &Message::new(Wire::V2, "fullinit").with("pmirank", rank).encode());
+        }
+        let ev = drain(&mut s);
+        assert!(ev.contains(&Event::Initialized { rank: 1, version: 2 }));
+        let r = replies(&ev);
+        assert_eq!(r[0].1, "cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0\n");
+        let mut d = Decoder::new();
+        d.push(r[1].1.as_bytes());
+        let full = d.next_message().unwrap().unwrap();
+        assert_eq!((full.cmd.as_str(), full.get_int("size"), full.get_int("rank")), ("fullinit-response", Some(2), Some(0)));
+
+        let put = Message::new(Wire::V2, "kvs-put").with("key", "k0").with("value", "v;0");
+        s.receive(0, &put.encode());
+        s.receive(0, &Message::new(Wire::V2, "kvs-fence").with("thrid", "0x1").encode());
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.len(), 1); // put response only
+        s.receive(1, &Message::new(Wire::V2, "kvs-fence").encode());
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().any(|(rk, m)| *rk == 0 && m.contains("thrid=0x1;")));
+        s.receive(1, &Message::new(Wire::V2, "kvs-get").with("jobid", "kvs_t2").with("srcid", 0).with("key", "k0").encode());
+        s.receive(1, &Message::new(Wire::V2, "info-getjobattr").with("key", "PMI_process_mapping").encode());
+        let r = replies(&drain(&mut s));
+        let mut d = Decoder::new();
+        d.push(r[0].1.as_bytes());
+        d.push(r[1].1.as_bytes());
+        let get = d.next_message().unwrap().unwrap();
+        assert_eq!(get.get("value"), Some("v;0"));
+        assert_eq!(get.get("found"), Some("TRUE"));
+        assert_eq!(d.next_message().unwrap().unwrap().get("value"), Some("(vector,(0,1,2))"));
+    }
+
+    #[test]
+    fn node_attr_wait() {
+        let mut s = Server::new(JobInfo::single_node(2, "k"));
+        s.receive(1, &Message::new(Wire::V2, "info-getnodeattr").with("key", "shm").with("wait", "TRUE").encode());
+        assert!(replies(&drain(&mut s)).is_empty());
+        s.receive(0, &Message::new(Wire::V2, "info-putnodeattr").with("key", "shm").with("value", "/dev/shm/x").encode());
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.len(), 2);
+        assert!(r[1].1.contains("value=/dev/shm/x;"), "{r:?}");
+        assert_eq!(r[1].0, 1);
+    }
+
+    #[test]
+    fn group_barriers() {
+        let info = JobInfo {
+            size: 4,
+            kvsname: "k".into(),
+            appnum: 0,
+            universe_size: 4,
+            node_of_rank: vec![0, 0, 1, 1],
+        };
+        let mut s = Server::new(info);
+        s.receive(2, b"cmd=barrier_in group=NODE:7\n");
+        assert!(replies(&drain(&mut s)).is_empty());
+        s.receive(3, b"cmd=barrier_in group=NODE:7\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(r[0].1, "cmd=barrier_out tag=7\n");
+        s.receive(0, b"cmd=barrier_in group=0,3:5\n");
+        s.receive(3, b"cmd=barrier_in group=0,3:5\n");
+        assert_eq!(replies(&drain(&mut s)).len(), 2);
+    }
+
+    #[test]
+    fn abort_and_errors() {
+        let mut s = Server::new(JobInfo::single_node(1, "k"));
+        s.receive(0, b"cmd=abort exitcode=7 message=it broke: x=1\n");
+        assert_eq!(drain(&mut s), vec![Event::Abort { rank: 0, exit_code: 7, message: "it broke: x=1".into() }]);
+        let mut s = Server::new(JobInfo::single_node(1, "k"));
+        s.receive(0, b"GET / HTTP/1.0\r\n");
+        assert!(matches!(drain(&mut s)[0], Event::ProtocolError { rank: 0, .. }));
+        let mut s = Server::new(JobInfo::single_node(1, "k"));
+        s.receive(0, b"mcmd=spawn\nnprocs=1\nendcmd\n");
+        let ev = drain(&mut s);
+        assert!(ev.contains(&Event::Unsupported { rank: 0, command: "spawn".into() }));
+        assert!(replies(&ev)[0].1.starts_with("cmd=spawn_result rc=-1"));
+    }
+
+    #[test]
+    fn process_mapping_notation() {
+        let mk = |nodes: Vec<u32>| JobInfo {
+            size: nodes.len() as u32,
+            kvsname: "k".into(),
+            appnum: 0,
+            universe_size: -1,
+            node_of_rank: nodes,
+        };
+        assert_eq!(mk(vec![0, 0, 1, 1, 2, 2]).process_mapping(), "(vector,(0,3,2))");
+        assert_eq!(mk(vec![0, 0, 0, 1, 1]).process_mapping(), "(vector,(0,1,3),(1,1,2))");
+        assert_eq!(mk(vec![0, 1, 0, 1]).process_mapping(), "(vector,(0,2,1),(0,2,1))");
+    }
+}

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""GridMPI end-to-end C test runner.
+
+Compiles every tests/c/*.c with an MPI compiler wrapper and runs each program
+through an MPI launcher at every rank count the test declares, then prints one
+PASS/FAIL/SKIP line per (test, rank count), the output of each failure, and a
+closing summary line of the form
+
+    summary: N passed, N failed, N skipped
+
+The exit status is 0 when nothing failed, 1 otherwise (2 for usage errors).
+
+Defaults are GridMPI's own build: --mpicc build/bin/mpicc and
+--mpiexec build/bin/gridmpirun, relative to the repository root (the parent of
+this file's directory). The environment variables MPICC and MPIEXEC override
+the defaults; the options override both. To validate a test against another
+MPI:
+
+    python3 tests/run.py --mpicc /opt/peers/mpich/bin/mpicc \\
+                         --mpiexec /opt/peers/mpich/bin/mpiexec
+    python3 tests/run.py --mpicc /opt/peers/openmpi/bin/mpicc \\
+        --mpiexec /opt/peers/openmpi/bin/mpiexec \\
+        --extra-mpiexec-args "--allow-run-as-root --oversubscribe"
+
+Test header
+-----------
+Each test file declares how it is run in one or more header comments, each of
+which is a line of the form
+
+    /* gridmpi-test: KEY=VALUE KEY=VALUE ... */
+
+The text between "gridmpi-test:" and "*/" is split like a POSIX shell line, so
+a value containing spaces is quoted: stderr='rank 1.*aborted'. Header lines
+may appear anywhere in the file but by convention open it. Keys:
+
+  ranks=1,2,4,8        rank counts to run the test at (default: 1)
+  min-ranks=N          smallest rank count the test supports (default: 1);
+  max-ranks=N          largest one (default: none). Counts from --ranks outside
+                       [min-ranks, max-ranks] are reported as SKIP.
+  timeout=SECONDS      wall-clock limit for one run (default: 60). A run that
+                       hits it is killed (whole process group) and FAILs, even
+                       with expect=fail: a hang is never the expected failure.
+  expect=pass|fail     pass: the launcher must exit 0 (default).
+                       fail: the launcher must exit non-zero.
+  exitcode=N           the launcher must exit with status N (implies
+                       expect=fail when N != 0).
+  stderr=REGEX         Python regex that must match (re.search) somewhere in
+                       the combined stdout+stderr of the job. Repeatable: all
+                       must match. Use (?s) to let '.' cross line ends.
+  gridmpi-stderr=REGEX like stderr=, but only checked with --impl gridmpi: for
+                       GridMPI's own error-message format, e.g.
+                       gridmpi-stderr='MPI_Send.*rank 0.*tag'.
+  env=NAME=VALUE       environment variable for the launcher (and, through
+                       it, the ranks). Repeatable.
+  args=ARGS            program arguments (shell-split).
+  stdin=FILE           file fed to the launcher's standard input, relative to
+                       tests/c/ (default: /dev/null).
+
+Programs are compiled with -I tests/c (for testutil.h) and with
+-DTEST_IMPL_GRIDMPI=1 when the implementation under test is GridMPI (0
+otherwise), so a test may check GridMPI-specific promises (such as
+MPI_Get_version returning 4.1) only when they apply.
+
+Each rank decides its own exit status (see testutil.h: test_finish()); a
+conforming launcher exits non-zero when any rank does.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEST_DIR = os.path.join(REPO_ROOT, "tests", "c")
+HEADER_RE = re.compile(r"/\*\s*gridmpi-test:(.*?)\*/")
+KNOWN_KEYS = {
+    "ranks", "min-ranks", "max-ranks", "timeout", "expect", "exitcode",
+    "stderr", "gridmpi-stderr", "env", "args", "stdin",
+}
+MAX_SHOWN_LINES = 80
+
+
+class HeaderError(Exception):
+    pass
+
+
+class Test:
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.splitext(os.path.basename(path))[0]
+        self.ranks = [1]
+        self.min_ranks = 1
+        self.max_ranks = None
+        self.timeout = 60.0
+        self.expect_fail = False
+        self.exitcode = None
+        self.stderr_res = []
+        self.gridmpi_stderr_res = []
+        self.env = {}
+        self.args = []
+        self.stdin = None
+        self.header_error = None
+        try:
+            self._parse()
+        except HeaderError as exc:
+            self.header_error = str(exc)
+
+    def _parse(self):
+        with open(self.path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        found = False
+        for m in HEADER_RE.finditer(text):
+            found = True
+            try:
+                items = shlex.split(m.group(1))
+            except ValueError as exc:
+                raise HeaderError("bad header quoting: %s" % exc)
+            for item in items:
+                key, sep, value = item.partition("=")
+                if not sep:
+                    raise HeaderError("header item %r is not KEY=VALUE" % item)
+                self._set(key, value)
+        if not found:
+            raise HeaderError("no '/* gridmpi-test: ... */' header")
+
+    def _set(self, key, value):
+        if key not in KNOWN_KEYS:
+            raise HeaderError("unknown header key %r" % key)
+        try:
+            if key == "ranks":
+                self.ranks = parse_rank_list(value)
+            elif key == "min-ranks":
+                self.min_ranks = int(value)
+            elif key == "max-ranks":
+                self.max_ranks = int(value)
+            elif key == "timeout":
+                self.timeout = float(value)
+            elif key == "expect":
+                if value not in ("pass", "fail"):
+                    raise HeaderError("expect must be pass or fail")
+                self.expect_fail = value == "fail"
+            elif key == "exitcode":
+                self.exitcode = int(value)
+                if self.exitcode != 0:
+                    self.expect_fail = True
+            elif key in ("stderr", "gridmpi-stderr"):
+                regex = re.compile(value)
+                if key == "stderr":
+                    self.stderr_res.append(regex)
+                else:
+                    self.gridmpi_stderr_res.append(regex)
+            elif key == "env":
+                name, sep, val = value.partition("=")
+                if not sep or not name:
+                    raise HeaderError("env needs NAME=VALUE")
+                self.env[name] = val
+            elif key == "args":
+                self.args = shlex.split(value)
+            elif key == "stdin":
+                self.stdin = os.path.join(TEST_DIR, value)
+        except (ValueError, re.error) as exc:
+            raise HeaderError("bad value for %s: %s" % (key, exc))
+
+    def supports(self, n):
+        if n < self.min_ranks:
+            return False
+        return self.max_ranks is None or n <= self.max_ranks
+
+
+def parse_rank_list(text):
+    ranks = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        n = int(part)
+        if n < 1:
+            raise ValueError("rank count must be >= 1")
+        ranks.append(n)
+    if not ranks:
+        raise ValueError("empty rank list")
+    return ranks
+
+
+def shown(output):
+    lines = output.rstrip("\n").split("\n")
+    if len(lines) > MAX_SHOWN_LINES:
+        head = lines[: MAX_SHOWN_LINES // 4]
+        tail = lines[-(MAX_SHOWN_LINES - len(head)):]
+        lines = head + ["... (%d lines omitted) ..." % (len(lines) - len(head) - len(tail))] + tail
+    return "\n".join("    | " + line for line in lines)
+
+
+def compile_test(test, args, outdir):
+    exe = os.path.join(outdir, test.name)
+    cmd = shlex.split(args.mpicc) + [
+        "-std=gnu11", "-O1", "-g", "-Wall", "-Wno-unused-function",
+        "-Wno-deprecated-declarations",
+        "-I", TEST_DIR,
+        "-DTEST_IMPL_GRIDMPI=%d" % (1 if args.impl == "gridmpi" else 0),
+        test.path, "-o", exe, "-lm",
+    ] + shlex.split(args.cflags)
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, universal_newlines=True,
+                              errors="replace", timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, "compile command failed: %s\n%s" % (" ".join(cmd), exc)
+    if proc.returncode != 0:
+        return None, "$ %s\n%s" % (" ".join(cmd), proc.stdout)
+    return exe, proc.stdout
+
+
+def run_one(test, exe, nranks, args):
+    """Runs one job. Returns (ok, reason, output, seconds)."""
+    cmd = shlex.split(args.mpiexec) + ["-n", str(nranks)] + \
+        shlex.split(args.extra_mpiexec_args) + [exe] + test.args
+    env = dict(os.environ)
+    env.update(test.env)
+    stdin = open(test.stdin, "rb") if test.stdin else subprocess.DEVNULL
+    timeout = test.timeout * args.timeout_scale
+    start = time.monotonic()
+    timed_out = False
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=stdin, env=env, start_new_session=True)
+    except OSError as exc:
+        return False, "cannot start launcher: %s" % exc, " ".join(cmd), 0.0
+    finally:
+        if test.stdin:
+            stdin.close()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            out = b""
+    finally:
+        # Ranks that outlive the launcher (a broken launcher) must not leak.
+        kill_group(proc, quiet=True)
+    secs = time.monotonic() - start
+    output = out.decode("utf-8", errors="replace")
+    header = "$ %s\n" % " ".join(shlex.quote(c) for c in cmd)
+    if timed_out:
+        return False, "timed out after %gs" % timeout, header + output, secs
+    rc = proc.returncode
+    if rc < 0:
+        rc_text = "killed by signal %d" % -rc
+    else:
+        rc_text = "exit status %d" % rc
+    if test.exitcode is not None and rc != test.exitcode:
+        return False, "%s, expected exit status %d" % (rc_text, test.exitcode), header + output, secs
+    if test.expect_fail and rc == 0:
+        return False, "job succeeded but the test expects it to fail", header + output, secs
+    if not test.expect_fail and rc != 0:
+        return False, rc_text, header + output, secs
+    regexes = list(test.stderr_res)
+    if args.impl == "gridmpi":
+        regexes += test.gridmpi_stderr_res
+    for regex in regexes:
+        if not regex.search(output):
+            return False, "output does not match /%s/" % regex.pattern, header + output, secs
+    return True, rc_text, header + output, secs
+
+
+def kill_group(proc, quiet=False):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    except OSError as exc:
+        if not quiet:
+            print("warning: cannot kill process group %d: %s" % (proc.pid, exc))
+
+
+def detect_impl(mpiexec):
+    words = shlex.split(mpiexec)
+    if not words:
+        return "other"
+    exe = words[0]
+    candidates = [os.path.basename(exe)]
+    try:
+        candidates.append(os.path.basename(os.path.realpath(exe)))
+    except OSError:
+        pass
+    return "gridmpi" if any(c.startswith("gridmpirun") for c in candidates) else "other"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Compile and run GridMPI's end-to-end C tests (tests/c/*.c).",
+        epilog="See the top of this file and tests/README.md for the test header format.")
+    parser.add_argument("--mpicc", default=os.environ.get("MPICC", os.path.join(REPO_ROOT, "build", "bin", "mpicc")),
+                        help="MPI C compiler wrapper (default: $MPICC or build/bin/mpicc)")
+    parser.add_argument("--mpiexec", default=os.environ.get("MPIEXEC", os.path.join(REPO_ROOT, "build", "bin", "gridmpirun")),
+                        help="MPI launcher (default: $MPIEXEC or build/bin/gridmpirun)")
+    parser.add_argument("--extra-mpiexec-args", default="",
+                        help="extra launcher arguments placed after '-n N', e.g. "
+                             "'--allow-run-as-root --oversubscribe' for Open MPI")
+    parser.add_argument("--impl", choices=("gridmpi", "other"), default=None,
+                        help="implementation under test (default: gridmpi when the launcher is gridmpirun)")
+    parser.add_argument("-k", dest="filters", action="append", default=[], metavar="SUBSTRING",
+                        help="only tests whose name contains SUBSTRING (repeatable: any of them)")
+    parser.add_argument("--list", action="store_true", help="list the selected tests and rank counts, run nothing")
+    parser.add_argument("--ranks", default=None,
+                        help="comma-separated rank counts that replace every test's own list")
+    parser.add_argument("--keep-going", dest="keep_going", action="store_true", default=True,
+                        help="run everything even after a failure (default)")
+    parser.add_argument("--no-keep-going", "-x", dest="keep_going", action="store_false",
+                        help="stop at the first failure")
+    parser.add_argument("--timeout-scale", type=float, default=1.0,
+                        help="multiply every test's timeout (for slow machines or debug builds)")
+    parser.add_argument("--cflags", default="", help="extra compiler flags")
+    parser.add_argument("--workdir", default=None,
+                        help="keep compiled programs in this directory (default: a temporary one, removed)")
+    parser.add_argument("-j", "--jobs", type=int, default=max(1, os.cpu_count() or 1),
+                        help="parallel compiles (jobs always run one at a time)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show the output of passing runs too")
+    args = parser.parse_args(argv)
+
+    if args.impl is None:
+        args.impl = detect_impl(args.mpiexec)
+    override = None
+    if args.ranks:
+        try:
+            override = parse_rank_list(args.ranks)
+        except ValueError as exc:
+            parser.error("--ranks: %s" % exc)
+
+    paths = sorted(os.path.join(TEST_DIR, f) for f in os.listdir(TEST_DIR) if f.endswith(".c"))
+    tests = [Test(p) for p in paths]
+    if args.filters:
+        tests = [t for t in tests if any(s in t.name for s in args.filters)]
+    if not tests:
+        print("no tests selected")
+        print("summary: 0 passed, 0 failed")
+        return 1
+
+    plan = []  # (test, n, skip_reason)
+    for t in tests:
+        for n in (override if override is not None else t.ranks):
+            plan.append((t, n, None if t.supports(n) else "needs %d..%s ranks" % (t.min_ranks, t.max_ranks or "")))
+
+    if args.list:
+        for t in tests:
+            extra = []
+            if t.expect_fail:
+                extra.append("expect=fail")
+            if t.header_error:
+                extra.append("HEADER ERROR: " + t.header_error)
+            ns = [str(n) for (tt, n, skip) in plan if tt is t and skip is None]
+            print("%-32s ranks=%-12s timeout=%-5g %s" % (t.name, ",".join(ns), t.timeout, " ".join(extra)))
+        return 0
+
+    print("impl: %s  mpicc: %s  mpiexec: %s %s" % (args.impl, args.mpicc, args.mpiexec, args.extra_mpiexec_args))
+    sys.stdout.flush()
+
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
+        workdir, cleanup = os.path.abspath(args.workdir), None
+    else:
+        cleanup = tempfile.TemporaryDirectory(prefix="gridmpi-tests-")
+        workdir = cleanup.name
+
+    passed = failed = skipped = 0
+    failures = []
+    try:
+        built = {}
+        to_build = [t for t in tests if not t.header_error]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for t, res in zip(to_build, pool.map(lambda t: compile_test(t, args, workdir), to_build)):
+                built[t.name] = res
+        stop = False
+        for t, n, skip in plan:
+            label = "%s -n %d" % (t.name, n)
+            if stop:
+                break
+            if skip:
+                skipped += 1
+                print("SKIP  %-36s (%s)" % (label, skip))
+                continue
+            if t.header_error:
+                ok, reason, output, secs = False, "header error: " + t.header_error, "", 0.0
+            else:
+                exe, cout = built[t.name]
+                if exe is None:
+                    ok, reason, output, secs = False, "compile failed", cout, 0.0
+                else:
+                    ok, reason, output, secs = run_one(t, exe, n, args)
+            if ok:
+                passed += 1
+                print("PASS  %-36s %6.2fs" % (label, secs))
+                if args.verbose and output.strip():
+                    print(shown(output))
+            else:
+                failed += 1
+                failures.append(label)
+                print("FAIL  %-36s %6.2fs  %s" % (label, secs, reason))
+                if output.strip():
+                    print(shown(output))
+                if not args.keep_going:
+                    stop = True
+            sys.stdout.flush()
+    finally:
+        if cleanup is not None:
+            cleanup.cleanup()
+
+    if failures:
+        print("failed: " + " ".join("'%s'" % f for f in failures))
+    print("summary: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
