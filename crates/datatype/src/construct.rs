@@ -31,17 +31,22 @@ fn check_len(arg: &'static str, expected: usize, got: usize) -> Result<(), TypeE
 }
 
 /// Collects blocks of copies of old types into the fields of a new type.
+///
+/// Blocks of one old type (every constructor but struct) only track the
+/// range of copy positions; the bounds, element counts and signature follow
+/// from it and the number of copies at the end. Struct blocks join their
+/// old types' fields one by one.
 struct Blocks {
     size: u64,
+    copies: u64,
+    /// Lowest and highest byte position of a copy (one old type).
+    positions: Option<(i128, i128)>,
     bounds: Bounds,
     align: u64,
     elements: u64,
     uniform: Uniform<crate::basic::BasicType>,
     uniform_pair: Uniform<crate::datatype::PairLayout>,
-    /// Signature of a struct (built block by block); homogeneous types
-    /// compute theirs from the total number of copies instead.
     sig: Sig,
-    copies: u64,
     layout: SeqBuilder,
 }
 
@@ -49,26 +54,23 @@ impl Blocks {
     fn new() -> Blocks {
         Blocks {
             size: 0,
+            copies: 0,
+            positions: None,
             bounds: Bounds::default(),
             align: 1,
             elements: 0,
             uniform: Uniform::Empty,
             uniform_pair: Uniform::Empty,
             sig: Sig::EMPTY,
-            copies: 0,
             layout: SeqBuilder::new(),
         }
     }
 
     /// Adds `n` copies of `t`, the first at byte `disp`, then every
-    /// `t.extent()` bytes.
-    fn add(&mut self, disp: i64, n: u64, t: &Datatype, with_sig: bool) -> Result<(), TypeError> {
+    /// `t.extent()` bytes: size and layout only.
+    fn add_copies(&mut self, disp: i64, n: u64, t: &Datatype) -> Result<(), TypeError> {
         if n == 0 {
             return Ok(());
-        }
-        if !t.bounds.is_empty() {
-            let b = t.bounds.copies(disp, n, t.extent)?;
-            self.bounds.union(&b);
         }
         let bytes = (n as u128) * (t.size as u128);
         self.size = u64::try_from(self.size as u128 + bytes)
@@ -76,21 +78,57 @@ impl Blocks {
             .filter(|&s| s <= i64::MAX as u64)
             .ok_or(overflow("size of the new datatype"))?;
         self.copies = self.copies.saturating_add(n);
-        if t.elements > 0 {
-            self.align = self.align.max(t.align);
-            self.elements += n * t.elements; // <= size, checked above
-            self.uniform = self.uniform.join(t.uniform);
-            self.uniform_pair = self.uniform_pair.join(t.uniform_pair);
-            if with_sig {
-                self.sig = self.sig.concat(t.sig.repeat(n));
-            }
-        }
         self.layout.push(disp, n, t.node.as_ref(), t.extent).map_err(|_| overflow(LAYOUT))?;
         Ok(())
     }
 
+    /// Adds `n` copies of the single old type of a non-struct constructor.
+    #[inline]
+    fn add(&mut self, disp: i64, n: u64, old: &Datatype) -> Result<(), TypeError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let span = (n as i128 - 1) * old.extent as i128;
+        let (lo, hi) = (disp as i128 + span.min(0), disp as i128 + span.max(0));
+        self.positions = Some(match self.positions {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        });
+        self.add_copies(disp, n, old)
+    }
+
+    /// Adds a struct block: `n` copies of `t` joined field by field.
+    fn add_member(&mut self, disp: i64, n: u64, t: &Datatype) -> Result<(), TypeError> {
+        if n == 0 {
+            return Ok(());
+        }
+        if !t.bounds.is_empty() {
+            let b = t.bounds.copies(disp, n, t.extent)?;
+            self.bounds.union(&b);
+        }
+        if t.elements > 0 {
+            self.align = self.align.max(t.align);
+            self.elements += n * t.elements; // <= size, checked in add_copies
+            self.uniform = self.uniform.join(t.uniform);
+            self.uniform_pair = self.uniform_pair.join(t.uniform_pair);
+            self.sig = self.sig.concat(t.sig.repeat(n));
+        }
+        self.add_copies(disp, n, t)
+    }
+
     /// Finishes a type whose every block is copies of `old`.
-    fn finish_homogeneous(self, ctor: Ctor, large: bool, old: &Datatype) -> Result<Datatype, TypeError> {
+    fn finish_homogeneous(mut self, ctor: Ctor, large: bool, old: &Datatype) -> Result<Datatype, TypeError> {
+        if let Some((lo, hi)) = self.positions {
+            if !old.bounds.is_empty() {
+                self.bounds = old.bounds.shifted(lo, hi)?;
+            }
+            if old.elements > 0 {
+                self.align = old.align;
+                self.elements = self.copies * old.elements; // <= size
+                self.uniform = old.uniform;
+                self.uniform_pair = old.uniform_pair;
+            }
+        }
         let sig = old.sig.repeat(self.copies);
         self.finish(ctor, large, sig)
     }
@@ -122,7 +160,7 @@ impl Datatype {
     pub fn contiguous(count: i64, old: &Arc<Datatype>) -> Result<Datatype, TypeError> {
         let n = non_negative(ArgName::new("count"), count)?;
         let mut b = Blocks::new();
-        b.add(0, n, old, false)?;
+        b.add(0, n, old)?;
         b.finish_homogeneous(Ctor::Contiguous { count, old: old.clone() }, beyond_int(count), old)
     }
 
@@ -162,7 +200,7 @@ impl Datatype {
         for (i, (&bl, &d)) in blocklengths.iter().zip(displs).enumerate() {
             let n = non_negative(ArgName::at("blocklengths", i), bl)?;
             if n > 0 {
-                b.add(element_disp(d, old)?, n, old, false)?;
+                b.add(element_disp(d, old)?, n, old)?;
             }
         }
         let large = beyond_int(blocklengths.len() as i64)
@@ -188,7 +226,7 @@ impl Datatype {
         let mut b = Blocks::new();
         for (i, (&bl, &d)) in blocklengths.iter().zip(displs).enumerate() {
             let n = non_negative(ArgName::at("blocklengths", i), bl)?;
-            b.add(d, n, old, false)?;
+            b.add(d, n, old)?;
         }
         let large = beyond_int(blocklengths.len() as i64) || blocklengths.iter().any(|&v| beyond_int(v));
         let ctor = Ctor::Hindexed { blocklengths: blocklengths.into(), displs: displs.into(), old: old.clone(), legacy };
@@ -202,7 +240,7 @@ impl Datatype {
         let mut b = Blocks::new();
         if n > 0 {
             for &d in displs {
-                b.add(element_disp(d, old)?, n, old, false)?;
+                b.add(element_disp(d, old)?, n, old)?;
             }
         }
         let large = beyond_int(displs.len() as i64) || beyond_int(blocklength) || displs.iter().any(|&v| beyond_int(v));
@@ -217,7 +255,7 @@ impl Datatype {
         let mut b = Blocks::new();
         if n > 0 {
             for &d in displs_bytes {
-                b.add(d, n, old, false)?;
+                b.add(d, n, old)?;
             }
         }
         let large = beyond_int(displs_bytes.len() as i64) || beyond_int(blocklength);
@@ -247,7 +285,7 @@ impl Datatype {
         let mut b = Blocks::new();
         for (i, ((&bl, &d), t)) in blocklengths.iter().zip(displs).zip(types).enumerate() {
             let n = non_negative(ArgName::at("blocklengths", i), bl)?;
-            b.add(d, n, t, true)?;
+            b.add_member(d, n, t)?;
         }
         // The epsilon: round the extent up to the largest alignment, unless
         // an upper-bound marker fixes the upper bound.

@@ -14,7 +14,7 @@
 //! a panic (the caller's buffer contract covers them).
 
 use crate::datatype::Datatype;
-use crate::layout::{Node, Seq};
+use crate::layout::{Kid, Node, Seq};
 
 /// Receives the runs a cursor produces.
 pub(crate) trait Sink {
@@ -283,9 +283,11 @@ impl<'a> Cursor<'a> {
 
     /// Just after a run ends, produces whole runs in bulk where the loop
     /// nest is regular, leaving the cursor on the last run produced:
-    /// - the rest of a repeat of one short run, in one `strided` call;
-    /// - whole further copies of a flat sequence (one whose kids are all
-    ///   runs, like a small struct), without a frame push per copy.
+    /// 1. the rest of a repeat of one short run, in one `strided` call;
+    /// 2. the remaining parts of the current instance of a flat sequence
+    ///    (one whose kids are all runs: a struct, an indexed type);
+    /// 3. whole further copies of that flat sequence, without a frame push
+    ///    per copy.
     #[inline]
     fn batch(&mut self, left: &mut u64, sink: &mut impl Sink) {
         let top = self.frames.top();
@@ -296,17 +298,33 @@ impl<'a> Cursor<'a> {
                 top.copy += n;
                 *left -= n * len;
             }
-            if top.copy + 1 < top.count || top.seq.is_none() || self.frames.len < 2 {
-                return;
-            }
         }
-        // At the end of an instance of a flat sequence?
-        let top = *self.frames.top();
         let Some(seq) = top.seq else { return };
-        let last_run = top.dense.is_some() || top.copy + 1 == top.count;
-        if seq.depth != 1 || top.part + 1 != seq.parts.len() || !last_run || self.frames.len < 2 {
+        let part_done = top.dense.is_some() || top.copy + 1 == top.count;
+        if seq.depth != 1 || !part_done {
             return;
         }
+        // 2. The following parts of this instance, each whole.
+        let mut next = top.part + 1;
+        while next < seq.parts.len() {
+            let part = seq.parts[next];
+            let kid = &seq.kids[part.kid as usize];
+            let bytes = part.count * kid.size;
+            if bytes > *left {
+                break;
+            }
+            emit_part(sink, top.base.wrapping_add(part.disp), part.count, kid);
+            *left -= bytes;
+            next += 1;
+        }
+        if next > top.part + 1 {
+            top.load_part(seq, next - 1);
+            top.copy = top.count - 1;
+        }
+        if next < seq.parts.len() || self.frames.len < 2 {
+            return;
+        }
+        // 3. Whole further copies of the sequence.
         self.frames.pop();
         let parent = self.frames.top();
         let n = (parent.count - parent.copy - 1).min(*left / seq.size);
@@ -314,18 +332,7 @@ impl<'a> Cursor<'a> {
             let origin = parent.origin(parent.copy + k);
             for part in seq.parts.iter() {
                 let kid = &seq.kids[part.kid as usize];
-                let at = origin.wrapping_add(part.disp);
-                match kid.dense {
-                    Some(len) => sink.run(at, (len * part.count) as usize),
-                    None => {
-                        let len = kid.size as usize;
-                        if part.count == 1 {
-                            sink.run(at, len);
-                        } else {
-                            sink.strided(at, kid.stride, len, part.count);
-                        }
-                    }
-                }
+                emit_part(sink, origin.wrapping_add(part.disp), part.count, kid);
             }
         }
         parent.copy += n;
@@ -360,6 +367,16 @@ impl<'a> Cursor<'a> {
         }
         self.pos += len;
         Some((off, len as usize))
+    }
+}
+
+/// All `count` copies of a run kid, the first at `at`.
+#[inline(always)]
+fn emit_part(sink: &mut impl Sink, at: i64, count: u64, kid: &Kid) {
+    match kid.dense {
+        Some(len) => sink.run(at, (len * count) as usize),
+        None if count == 1 => sink.run(at, kid.size as usize),
+        None => sink.strided(at, kid.stride, kid.size as usize, count),
     }
 }
 

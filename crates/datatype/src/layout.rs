@@ -141,6 +141,7 @@ const INLINE_PARTS: usize = 64;
 pub(crate) struct SeqBuilder {
     kids: Vec<Kid>,
     kid_index: HashMap<(usize, i64), u32>,
+    last_kid: Option<((usize, i64), u32)>,
     parts: Vec<Part>,
 }
 
@@ -155,7 +156,14 @@ impl SeqBuilder {
 
     fn kid(&mut self, node: &Arc<Node>, stride: i64) -> u32 {
         let key = (Arc::as_ptr(node) as usize, stride);
+        // Most constructors use one kid for every part.
+        if let Some((last, i)) = self.last_kid {
+            if last == key {
+                return i;
+            }
+        }
         if let Some(&i) = self.kid_index.get(&key) {
+            self.last_kid = Some((key, i));
             return i;
         }
         let size = node.size();
@@ -166,6 +174,7 @@ impl SeqBuilder {
         let i = self.kids.len() as u32;
         self.kids.push(Kid { node: node.clone(), stride, size, dense });
         self.kid_index.insert(key, i);
+        self.last_kid = Some((key, i));
         i
     }
 

@@ -41,8 +41,13 @@ impl UserBuf {
     /// The caller checks that `count * size` does not overflow.
     pub unsafe fn new(base: *mut u8, count: u64, dt: Arc<Datatype>) -> UserBuf {
         let len = count.saturating_mul(dt.size());
-        let contig = if dt.is_contiguous() || count <= 1 && is_one_run(&dt) {
+        // One dense run in packed order: any count of a contiguous type, or
+        // one item whose data is a single run (a reversed vector is dense
+        // but not in order, so it is not one).
+        let contig = if dt.is_contiguous() {
             Some(base.wrapping_offset(dt.true_lb() as isize))
+        } else if count <= 1 {
+            dt.single_run().map(|(off, _)| base.wrapping_offset(off as isize))
         } else {
             None
         };
@@ -169,8 +174,4 @@ impl UserBuf {
         }
         gridmpi_datatype::copy(src.base, src.count, &src.dt, self.base, self.count, &self.dt).min(n)
     }
-}
-
-fn is_one_run(dt: &Datatype) -> bool {
-    dt.size() as i64 == dt.true_extent()
 }

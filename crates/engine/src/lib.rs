@@ -7,6 +7,9 @@ pub mod sched;
 pub mod slab;
 pub mod wire;
 
+#[cfg(test)]
+mod sim_tests;
+
 pub use buf::UserBuf;
 pub use p2p::{
     Action, Engine, EngineConfig, ErrorKind, MsgId, Payload, PeerParams, Pid, ProtocolError, RecvArgs, ReqId,

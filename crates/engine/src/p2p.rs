@@ -837,6 +837,16 @@ impl Engine {
         }
     }
 
+    /// Bytes of eager payload waiting unmatched, over all senders.
+    pub fn unexpected_eager_bytes(&self) -> u64 {
+        self.queues
+            .values()
+            .flat_map(|q| q.unexpected.iter())
+            .filter(|u| matches!(u.body, UnexBody::Eager { .. }) && u.pid != self.me)
+            .map(|u| u.len + HEADER_LEN as u64)
+            .sum()
+    }
+
     /// The next thing for the runtime to do.
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()

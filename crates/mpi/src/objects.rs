@@ -341,8 +341,8 @@ pub struct Keyval {
 
 /// What a request handle stands for.
 pub enum ReqEntry {
-    /// A point-to-point or collective operation in the engine.
-    Active { r: ReqId, kind: ReqKind },
+    /// A point-to-point or collective operation in the engine, on `comm`.
+    Active { r: ReqId, kind: ReqKind, comm: MPI_Comm },
     /// A persistent request: its arguments, and the operation when started.
     Persistent { spec: PersistentSpec, active: Option<ReqId> },
     /// A generalized request (MPI_Grequest_start).
@@ -355,7 +355,7 @@ pub enum ReqEntry {
         status: Option<MPI_Status>,
     },
     /// Completed at creation with an empty status (MPI_PROC_NULL).
-    Null { kind: ReqKind },
+    Null { kind: ReqKind, comm: MPI_Comm },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

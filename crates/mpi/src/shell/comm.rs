@@ -311,7 +311,7 @@ fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_C
         let h = dup(comm, info)?;
         // SAFETY: checked non-null.
         unsafe { *newcomm = h };
-        let r = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Coll })))?;
+        let r = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Coll, comm })))?;
         unsafe { *request = r };
         return Ok(());
     }
@@ -332,7 +332,7 @@ fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_C
         let h = st.add_comm(comm, c, true)?;
         st.pending_idups.push(PendingIdup { sched, user, comm: h, buf, _tmp: tmp });
         st.progress()?;
-        let rq = st.reqs.insert(ReqEntry::Active { r: user, kind: ReqKind::Coll });
+        let rq = st.reqs.insert(ReqEntry::Active { r: user, kind: ReqKind::Coll, comm });
         Ok((h, rq, super::attr::comm_attrs_of(st, comm)))
     })?;
     super::attr::copy_comm_attrs(comm, h, copies)?;

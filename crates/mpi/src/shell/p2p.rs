@@ -41,6 +41,8 @@ impl State {
 
     fn start_bsend(&mut self, ub: UserBuf, ctx: u32, src: i32, pid: u32, tag: i32) -> R<Started> {
         let len = ub.len() as usize;
+        // Blocks of buffered sends that have completed are free again.
+        self.bsend_pending_done();
         let Some(b) = self.bsend.as_mut() else {
             return Err(err(MPI_ERR_BUFFER, "no buffer is attached (call MPI_Buffer_attach before MPI_Bsend)"));
         };
@@ -102,11 +104,11 @@ impl State {
         Ok(Started::Engine(r, ReqKind::Recv))
     }
 
-    /// A request handle for a started operation.
-    pub fn request_handle(&mut self, s: Started) -> MPI_Request {
+    /// A request handle for an operation started on `comm`.
+    pub fn request_handle(&mut self, s: Started, comm: MPI_Comm) -> MPI_Request {
         match s {
-            Started::Engine(r, kind) => self.reqs.insert(ReqEntry::Active { r, kind }),
-            Started::Done(kind) => self.reqs.insert(ReqEntry::Null { kind }),
+            Started::Engine(r, kind) => self.reqs.insert(ReqEntry::Active { r, kind, comm }),
+            Started::Done(kind) => self.reqs.insert(ReqEntry::Null { kind, comm }),
         }
     }
 }
@@ -165,7 +167,7 @@ fn nonblocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MP
         let h = state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
             st.progress()?;
-            Ok(st.request_handle(s))
+            Ok(st.request_handle(s, comm))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
         unsafe { *request = h };
@@ -228,7 +230,7 @@ pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MP
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
-            Ok(st.request_handle(s))
+            Ok(st.request_handle(s, comm))
         })?;
         *request = h;
         Ok(())
@@ -483,7 +485,7 @@ pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: M
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = start_mrecv(st, buf, count, datatype, message)?;
-            Ok(st.request_handle(s))
+            Ok(st.request_handle(s, MPI_COMM_WORLD))
         })?;
         *request = h;
         Ok(())
@@ -504,7 +506,7 @@ pub unsafe extern "C" fn PMPI_Isendrecv(
             let rs = st.start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
             let ss = st.start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)?;
             st.progress()?;
-            Ok(st.pair_request(ss, rs, None))
+            Ok(st.pair_request(ss, rs, None, comm))
         })?;
         *request = h;
         Ok(())
@@ -530,7 +532,7 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
             let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
             let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
             st.progress()?;
-            Ok(st.pair_request(ss, rs, Some(copy)))
+            Ok(st.pair_request(ss, rs, Some(copy), comm))
         })?;
         *request = h;
         Ok(())
@@ -540,7 +542,7 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
 impl State {
     /// One request completing when both a send and a receive have: a
     /// schedule-like external request driven by a tiny watcher.
-    fn pair_request(&mut self, send: Started, recv: Started, keep: Option<Box<[u8]>>) -> MPI_Request {
+    fn pair_request(&mut self, send: Started, recv: Started, keep: Option<Box<[u8]>>, comm: MPI_Comm) -> MPI_Request {
         let r = self.rt.engine.external_request();
         let send_r = match send {
             Started::Engine(r, _) => Some(r),
@@ -552,7 +554,7 @@ impl State {
         };
         self.pairs.push(PairOp { req: r, send: send_r, recv: recv_r, recv_status: None, _keep: keep });
         self.progress_pairs();
-        self.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Recv })
+        self.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Recv, comm })
     }
 
     /// Complete pair requests whose halves are done.
@@ -649,7 +651,7 @@ pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int 
         check_ptr(request, "request")?;
         // Buffered sends progress on their own; flushing completes when they do.
         state::wait_until(|st| Ok(st.bsend_pending_done()))?;
-        let h = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send })))?;
+        let h = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_WORLD })))?;
         *request = h;
         Ok(())
     })

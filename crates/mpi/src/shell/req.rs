@@ -16,6 +16,25 @@ pub enum Poll {
 }
 
 impl State {
+    /// A receive's status whose MPI_ERROR carries a detailed error code.
+    fn recv_status_coded(&mut self, st: &gridmpi_engine::Status) -> MPI_Status {
+        let mut s = recv_status(st);
+        if s.MPI_ERROR == MPI_ERR_TRUNCATE {
+            let e = super::p2p::truncated(st);
+            s.MPI_ERROR = self.errors.code_for(MPI_ERR_TRUNCATE, format!("rank {}: {}", self.rt.me, e.msg));
+        }
+        s
+    }
+
+    /// The communicator whose error handler applies to a request.
+    pub fn request_comm(&self, h: MPI_Request) -> MPI_Comm {
+        match self.reqs.get(h) {
+            Some(ReqEntry::Active { comm, .. }) | Some(ReqEntry::Null { comm, .. }) => *comm,
+            Some(ReqEntry::Persistent { spec: PersistentSpec::Send { comm, .. } | PersistentSpec::Recv { comm, .. }, .. }) => *comm,
+            _ => MPI_COMM_WORLD,
+        }
+    }
+
     /// The engine request a handle waits on, if any (for blocking).
     fn engine_req(&self, h: MPI_Request) -> Option<ReqId> {
         match self.reqs.get(h)? {
@@ -35,19 +54,19 @@ impl State {
             return Err(err(MPI_ERR_REQUEST, format!("invalid request handle {:#x}", *h)));
         };
         match entry {
-            ReqEntry::Null { kind } => {
+            ReqEntry::Null { kind, .. } => {
                 let s = if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() };
                 self.reqs.remove(*h);
                 *h = MPI_REQUEST_NULL;
                 Ok(Poll::Done(s))
             }
-            ReqEntry::Active { r, kind } => {
+            ReqEntry::Active { r, kind, .. } => {
                 let (r, kind) = (*r, *kind);
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 self.reqs.remove(*h);
                 *h = MPI_REQUEST_NULL;
                 let mut s = match kind {
-                    ReqKind::Recv => recv_status(&st),
+                    ReqKind::Recv => self.recv_status_coded(&st),
                     _ => {
                         let mut s = empty_status();
                         set_cancelled(&mut s, st.cancelled);
@@ -67,7 +86,7 @@ impl State {
                 let is_recv = matches!(spec, PersistentSpec::Recv { .. });
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 *active = None;
-                let s = if is_recv { recv_status(&st) } else { empty_status() };
+                let s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
                 Ok(Poll::Done(s))
             }
             ReqEntry::Greq { r, .. } => {
@@ -171,22 +190,40 @@ fn status_error(s: &MPI_Status) -> R<()> {
     Ok(())
 }
 
+/// The error-handler target of a request (its communicator's handler).
+unsafe fn req_target(request: *const MPI_Request) -> Target {
+    if request.is_null() {
+        return Target::World;
+    }
+    let h = *request;
+    Target::Comm(state::with(|st| Ok(st.request_comm(h))).unwrap_or(MPI_COMM_WORLD))
+}
+
+/// The target for an array of requests: the first one's communicator.
+unsafe fn reqs_target(count: c_int, reqs: *const MPI_Request) -> Target {
+    if count <= 0 || reqs.is_null() {
+        return Target::World;
+    }
+    let hs = std::slice::from_raw_parts(reqs, count as usize);
+    match hs.iter().find(|&&h| h != MPI_REQUEST_NULL) {
+        Some(h) => req_target(h),
+        None => Target::World,
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    api("MPI_Wait", Target::World, || {
+    api("MPI_Wait", req_target(request), || {
         check_ptr(request, "request")?;
         let s = wait_one(&mut *request)?;
         put_status(status, &s);
-        if s.MPI_ERROR == MPI_ERR_TRUNCATE {
-            return Err(err(MPI_ERR_TRUNCATE, "message truncated"));
-        }
         status_error(&s)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    api("MPI_Test", Target::World, || {
+    api("MPI_Test", req_target(request), || {
         check_ptr(request, "request")?;
         check_ptr(flag, "flag")?;
         match test_one(&mut *request)? {
@@ -198,9 +235,6 @@ pub unsafe extern "C" fn PMPI_Test(request: *mut MPI_Request, flag: *mut c_int, 
             Poll::Done(s) => {
                 *flag = 1;
                 put_status(status, &s);
-                if s.MPI_ERROR == MPI_ERR_TRUNCATE {
-                    return Err(err(MPI_ERR_TRUNCATE, "message truncated"));
-                }
                 status_error(&s)?;
             }
         }
@@ -245,7 +279,7 @@ unsafe fn finish_many(statuses: *mut MPI_Status, results: &[(usize, MPI_Status)]
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Waitall", Target::World, || {
+    api("MPI_Waitall", reqs_target(count, array_of_requests), || {
         let reqs = reqs_slice(count, array_of_requests)?;
         let mut results = Vec::with_capacity(reqs.len());
         let mut any_error = false;
@@ -260,7 +294,7 @@ pub unsafe extern "C" fn PMPI_Waitall(count: c_int, array_of_requests: *mut MPI_
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Testall", Target::World, || {
+    api("MPI_Testall", reqs_target(count, array_of_requests), || {
         check_ptr(flag, "flag")?;
         let reqs = reqs_slice(count, array_of_requests)?;
         // Only complete them if all are complete.
@@ -316,7 +350,7 @@ fn any_done(reqs: &mut [MPI_Request]) -> R<(bool, Option<(usize, MPI_Status)>)> 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, indx: *mut c_int, status: *mut MPI_Status) -> c_int {
-    api("MPI_Waitany", Target::World, || {
+    api("MPI_Waitany", reqs_target(count, array_of_requests), || {
         check_ptr(indx, "indx")?;
         let reqs = reqs_slice(count, array_of_requests)?;
         loop {
@@ -340,7 +374,7 @@ pub unsafe extern "C" fn PMPI_Waitany(count: c_int, array_of_requests: *mut MPI_
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, indx: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    api("MPI_Testany", Target::World, || {
+    api("MPI_Testany", reqs_target(count, array_of_requests), || {
         check_ptr(indx, "indx")?;
         check_ptr(flag, "flag")?;
         let reqs = reqs_slice(count, array_of_requests)?;
@@ -391,7 +425,7 @@ unsafe fn report_some(outcount: *mut c_int, indices: *mut c_int, statuses: *mut 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Waitsome", Target::World, || {
+    api("MPI_Waitsome", reqs_target(incount, array_of_requests), || {
         check_ptr(outcount, "outcount")?;
         let reqs = reqs_slice(incount, array_of_requests)?;
         loop {
@@ -412,7 +446,7 @@ pub unsafe extern "C" fn PMPI_Waitsome(incount: c_int, array_of_requests: *mut M
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Testsome", Target::World, || {
+    api("MPI_Testsome", reqs_target(incount, array_of_requests), || {
         check_ptr(outcount, "outcount")?;
         let reqs = reqs_slice(incount, array_of_requests)?;
         let (active, done) = some_done(reqs)?;
@@ -478,7 +512,7 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
         st.progress()?;
         match st.reqs.get(h) {
             None => Err(err(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))),
-            Some(ReqEntry::Null { kind }) => Ok(Err((true, if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() }))),
+            Some(ReqEntry::Null { kind, .. }) => Ok(Err((true, if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() }))),
             Some(ReqEntry::Persistent { active: None, .. }) => Ok(Err((true, empty_status()))),
             Some(ReqEntry::Persistent { active: Some(r), spec }) => {
                 let recv = matches!(spec, PersistentSpec::Recv { .. });
@@ -487,7 +521,7 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
                     None => (false, empty_status()),
                 }))
             }
-            Some(ReqEntry::Active { r, kind }) => Ok(Err(match st.rt.engine.peek_status(*r) {
+            Some(ReqEntry::Active { r, kind, .. }) => Ok(Err(match st.rt.engine.peek_status(*r) {
                 Some(s) => (true, if *kind == ReqKind::Recv { recv_status(&s) } else { empty_status() }),
                 None => (false, empty_status()),
             })),

@@ -1,0 +1,24 @@
+/* gridmpi-test: ranks=2 timeout=30 expect=fail gridmpi-stderr='MPI_Send.*rank 1.*comm' */
+/*
+ * An error with no valid communicator (MPI_COMM_NULL) is raised on
+ * MPI_COMM_SELF (MPI 4.0). Here MPI_COMM_WORLD has MPI_ERRORS_RETURN but
+ * MPI_COMM_SELF keeps MPI_ERRORS_ARE_FATAL, so the job must fail.
+ */
+#include "testutil.h"
+
+int main(int argc, char **argv)
+{
+    int size;
+    int rank = test_init(&argc, &argv, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int x = 0;
+    if (rank == 1) {
+        int rc = MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_NULL);
+        printf("rank 1: MPI_Send on MPI_COMM_NULL returned %d: the error was not raised on MPI_COMM_SELF\n", rc);
+    } else {
+        MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("rank %d: receive completed unexpectedly\n", rank);
+    }
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,371 @@
+#!/usr/bin/env bash
+# End-to-end tests of gridmpi-testbed: bring up a grid, measure it, tear it
+# down, and check that nothing is left behind.
+#
+#   tests/testbed/run.sh            # the suite (root; about 3 minutes)
+#   SWEEP=1 tests/testbed/run.sh    # also sweep rates to find the highest the emulator sustains
+#   GRIDMPI_TESTBED=/path/to/gridmpi-testbed tests/testbed/run.sh   # test a given binary
+#
+# Needs: root, iproute2, iperf3, iputils-ping, tshark (Debian packages);
+# MPICH at /opt/peers/mpich and Open MPI at /opt/peers/openmpi for the MPI
+# launch tests (skipped if absent). Exits nonzero if any test fails.
+# Accuracy tests are retried (up to 3 times) because the machine is shared.
+
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE="$ROOT/tests/testbed"
+TB=${GRIDMPI_TESTBED:-$ROOT/target-testbed/release/gridmpi-testbed}
+MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
+OMPI=${OMPI_PREFIX:-/opt/peers/openmpi}
+WORK=$(mktemp -d /tmp/gridmpi-testbed-test.XXXXXX)
+ARTIFACTS=${ARTIFACTS:-$WORK}
+PASSED=0 FAILED=0 SKIPPED=0
+FAILURES=()
+LOAD_PIDS=()
+
+pass() { PASSED=$((PASSED + 1)); printf 'PASS  %s\n' "$*"; }
+fail() { FAILED=$((FAILED + 1)); FAILURES+=("$*"); printf 'FAIL  %s\n' "$*"; }
+skip() { SKIPPED=$((SKIPPED + 1)); printf 'SKIP  %s\n' "$*"; }
+note() { printf '      %s\n' "$*"; }
+tb() { "$TB" "$@"; }
+# py 'expression using d (JSON of FILE)' FILE
+jq_py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[2])); print(eval(sys.argv[1]))' "$1" "$2"; }
+
+cleanup() {
+    local rc=$?
+    for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    if [ -n "${OWN_GRID:-}" ]; then tb down --force >/dev/null 2>&1; fi
+    [ "$ARTIFACTS" = "$WORK" ] && rm -rf "$WORK"
+    exit $rc
+}
+
+# ---------------------------------------------------------------- preflight
+if [ ! -x "$TB" ]; then
+    echo "building gridmpi-testbed..."
+    (cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target-testbed" cargo build -q -p gridmpi-testbed --release) || {
+        echo "FAIL  build"; echo "0 passed, 1 failed"; exit 1; }
+fi
+echo "gridmpi-testbed tests: $TB"
+echo "work dir: $WORK"
+
+# Without root: the only thing to test is that the tool says what is missing.
+if [ "$(id -u)" != 0 ]; then
+    out=$("$TB" up 2x2 2>&1); rc=$?
+    if [ $rc -ne 0 ] && grep -q "CAP_NET_ADMIN" <<<"$out"; then pass "without root, up refuses and names what is missing"; else fail "unprivileged up message: $out"; fi
+    echo "SKIP  every other test needs root (run as root, as CI does)"
+    echo "$PASSED passed, $FAILED failed, 1 skipped"
+    rm -rf "$WORK"
+    [ $FAILED -eq 0 ]; exit
+fi
+for tool in ip iperf3 ping tshark python3 setpriv; do
+    command -v "$tool" >/dev/null || { echo "FAIL  missing tool: $tool (apt-get install iproute2 iperf3 iputils-ping tshark util-linux)"; echo "0 passed, 1 failed"; exit 1; }
+done
+if "$TB" status >/dev/null 2>&1 || [ -e "${GRIDMPI_TESTBED_DIR:-/run/gridmpi-testbed}/state.json" ]; then
+    echo "FAIL  a grid is already up; this suite will not touch it (gridmpi-testbed down first)"
+    echo "0 passed, 1 failed"; exit 1
+fi
+if ls /run/netns 2>/dev/null | grep -q '^gtb-'; then
+    echo "FAIL  stray gtb-* namespaces exist (gridmpi-testbed down --force removes them)"
+    echo "0 passed, 1 failed"; exit 1
+fi
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+LINKS_BEFORE=$(ip -o link | wc -l)
+CC_BEFORE=$(sysctl -n net.ipv4.tcp_allowed_congestion_control)
+
+# ---------------------------------------------------------------- 1. privileges
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$TB" up 2x2 2>&1); rc=$?
+if [ $rc -ne 0 ] && grep -q "CAP_NET_ADMIN" <<<"$out" && grep -q "run as root" <<<"$out"; then
+    pass "unprivileged up refuses and names what is missing"
+else
+    fail "unprivileged up: rc=$rc: $out"
+fi
+
+# ---------------------------------------------------------------- 2. up 2x4
+OWN_GRID=1
+if tb up 2x4 --rate 100mbit --delay 5ms --queue 100p --cc cubic >"$WORK/up.log" 2>&1; then
+    pass "up 2x4"
+else
+    fail "up 2x4: $(cat "$WORK/up.log")"; echo "$PASSED passed, $FAILED failed"; exit 1
+fi
+n=$(ls /run/netns | grep -c '^gtb-')
+[ "$n" = 10 ] && pass "10 namespaces (8 hosts, 2 switches)" || fail "expected 10 gtb- namespaces, found $n"
+[ "$(ip -o link | wc -l)" = "$LINKS_BEFORE" ] && pass "no link made in the initial namespace" || fail "links appeared in the initial namespace"
+
+ok=1
+for i in 0 1 2 3 4 5 6 7; do
+    [ "$(tb exec h$i -- hostname)" = "h$i" ] || { ok=0; note "h$i: hostname $(tb exec h$i -- hostname)"; }
+done
+[ $ok = 1 ] && pass "every host has its own hostname" || fail "hostnames"
+addr=$(tb exec h0 -- getent hosts h7 | awk '{print $1}')
+[ "$addr" = 10.77.1.4 ] && pass "/etc/hosts of h0 names h7 (10.77.1.4)" || fail "/etc/hosts: h7 -> '$addr'"
+grep -q "h7" /etc/hosts && fail "the machine's /etc/hosts was changed" || pass "the machine's /etc/hosts is untouched"
+cc=$(tb exec h5 -- sysctl -n net.ipv4.tcp_congestion_control)
+[ "$cc" = cubic ] && pass "hosts use cubic (allowed list: $(sysctl -n net.ipv4.tcp_allowed_congestion_control))" || fail "congestion control on h5: $cc"
+tb status --json >"$WORK/status.json"
+left=$(jq_py 'd["offloads_left_on"]' "$WORK/status.json")
+[ "$left" = "[]" ] && pass "TSO/GSO/GRO off on every veth and TUN device" || fail "offloads still on: $left"
+ok=1
+for i in 1 2 3 4 5 6 7; do tb exec h0 -- ping -c 1 -W 2 -q h$i >/dev/null || { ok=0; note "h0 cannot reach h$i"; }; done
+[ $ok = 1 ] && pass "h0 reaches every host" || fail "reachability"
+
+# ---------------------------------------------------------------- 3. exec conventions
+out=$(tb exec -x -o StrictHostKeyChecking=no -p 22 root@h3 'echo "a  b" $(hostname)')
+[ "$out" = "a  b h3" ] && pass "exec, ssh style (options, user@host, one quoted command string)" || fail "ssh-style exec gave '$out'"
+out=$(tb exec h3 -- printf '%s|' 'a  b' c)
+[ "$out" = "a  b|c|" ] && pass "exec HOST -- argv (arguments kept exactly)" || fail "argv exec gave '$out'"
+out=$(tb exec h2 -- /run/gridmpi-testbed/bin/gridmpi-testbed-ssh -x h6 '"/bin/echo"' from '$(hostname)')
+[ "$out" = "from h6" ] && pass "gridmpi-testbed-ssh agent works from inside a host (hydra quoting)" || fail "agent from a host gave '$out'"
+tb exec h9 -- true 2>"$WORK/err"; rc=$?
+[ $rc -eq 255 ] && grep -q "no host 'h9'" "$WORK/err" && pass "unknown host: exit 255 like ssh, with the host list" || fail "unknown host: rc=$rc $(cat "$WORK/err")"
+
+# ---------------------------------------------------------------- 4. RTT
+tb set c0-c1 rate=1gbit queue=1000p >/dev/null
+for d in 1 5 20; do
+    tb set c0-c1 delay=${d}ms >/dev/null
+    tb exec h0 -- ping -c 3 -q h4 >/dev/null   # warm up ARP and caches
+    good=0
+    for attempt in 1 2 3; do
+        out=$(tb exec h0 -- ping -c 50 -i 0.02 -q h4 | tail -1)
+        avg=$(awk -F/ '{print $5}' <<<"$out")
+        err=$(python3 -c "print(f'{$avg - 2*$d:+.3f}')")
+        if python3 -c "import sys; sys.exit(0 if abs($avg - 2*$d) <= 0.3 else 1)"; then good=1; break; fi
+        note "attempt $attempt: RTT avg $avg ms"
+    done
+    [ $good = 1 ] && pass "RTT at ${d} ms one-way: avg $avg ms = 2 x $d ms $err ms ($out)" || fail "RTT at ${d} ms: $out"
+done
+
+# ---------------------------------------------------------------- 5. bandwidth
+tb exec h4 -- iperf3 -s -D -I "$WORK/iperf3.pid"
+sleep 0.5
+IPERF_PID=$(cat "$WORK/iperf3.pid" 2>/dev/null)
+tb set c0-c1 delay=5ms queue=100p >/dev/null
+for rate in 10 100; do
+    tb set c0-c1 rate=${rate}mbit >/dev/null
+    good=0
+    for attempt in 1 2 3; do
+        tb status --reset >/dev/null
+        tb exec h0 -- iperf3 -c h4 -t 10 -O 3 -J >"$WORK/tcp$rate.json" 2>/dev/null
+        got=$(jq_py 'd["end"]["sum_received"]["bits_per_second"]/1e6' "$WORK/tcp$rate.json")
+        # TCP payload is 1448 of every 1500-byte IP packet (timestamps on).
+        res=$(python3 -c "
+r=$rate; g=$got; exp=r*1448/1500
+print(f'{g:.3f} Mbit/s goodput = {g/exp*100-100:+.2f}% of the {exp:.2f} Mbit/s that a {r} Mbit/s IP link leaves for TCP payload ({g/r*100:.1f}% of the IP rate)')
+import sys; sys.exit(0 if abs(g/exp-1) <= 0.03 else 1)") && { good=1; break; }
+        note "attempt $attempt: $res"
+    done
+    [ $good = 1 ] && pass "TCP at $rate Mbit/s: $res" || fail "TCP at $rate Mbit/s: $res"
+    good=0
+    for attempt in 1 2 3; do
+        tb exec h0 -- iperf3 -c h4 -u -b $((rate * 12 / 10))M -l 1472 -t 6 -J >"$WORK/udp$rate.json" 2>/dev/null
+        res=$(python3 -c "
+import json,sys; d=json.load(open('$WORK/udp$rate.json')); r=$rate
+iv=[i['sum'] for i in d['intervals']][1:]   # skip the first second (queue filling)
+g=sum(i['bytes'] for i in iv)*8/sum(i['seconds'] for i in iv)/1e6
+rx=d['end']['sum_received']['bits_per_second']/1e6
+ip=g*1500/1472
+print(f'{rx:.3f} Mbit/s UDP payload received = {rx/r*100-100:+.2f}% of the set rate (IP rate at the sender side after the first second: {ip:.2f} Mbit/s)')
+sys.exit(0 if abs(rx/r-1) <= 0.03 else 1)") && { good=1; break; }
+        note "attempt $attempt: $res"
+    done
+    [ $good = 1 ] && pass "UDP at $rate Mbit/s: $res" || fail "UDP at $rate Mbit/s: $res"
+done
+
+# ---------------------------------------------------------------- 6. drop-tail queue, monitor, capture
+tb set c0-c1 rate=10mbit delay=5ms queue=20p loss=0 >/dev/null
+tb status --reset >/dev/null
+tb capture c0-c1 --from c0 --at in -o "$WORK/drops.pcapng" -- \
+    "$TB" monitor -o "$WORK/drops.csv" -- \
+    "$TB" exec h0 -- iperf3 -c h4 -u -b 20M -l 1472 -t 5 -J >"$WORK/drops.json" 2>"$WORK/drops.err"
+sed -n '/^monitor:/,$p' "$WORK/drops.json" | head -5 | while read -r l; do note "$l"; done
+sed -i '/^monitor:/,$d;/^capture:/,$d' "$WORK/drops.json"
+tb status --json >"$WORK/status.json"
+res=$(python3 - "$WORK" <<'EOF'
+import csv, json, sys
+w = sys.argv[1]
+st = json.load(open(f"{w}/status.json"))
+dirs = {d["name"]: d for d in st["emulator"]["dirs"]}
+emu_drops = dirs["c0>c1"]["counters"]["drops"]
+rows = [r for r in csv.DictReader(l for l in open(f"{w}/drops.csv") if not l.startswith("#")) if r["dir"] == "c0>c1"]
+mon_drops = sum(int(r["drops"]) for r in rows)
+bad = [r for r in rows if int(r["drops"]) > 0 and int(r["qmax_pkts"]) != 20]
+full_no_drop = sum(1 for r in rows if int(r["qmax_pkts"]) > 20)
+ip = json.load(open(f"{w}/drops.json"))
+lost = ip["end"]["sum_received"]["lost_packets"]
+print(f"emulator counted {emu_drops} drop-tail drops, monitor {mon_drops}, iperf3 lost {lost} datagrams; "
+      f"{sum(1 for r in rows if int(r['drops']))} ms with drops, all at queue = limit (20): {not bad}")
+ok = emu_drops == mon_drops and not bad and full_no_drop == 0 and emu_drops > 0 and abs(lost - emu_drops) <= max(3, emu_drops // 200)
+sys.exit(0 if ok else 1)
+EOF
+) && pass "drops only at a full queue, monitor = emulator = iperf3: $res" || fail "drops: $res"
+nd=$(tshark -r "$WORK/drops.pcapng" -Y 'frame.comment contains "queue full"' 2>/dev/null | wc -l)
+nt=$(tshark -r "$WORK/drops.pcapng" -Y 'udp' 2>/dev/null | wc -l)
+emu=$(jq_py '[x for x in d["emulator"]["dirs"] if x["name"]=="c0>c1"][0]["counters"]["drops"]' "$WORK/status.json")
+[ "$nd" = "$emu" ] && [ "$nt" -gt 1000 ] && pass "capture: tshark reads $nt UDP packets, $nd marked 'dropped: queue full' (= emulator)" \
+    || fail "capture: tshark read $nt UDP packets, $nd marked dropped, emulator $emu"
+head -c 5 "$WORK/drops.svg" | grep -q "<svg" && grep -q "drop-tail drops" "$WORK/drops.svg" \
+    && pass "monitor plot drawn ($(wc -c <"$WORK/drops.svg") bytes SVG)" || fail "monitor plot missing"
+rows=$(grep -c ',c0>c1,' "$WORK/drops.csv")
+[ "$rows" -gt 4500 ] && pass "monitor has a row per millisecond ($rows rows for c0>c1)" || fail "monitor rows: $rows"
+
+# a queue that never fills drops nothing
+tb set c0-c1 rate=100mbit queue=1000p >/dev/null
+tb status --reset >/dev/null
+tb exec h0 -- iperf3 -c h4 -b 50M -t 3 -J >/dev/null 2>&1   # TCP held to half the link
+tb status --json >"$WORK/status.json"
+res=$(jq_py '[ (x["counters"]["drops"], x["counters"]["qmax_pkts"]) for x in d["emulator"]["dirs"]]' "$WORK/status.json")
+python3 -c "import sys; sys.exit(0 if all(dr == 0 and q < 1000 for dr, q in $res) else 1)" \
+    && pass "no drops while the queue stays below its limit (drops, max queue per direction: $res)" || fail "drops below limit: $res"
+
+# ---------------------------------------------------------------- 7. random loss
+tb set c0-c1 rate=100mbit queue=5000p >/dev/null
+tb set c0-c1 --from c0 loss=1% >/dev/null
+tb status --reset >/dev/null
+tb exec h0 -- iperf3 -c h4 -u -b 20M -l 200 -t 5 -J >"$WORK/loss.json" 2>/dev/null
+tb status --json >"$WORK/status.json"
+res=$(python3 - "$WORK" <<'EOF'
+import json, math, sys
+w = sys.argv[1]
+ip = json.load(open(f"{w}/loss.json"))["end"]["sum_received"]
+st = {d["name"]: d for d in json.load(open(f"{w}/status.json"))["emulator"]["dirs"]}
+n, lost = ip["packets"], ip["lost_packets"]
+c = st["c0>c1"]["counters"]
+p = 0.01
+sd = math.sqrt(n * p * (1 - p))
+z = (lost - n * p) / sd
+emu_n, emu_lost = c["pkts_in"], c["losses"]
+z_emu = (emu_lost - emu_n * p) / math.sqrt(emu_n * p * (1 - p))
+print(f"iperf3: {lost} of {n} datagrams lost = {lost/n*100:.3f}% (expected {n*p:.0f} +- {sd:.0f}, z = {z:+.2f}); "
+      f"emulator: {emu_lost} of {emu_n} packets = {emu_lost/emu_n*100:.3f}% (z = {z_emu:+.2f}); drop-tail drops {c['drops']}")
+sys.exit(0 if abs(z) < 4 and abs(z_emu) < 4 and c["drops"] == 0 and n > 40000 else 1)
+EOF
+) && pass "random loss 1% within 4 standard deviations: $res" || fail "loss: $res"
+tb set c0-c1 loss=0 >/dev/null
+
+# ---------------------------------------------------------------- 8. set / cut / restore
+tb set c0-c1 delay=10ms >/dev/null
+rtt=$(tb exec h0 -- ping -c 5 -i 0.05 -q h4 | tail -1 | awk -F/ '{print $5}')
+python3 -c "import sys; sys.exit(0 if abs($rtt-20) < 1 else 1)" && pass "set delay=10ms at run time: RTT $rtt ms" || fail "set delay: RTT $rtt"
+tb cut c0-c1 >/dev/null
+if tb exec h0 -- ping -c 3 -W 1 -i 0.2 -q h4 >/dev/null; then fail "cut: ping still passes"; else pass "cut c0-c1: h4 unreachable"; fi
+tb exec h0 -- ping -c 2 -W 1 -q h1 >/dev/null && pass "cut leaves the cluster's own network up" || fail "cut broke intra-cluster traffic"
+tb restore c0-c1 >/dev/null
+tb exec h0 -- ping -c 3 -W 2 -i 0.2 -q h4 >/dev/null && pass "restore c0-c1: h4 reachable again" || fail "restore"
+tb set c0-c1 --from c1 rate=2mbit >/dev/null
+tb status --json >"$WORK/status.json"
+res=$(jq_py '[(x["name"], x["settings"]) for x in d["emulator"]["dirs"]]' "$WORK/status.json")
+grep -q "'c1>c0', 'rate=2mbit" <<<"$res" && grep -q "'c0>c1', 'rate=100mbit" <<<"$res" \
+    && pass "set --from c1 changes one direction only" || fail "per-direction set: $res"
+tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
+
+# ---------------------------------------------------------------- 9. MPI across the grid
+HOSTS=h0,h1,h2,h3,h4,h5,h6,h7
+AGENT=/run/gridmpi-testbed/bin/gridmpi-testbed-ssh
+mpi_check() { # name output-file
+    local hosts; hosts=$(grep -o 'on h[0-7]' "$2" | sort -u | wc -l)
+    if [ "$hosts" = 8 ] && grep -q "alltoall" "$2"; then
+        pass "$1: 8 ranks on 8 hosts, $(grep alltoall "$2")"
+    else
+        fail "$1: $(tail -5 "$2")"
+    fi
+}
+if [ -x "$MPICH/bin/mpicc" ]; then
+    "$MPICH/bin/mpicc" -O2 -o "$WORK/hello_mpich" "$HERE/mpi_hello.c"
+    tb status --reset >/dev/null
+    timeout 120 "$TB" exec h0 -- env MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp \
+        "$MPICH/bin/mpiexec" -launcher ssh -launcher-exec "$AGENT" -hosts $HOSTS -n 8 "$WORK/hello_mpich" 65536 5 >"$WORK/mpich.out" 2>&1
+    mpi_check "MPICH mpiexec -launcher ssh -launcher-exec gridmpi-testbed-ssh" "$WORK/mpich.out"
+    tb status --json >"$WORK/status.json"
+    wan=$(jq_py 'sum(x["counters"]["bytes_out"] for x in d["emulator"]["dirs"])' "$WORK/status.json")
+    [ "$wan" -gt 1000000 ] && pass "MPICH traffic crossed the WAN link ($wan bytes)" || fail "MPICH traffic on the WAN: $wan bytes"
+else
+    skip "MPICH not found at $MPICH"
+fi
+if [ -x "$OMPI/bin/mpicc" ]; then
+    "$OMPI/bin/mpicc" -O2 -o "$WORK/hello_ompi" "$HERE/mpi_hello.c"
+    timeout 120 "$TB" exec h0 -- "$OMPI/bin/mpirun" --allow-run-as-root --map-by node \
+        --prtemca plm_ssh_agent "$AGENT" -H $HOSTS -n 8 --mca btl tcp,self --mca pml ob1 \
+        "$WORK/hello_ompi" 65536 5 >"$WORK/ompi.out" 2>&1
+    mpi_check "Open MPI mpirun --prtemca plm_ssh_agent gridmpi-testbed-ssh" "$WORK/ompi.out"
+else
+    skip "Open MPI not found at $OMPI"
+fi
+if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$MPICH/bin/mpicc" ]; then
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER tcp "$WORK/hello_mpich" 65536 5 >"$WORK/gridmpirun.out" 2>&1
+    mpi_check "gridmpirun --launcher gridmpi-testbed-ssh (MPICH-built program, PMI)" "$WORK/gridmpirun.out"
+else
+    skip "gridmpirun not built (build/bin/gridmpirun)"
+fi
+
+# ---------------------------------------------------------------- 10. timing under load (reported, not asserted)
+tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
+for i in 1 2; do (while :; do :; done) & LOAD_PIDS+=($!); done
+tb status --reset >/dev/null
+tb exec h0 -- iperf3 -c h4 -t 5 -J >"$WORK/load.json" 2>/dev/null
+for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; done; LOAD_PIDS=()
+tb status --json >"$WORK/status.json"
+got=$(jq_py 'd["end"]["sum_received"]["bits_per_second"]/1e6' "$WORK/load.json")
+note "with both CPUs busy (2 spinning processes): TCP at 100 Mbit/s got $got Mbit/s goodput; release error:"
+python3 - "$WORK/status.json" <<'EOF'
+import json, sys
+for d in json.load(open(sys.argv[1]))["emulator"]["dirs"]:
+    r = d["release_error"]
+    if r.get("count"):
+        print(f"        {d['name']}: {r['count']} pkts, mean {r['mean_us']:.1f} us, p50 <{r['p50_us']} us, "
+              f"p99 <{r['p99_us']} us, p99.9 <{r['p999_us']} us, max {r['max_us']:.0f} us ({d['scheduling']})")
+EOF
+pass "timing under load measured (see above)"
+
+# ---------------------------------------------------------------- 11. down after a crash
+tb exec h6 -- sleep 300 &
+SLEEP_PID=$!
+disown
+sleep 0.5
+EMU=$(jq_py 'd["emulator"]["pid"]' "$WORK/status.json")
+kill -9 "$EMU"
+sleep 0.2
+tb status >/dev/null 2>&1 && fail "status after emulator crash should say it is not running" || pass "status reports the crashed emulator"
+if tb down >"$WORK/down.log" 2>&1; then pass "down after an emulator crash"; else fail "down: $(cat "$WORK/down.log")"; fi
+OWN_GRID=
+left=$(ls /run/netns 2>/dev/null | grep -c '^gtb-')
+[ "$left" = 0 ] && pass "no namespace left" || fail "$left namespaces left"
+[ "$(ip -o link | wc -l)" = "$LINKS_BEFORE" ] && pass "no link left" || fail "links changed: $(ip -o link | tail -3)"
+# running = exists and is not a zombie waiting for its parent to reap it
+running() { [ -n "$1" ] && [ -e "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+sleep 0.3
+if running "$SLEEP_PID" || running "$EMU" || running "${IPERF_PID:-}"; then
+    fail "processes left: $(ps -o pid,args -p "$SLEEP_PID,$EMU,${IPERF_PID:-1}" | tail -n +2)"
+else
+    pass "no process left (host processes, iperf3 daemon, emulator)"
+fi
+[ "$(sysctl -n net.ipv4.tcp_allowed_congestion_control)" = "$CC_BEFORE" ] && pass "tcp_allowed_congestion_control restored ($CC_BEFORE)" || fail "sysctl not restored"
+[ ! -e /run/gridmpi-testbed/state.json ] && pass "state removed" || fail "state file left"
+
+# ---------------------------------------------------------------- optional sweep
+if [ -n "${SWEEP:-}" ]; then
+    OWN_GRID=1
+    tb up 2x1 --delay 1ms --queue 1000p --cc cubic >/dev/null
+    tb exec h1 -- iperf3 -s -D; sleep 0.5
+    for rate in 200 400 600 800 1000 1500; do
+        tb set c0-c1 rate=${rate}mbit >/dev/null
+        tb status --reset >/dev/null
+        tb exec h0 -- iperf3 -c h1 -t 8 -O 2 -J >"$WORK/sweep.json" 2>/dev/null
+        tb status --json >"$WORK/status.json"
+        python3 - "$WORK" $rate <<'EOF'
+import json, sys
+w, r = sys.argv[1], float(sys.argv[2])
+g = json.load(open(f"{w}/sweep.json"))["end"]["sum_received"]["bits_per_second"] / 1e6
+d = {x["name"]: x for x in json.load(open(f"{w}/status.json"))["emulator"]["dirs"]}["c0>c1"]
+exp = r * 1448 / 1500
+print(f"      sweep {r:6.0f} Mbit/s: goodput {g:8.2f} Mbit/s = {g/exp*100-100:+6.2f}% of payload rate; "
+      f"release error p99 <{d['release_error'].get('p99_us')} us; drops {d['counters']['drops']}")
+EOF
+    done
+    tb down >/dev/null; OWN_GRID=
+fi
+
+echo
+echo "gridmpi-testbed: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+for f in "${FAILURES[@]}"; do echo "  failed: $f"; done
+[ $FAILED -eq 0 ]
