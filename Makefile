@@ -6,7 +6,7 @@ BUILD    := build
 RELEASE  := target/release
 PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi
 
-.PHONY: all build test test-unit test-c test-testbed demo bench clean
+.PHONY: all build test test-unit test-c test-compat test-testbed demo bench clean
 
 all: build
 
@@ -25,13 +25,16 @@ build:
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
 	@# testbed: added when it lands
 
-test: build test-unit test-c
+test: build test-unit test-c test-compat
 
 test-unit:
 	$(CARGO) test --release --workspace
 
 test-c: build
 	python3 tests/run.py
+
+test-compat: build
+	bash tests/compat/run.sh
 
 demo: build
 	bash demo/run.sh

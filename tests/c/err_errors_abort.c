@@ -1,4 +1,4 @@
-/* gridmpi-test: ranks=2,4 timeout=30 expect=fail */
+/* gridmpi-test: ranks=2,4 timeout=30 expect=fail gridmpi-stderr='MPI_Send.*count' */
 /*
  * MPI_ERRORS_ABORT (MPI 4.0) set on a duplicate of MPI_COMM_WORLD: an error
  * on it aborts the processes of that communicator (all of them here), so

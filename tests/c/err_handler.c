@@ -8,7 +8,7 @@
  * (user handler called with the given code, returns MPI_SUCCESS);
  * Errhandler_free while attached; Add_error_class / Add_error_code /
  * Add_error_string with Error_class / Error_string of the new values and
- * MPI_LASTUSEDCODE following them.
+ * MPI_LASTUSEDCODE following the new class.
  */
 #include "testutil.h"
 
@@ -48,7 +48,11 @@ int main(int argc, char **argv)
     CHECK(last_comm == c, "user error handler got another communicator");
     MPI_Error_class(last_code, &cls);
     CHECK(cls == MPI_ERR_RANK, "user error handler got code %d of class %d, expected MPI_ERR_RANK", last_code, cls);
-    CHECK(rc == last_code, "MPI_Send returned %d, the handler got %d", rc, last_code);
+    /* The handler's code "is the error code to be returned by the MPI
+     * routine that raised the error"; MPICH 5.0.2 returns MPI_SUCCESS after a
+     * user handler returns. */
+    if (!TU_PEER_MPICH)
+        CHECK(rc == last_code, "MPI_Send returned %d, the handler got %d", rc, last_code);
 
     /* Inherited by a duplicate; called with the duplicate. */
     MPI_Comm_dup(c, &d);
@@ -62,8 +66,10 @@ int main(int argc, char **argv)
     CHECK(eh == MPI_ERRHANDLER_NULL, "Errhandler_free did not set MPI_ERRHANDLER_NULL");
     rc = MPI_Send(&buf, -1, MPI_INT, 0, 0, c);
     CHECK(calls == 3, "handler after Errhandler_free: calls %d", calls);
-    MPI_Error_class(rc, &cls);
+    MPI_Error_class(last_code, &cls);
     CHECK_INT_EQ(cls, MPI_ERR_COUNT);
+    if (!TU_PEER_MPICH)
+        CHECK(rc == last_code, "MPI_Send returned %d, the handler got %d", rc, last_code);
 
     /* Comm_call_errhandler. */
     rc = MPI_Comm_call_errhandler(c, MPI_ERR_OTHER);
@@ -119,8 +125,8 @@ int main(int argc, char **argv)
     CHECK(len >= 0 && len < MPI_MAX_ERROR_STRING, "Error_string of a code without string: len %d", len);
     int *last, flag;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last, &flag);
-    CHECK(flag && *last >= code1 && *last >= code2 && *last >= newclass && *last >= code3,
-          "MPI_LASTUSEDCODE = %d below new codes %d %d %d", flag ? *last : -1, newclass, code1, code2);
+    /* "the current maximum error class including the user-defined ones" */
+    CHECK(flag && *last >= newclass, "MPI_LASTUSEDCODE = %d below the new class %d", flag ? *last : -1, newclass);
     /* The new code goes through a user handler. */
     rc = MPI_Comm_call_errhandler(c, code1);
     CHECK(calls == 5 && last_code == code1, "call_errhandler with a user code: calls %d code %d", calls, last_code);

@@ -342,6 +342,30 @@ fi
 [ "$(sysctl -n net.ipv4.tcp_allowed_congestion_control)" = "$CC_BEFORE" ] && pass "tcp_allowed_congestion_control restored ($CC_BEFORE)" || fail "sysctl not restored"
 [ ! -e /run/gridmpi-testbed/state.json ] && pass "state removed" || fail "state file left"
 
+# ---------------------------------------------------------------- 12. a spec file: 3 clusters in a chain
+OWN_GRID=1
+if tb up "$HERE/grid3.toml" >"$WORK/up3.log" 2>&1; then
+    pass "up grid3.toml (3 clusters, 5 hosts, 2 links)"
+    out=$(tb exec t0 -- ping -c 10 -i 0.05 -q h4 | tail -1)
+    avg=$(awk -F/ '{print $5}' <<<"$out")
+    python3 -c "import sys; sys.exit(0 if abs($avg - 14) <= 0.3 else 1)" \
+        && pass "tokyo reaches nagoya through osaka: RTT $avg ms = 2 x (5 + 2) ms" || fail "routed RTT: $out"
+    tb status --json >"$WORK/status.json"
+    res=$(jq_py '{x["name"]: x["settings"] for x in d["emulator"]["dirs"]}' "$WORK/status.json")
+    grep -q "'osaka>tokyo': 'rate=50mbit delay=5ms queue=100p loss=0.1%'" <<<"$res" \
+        && grep -q "'tokyo>osaka': 'rate=100mbit delay=5ms queue=100p loss=0%'" <<<"$res" \
+        && grep -q "'nagoya>osaka': 'rate=100mbit delay=2ms queue=64000b loss=0%'" <<<"$res" \
+        && pass "per-direction settings from the spec file" || fail "spec settings: $res"
+    [ "$(tb exec h2 -- hostname)" = h2 ] && [ "$(tb hostfile --cluster tokyo | tr '\n' ' ')" = "t0 t1 " ] \
+        && pass "named and numbered hosts (t0 t1 / h2 h3 / h4)" || fail "host names"
+    tb down >/dev/null 2>&1 && [ "$(ls /run/netns 2>/dev/null | grep -c '^gtb-')" = 0 ] && pass "down (3 clusters)" || fail "down of grid3"
+else
+    fail "up grid3.toml: $(cat "$WORK/up3.log")"
+fi
+OWN_GRID=
+[ "$(ip -o link | wc -l)" = "$LINKS_BEFORE" ] && [ "$(sysctl -n net.ipv4.tcp_allowed_congestion_control)" = "$CC_BEFORE" ] \
+    && pass "nothing left after both grids" || fail "something left after the grids"
+
 # ---------------------------------------------------------------- optional sweep
 if [ -n "${SWEEP:-}" ]; then
     OWN_GRID=1

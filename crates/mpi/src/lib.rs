@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod errors;
+pub mod exported;
 pub mod ffi;
 pub mod handles;
 pub mod objects;

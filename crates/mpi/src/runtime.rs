@@ -193,10 +193,10 @@ impl Runtime {
                 if r == me {
                     continue;
                 }
-                let v = pmi.get(r, "card").map_err(|e| format!("PMI get of rank {r}'s address: {e}"))?;
+                let v = get_when_there(&mut pmi, r, "card")?;
                 cards[r as usize] = Card::decode(&v).ok_or_else(|| format!("rank {r} published a malformed address card {v:?}"))?;
             }
-            let s = pmi.get(0, "secret").map_err(|e| format!("PMI get of the job secret: {e}"))?;
+            let s = get_when_there(&mut pmi, 0, "secret")?;
             secret = unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
         }
         let job_tag = {
@@ -258,7 +258,7 @@ impl Runtime {
             let doorbell = Doorbell::bind(&bell_name(me)).map_err(|e| format!("cannot bind the shared-memory doorbell: {e}"))?;
             let ringer = Doorbell::sender().map_err(|e| format!("socket: {e}"))?;
             ep.add(doorbell.fd(), sys::EPOLLIN, DOORBELL_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
-            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            barrier(&mut pmi, "shm-created", &local)?;
             let mut peers: Vec<Option<PeerInbox>> = (0..size).map(|_| None).collect();
             let my_local = local_index[me as usize].unwrap();
             for &p in &local {
@@ -271,7 +271,7 @@ impl Runtime {
                 routes[p as usize] = Route::Shm;
             }
             // Everyone has mapped everyone: the names can go.
-            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            barrier(&mut pmi, "shm-mapped", &local)?;
             let mut inbox = inbox;
             inbox.unlink();
             let max_frame = (ring / 2 - HEADER_LEN - 8) as u64;
@@ -633,6 +633,35 @@ fn write_to_ring(s: &mut ShmState, t: Transmit, engine: &mut Engine) -> Option<T
         engine.transmitted(r);
     }
     None
+}
+
+/// Wait until every rank in `ranks` has reached this point, through PMI.
+/// A fence alone is not enough: some process managers (MPICH's hydra with
+/// PMI-2) answer a fence at once. So each rank puts a key, fences, and then
+/// reads the others' keys, retrying while a key is not there yet.
+fn barrier(pmi: &mut Pmi, what: &str, ranks: &[Pid]) -> Result<(), String> {
+    pmi.put(what, "1").map_err(|e| format!("PMI put: {e}"))?;
+    pmi.fence().map_err(|e| format!("PMI fence ({what}): {e}"))?;
+    for &r in ranks {
+        get_when_there(pmi, r, what)?;
+    }
+    Ok(())
+}
+
+/// `pmi.get`, retrying while the key has not been put yet (see [`barrier`]).
+fn get_when_there(pmi: &mut Pmi, rank: Pid, key: &str) -> Result<String, String> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_micros(100);
+    loop {
+        match pmi.get(rank, key) {
+            Ok(v) => return Ok(v),
+            Err(gridmpi_pmi::PmiError::NotFound { .. }) if start.elapsed() < Duration::from_secs(120) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("PMI get of rank {rank}'s {key:?}: {e}")),
+        }
+    }
 }
 
 pub fn hex(b: &[u8]) -> String {

