@@ -10,12 +10,14 @@
  * A rep is N back-to-back calls, started together (harness barrier); its
  * value is the largest per-rank time / N, in microseconds.
  *
- * Correctness, once per size before timing and again on the last timed
- * call: bcast checks the root's pattern on every rank; allreduce sums
- * per-rank integer-valued doubles (exact) and checks every element;
- * alltoall checks each block's pattern (which names source and
- * destination); barrier checks that no rank leaves before the last one
- * entered (rank 0 enters 30 ms late; everyone must wait for it).
+ * Correctness, per size: before timing (bcast: one call from every root)
+ * and after it (allreduce, alltoall: the output of the last timed call,
+ * zeroed before the last rep; bcast: one more call with fresh data).
+ * bcast checks the root's pattern on every rank; allreduce sums per-rank
+ * integer-valued doubles (exact) and checks every element; alltoall checks
+ * each block's pattern (which names source and destination); barrier
+ * checks that no rank leaves before the last one entered (rank 0 enters
+ * 30 ms late; everyone must wait for it).
  *
  * An MPI error class of MPI_ERR_UNSUPPORTED_OPERATION (or, for libraries
  * without it, any error on the first call) makes a collective print
@@ -54,6 +56,15 @@ static int first_call_ok(const char *name, int rc)
 
 /* ---- barrier ---- */
 
+static double barrier_loop(void *ctx, long n)
+{
+    (void)ctx;
+    double t0 = now();
+    for (long i = 0; i < n; i++)
+        CHK(MPI_Barrier(MPI_COMM_WORLD));
+    return now() - t0;
+}
+
 static void run_barrier(void)
 {
     bx_bench = "barrier";
@@ -76,47 +87,37 @@ static void run_barrier(void)
                bx_rank, waited * 1e3);
     }
 
-    ctl_barrier();
-    for (int i = 0; i < 10; i++)
-        CHK(MPI_Barrier(MPI_COMM_WORLD));
-    ctl_barrier();
-    t0 = now();
-    for (int i = 0; i < 20; i++)
-        CHK(MPI_Barrier(MPI_COMM_WORLD));
-    long n = calibrate(ctl_max((now() - t0) / 20), 10, 100000);
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        ctl_barrier();
-        t0 = now();
-        for (long i = 0; i < n; i++)
-            CHK(MPI_Barrier(MPI_COMM_WORLD));
-        vals[r] = ctl_max((now() - t0) / (double)n) * 1e6;
-    }
-    report("barrier", 0, n, vals, opt_reps, "us");
+    struct plan pl = warm_up(barrier_loop, NULL, 1000, 2, 100000, 1);
+    measure("barrier", 0, barrier_loop, NULL, pl, 1e6, 1, NULL, 1, "us");
 }
 
 /* ---- bcast ---- */
 
-static int bcast_check(unsigned char *buf, long size, long iter)
+struct bcast_ctx {
+    unsigned char *buf;
+    long size;
+};
+
+static uint64_t bcast_seed(long size, long iter)
 {
-    int root = (int)(iter % bx_size);
-    return pat_check(buf, size, seed_of(size, root, 3, (int)(iter & 0xff)), "bcast data");
+    return seed_of(size, (int)(iter % bx_size), 3, (int)(iter & 0xff));
 }
 
-static void bcast_prep(unsigned char *buf, long size, long iter)
+/* Root fills the pattern of call `iter`, the others zero their buffer. */
+static void bcast_prep(struct bcast_ctx *c, long iter)
 {
-    int root = (int)(iter % bx_size);
-    if (bx_rank == root)
-        pat_fill(buf, size, seed_of(size, root, 3, (int)(iter & 0xff)));
+    if (bx_rank == (int)(iter % bx_size))
+        pat_fill(c->buf, c->size, bcast_seed(c->size, iter));
     else
-        memset(buf, 0, (size_t)size);
+        memset(c->buf, 0, (size_t)c->size);
 }
 
-static double bcast_loop(unsigned char *buf, long size, long n)
+static double bcast_loop(void *vctx, long n)
 {
+    struct bcast_ctx *c = vctx;
     double t0 = now();
     for (long i = 0; i < n; i++)
-        CHK(MPI_Bcast(buf, (int)size, MPI_BYTE, (int)(i % bx_size), MPI_COMM_WORLD));
+        CHK(MPI_Bcast(c->buf, (int)c->size, MPI_BYTE, (int)(i % bx_size), MPI_COMM_WORLD));
     return now() - t0;
 }
 
@@ -124,64 +125,68 @@ static int run_bcast(long size)
 {
     bx_bench = "bcast";
     bx_cur_size = size;
-    unsigned char *buf = xmalloc((size_t)size);
+    struct bcast_ctx c = {xmalloc((size_t)size), size};
     ctl_barrier();
     /* Correctness: one call from every root. */
     for (long it = 0; it < bx_size; it++) {
-        bcast_prep(buf, size, it);
-        int rc = MPI_Bcast(buf, (int)size, MPI_BYTE, (int)(it % bx_size), MPI_COMM_WORLD);
+        bcast_prep(&c, it);
+        int rc = MPI_Bcast(c.buf, (int)size, MPI_BYTE, (int)(it % bx_size), MPI_COMM_WORLD);
         if (it == 0 && !first_call_ok("bcast", rc)) {
-            free(buf);
+            free(c.buf);
             return 0;
         }
         if (rc != MPI_SUCCESS)
             bx_fail_call("MPI_Bcast", rc, __FILE__, __LINE__);
-        bcast_check(buf, size, it);
+        pat_check(c.buf, size, bcast_seed(size, it), "bcast data");
     }
-    ctl_barrier();
-    bcast_loop(buf, size, 3);
-    ctl_barrier();
-    double t = bcast_loop(buf, size, 8);
-    long n = calibrate(ctl_max(t / 8), 8, 100000);
-    n = (n + bx_size - 1) / bx_size * bx_size; /* every root equally often */
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        ctl_barrier();
-        t = bcast_loop(buf, size, n);
-        vals[r] = ctl_max(t / (double)n) * 1e6;
-    }
+    struct plan pl = warm_up(bcast_loop, &c, 1000, bx_size, 100000, bx_size);
+    measure("bcast", size, bcast_loop, &c, pl, 1e6, 1, NULL, 1, "us");
     /* The timed loop rebroadcast unchanged buffers; check one more call
-     * with fresh data from the last root of the loop. */
-    bcast_prep(buf, size, n - 1);
-    CHK(MPI_Bcast(buf, (int)size, MPI_BYTE, (int)((n - 1) % bx_size), MPI_COMM_WORLD));
-    bcast_check(buf, size, n - 1);
-    report("bcast", size, n, vals, opt_reps, "us");
-    free(buf);
+     * with fresh data, from a root other than rank 0. */
+    long last = bx_size - 1 + bx_size;
+    bcast_prep(&c, last);
+    CHK(MPI_Bcast(c.buf, (int)size, MPI_BYTE, (int)(last % bx_size), MPI_COMM_WORLD));
+    pat_check(c.buf, size, bcast_seed(size, last), "bcast data after timed loop");
+    free(c.buf);
     return 1;
 }
 
 /* ---- allreduce ---- */
 
+struct ar_ctx {
+    double *in, *out;
+    long cnt, salt;
+};
+
 /* Element k of rank r's contribution: small integers, so sums are exact. */
 static double ar_val(int r, long k, long salt) { return (double)((r * 7 + k * 3 + salt) % 1000); }
 
-static void ar_fill(double *v, long cnt, long salt)
+static void ar_check(struct ar_ctx *c)
 {
-    for (long k = 0; k < cnt; k++)
-        v[k] = ar_val(bx_rank, k, salt);
-}
-
-static void ar_check(const double *v, long cnt, long salt)
-{
-    for (long k = 0; k < cnt; k++) {
+    for (long k = 0; k < c->cnt; k++) {
         double want = 0;
         for (int r = 0; r < bx_size; r++)
-            want += ar_val(r, k, salt);
-        if (v[k] != want) {
-            bx_data_error("allreduce sum", k, (unsigned)v[k], (unsigned)want);
+            want += ar_val(r, k, c->salt);
+        if (c->out[k] != want) {
+            bx_data_error("allreduce sum", k, (unsigned)c->out[k], (unsigned)want);
             return;
         }
     }
+}
+
+static double ar_loop(void *vctx, long n)
+{
+    struct ar_ctx *c = vctx;
+    double t0 = now();
+    for (long i = 0; i < n; i++)
+        CHK(MPI_Allreduce(c->in, c->out, (int)c->cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    return now() - t0;
+}
+
+static void ar_zero(void *vctx)
+{
+    struct ar_ctx *c = vctx;
+    memset(c->out, 0, (size_t)c->cnt * sizeof(double));
 }
 
 static int run_allreduce(long size)
@@ -189,94 +194,75 @@ static int run_allreduce(long size)
     bx_bench = "allreduce";
     bx_cur_size = size;
     long cnt = size / 8 > 0 ? size / 8 : 1;
-    double *in = xmalloc((size_t)cnt * 8), *out = xmalloc((size_t)cnt * 8);
+    struct ar_ctx c = {xmalloc((size_t)cnt * 8), xmalloc((size_t)cnt * 8), cnt, size};
+    for (long k = 0; k < cnt; k++)
+        c.in[k] = ar_val(bx_rank, k, c.salt);
     ctl_barrier();
-    ar_fill(in, cnt, size);
-    int rc = MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    int rc = MPI_Allreduce(c.in, c.out, (int)cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (!first_call_ok("allreduce", rc)) {
-        free(in);
-        free(out);
+        free(c.in);
+        free(c.out);
         return 0;
     }
-    ar_check(out, cnt, size);
-
-    ctl_barrier();
-    for (int i = 0; i < 3; i++)
-        CHK(MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    ctl_barrier();
-    double t0 = now();
-    for (int i = 0; i < 8; i++)
-        CHK(MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    long n = calibrate(ctl_max((now() - t0) / 8), 8, 100000);
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        if (r == opt_reps - 1)
-            memset(out, 0, (size_t)cnt * 8);
-        ctl_barrier();
-        t0 = now();
-        for (long i = 0; i < n; i++)
-            CHK(MPI_Allreduce(in, out, (int)cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-        vals[r] = ctl_max((now() - t0) / (double)n) * 1e6;
-    }
-    ar_check(out, cnt, size);
-    report("allreduce", size, n, vals, opt_reps, "us");
-    free(in);
-    free(out);
+    ar_check(&c);
+    struct plan pl = warm_up(ar_loop, &c, 1000, 1, 100000, 1);
+    measure("allreduce", size, ar_loop, &c, pl, 1e6, 1, ar_zero, 1, "us");
+    ar_check(&c);
+    free(c.in);
+    free(c.out);
     return 1;
 }
 
 /* ---- alltoall ---- */
 
-static void a2a_fill(unsigned char *sbuf, long size)
-{
-    for (int d = 0; d < bx_size; d++)
-        pat_fill(sbuf + (long)d * size, size, seed_of(size, bx_rank, d, 4));
-}
+struct a2a_ctx {
+    unsigned char *sbuf, *rbuf;
+    long size;
+};
 
-static void a2a_check(const unsigned char *rbuf, long size)
+static void a2a_check(struct a2a_ctx *c)
 {
     for (int s = 0; s < bx_size; s++)
-        if (!pat_check(rbuf + (long)s * size, size, seed_of(size, s, bx_rank, 4), "alltoall block"))
+        if (!pat_check(c->rbuf + (long)s * c->size, c->size, seed_of(c->size, s, bx_rank, 4), "alltoall block"))
             return;
+}
+
+static double a2a_loop(void *vctx, long n)
+{
+    struct a2a_ctx *c = vctx;
+    int cnt = (int)c->size;
+    double t0 = now();
+    for (long i = 0; i < n; i++)
+        CHK(MPI_Alltoall(c->sbuf, cnt, MPI_BYTE, c->rbuf, cnt, MPI_BYTE, MPI_COMM_WORLD));
+    return now() - t0;
+}
+
+static void a2a_zero(void *vctx)
+{
+    struct a2a_ctx *c = vctx;
+    memset(c->rbuf, 0, (size_t)(c->size * bx_size));
 }
 
 static int run_alltoall(long size)
 {
     bx_bench = "alltoall";
     bx_cur_size = size;
-    unsigned char *sbuf = xmalloc((size_t)(size * bx_size)), *rbuf = xmalloc((size_t)(size * bx_size));
+    struct a2a_ctx c = {xmalloc((size_t)(size * bx_size)), xmalloc((size_t)(size * bx_size)), size};
+    for (int d = 0; d < bx_size; d++)
+        pat_fill(c.sbuf + (long)d * size, size, seed_of(size, bx_rank, d, 4));
     ctl_barrier();
-    a2a_fill(sbuf, size);
-    int rc = MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD);
+    int rc = MPI_Alltoall(c.sbuf, (int)size, MPI_BYTE, c.rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD);
     if (!first_call_ok("alltoall", rc)) {
-        free(sbuf);
-        free(rbuf);
+        free(c.sbuf);
+        free(c.rbuf);
         return 0;
     }
-    a2a_check(rbuf, size);
-
-    ctl_barrier();
-    for (int i = 0; i < 3; i++)
-        CHK(MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD));
-    ctl_barrier();
-    double t0 = now();
-    for (int i = 0; i < 8; i++)
-        CHK(MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD));
-    long n = calibrate(ctl_max((now() - t0) / 8), 4, 100000);
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        if (r == opt_reps - 1)
-            memset(rbuf, 0, (size_t)(size * bx_size));
-        ctl_barrier();
-        t0 = now();
-        for (long i = 0; i < n; i++)
-            CHK(MPI_Alltoall(sbuf, (int)size, MPI_BYTE, rbuf, (int)size, MPI_BYTE, MPI_COMM_WORLD));
-        vals[r] = ctl_max((now() - t0) / (double)n) * 1e6;
-    }
-    a2a_check(rbuf, size);
-    report("alltoall", size, n, vals, opt_reps, "us");
-    free(sbuf);
-    free(rbuf);
+    a2a_check(&c);
+    struct plan pl = warm_up(a2a_loop, &c, 1000, 1, 100000, 1);
+    measure("alltoall", size, a2a_loop, &c, pl, 1e6, 1, a2a_zero, 1, "us");
+    a2a_check(&c);
+    free(c.sbuf);
+    free(c.rbuf);
     return 1;
 }
 

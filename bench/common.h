@@ -16,11 +16,12 @@
  *   ERROR bench=NAME size=BYTES msg=...  (wrong data, failed call, ...)
  * A program exits non-zero after any ERROR.
  *
- * Timing: every measurement is R repetitions ("reps") of N iterations. A rep
- * gives one value (time per iteration, or bandwidth); min, median and max
- * are taken over the reps. N is calibrated per size from a warm-up run so a
- * rep lasts about --rep-ms milliseconds (clamped to [iters_min, iters_max]),
- * decided by rank 0 and sent to every rank, so all ranks agree.
+ * Timing: every measurement is R repetitions ("reps", --reps, at most 64)
+ * of N iterations, each rep started by a harness barrier and timed on every
+ * rank; the largest rank time counts. A rep gives one value (time per
+ * iteration, or bandwidth); min, median and max are taken over the reps.
+ * N is calibrated per size from a warm-up (see warm_up()) so a rep lasts
+ * about --rep-ms milliseconds; rank 0 decides, so all ranks agree.
  *
  * Include from exactly one translation unit.
  */
@@ -235,18 +236,68 @@ static void report(const char *bench, long size, long iters, double *vals, int n
     }
 }
 
-/* Iterations for one rep, from the time one iteration took in warm-up
- * (seconds, the same on every rank after ctl_max). Rank 0 decides. */
-static long calibrate(double t_iter, long iters_min, long iters_max)
+/* A timed loop: runs n iterations of one benchmark, returns this rank's
+ * elapsed seconds. */
+typedef double (*loop_fn)(void *ctx, long n);
+
+struct plan {
+    long iters; /* per rep */
+    int reps;
+};
+
+/* Warm-up and calibration: four timed batches, the fastest per-iteration
+ * time (max over ranks) is the estimate. The first batch is 1 iteration
+ * (it also makes any connection the benchmark needs); the others are as
+ * large as fits in half a rep, at most `batch`. An operation slower than
+ * 1 s stops the warm-up early, gets at most 3 reps of iters_min iterations,
+ * so one very slow MPI cannot stall the whole run. Iterations per rep:
+ * --rep-ms / estimate, clamped to [iters_min, iters_max], rounded up to a
+ * multiple of `multiple`. Rank 0 decides, so all ranks agree. */
+static struct plan warm_up(loop_fn loop, void *ctx, long batch, long iters_min, long iters_max, long multiple)
 {
-    long n = iters_max;
-    if (t_iter > 0) {
-        double want = (opt_rep_ms * 1e-3) / t_iter;
-        n = want < (double)iters_max ? (long)want : iters_max;
+    double rep_s = opt_rep_ms * 1e-3;
+    double per = 1e30;
+    long b = 1;
+    for (int k = 0; k < 4; k++) {
+        ctl_barrier();
+        double x = ctl_max(loop(ctx, b)) / (double)b;
+        per = x < per ? x : per;
+        if (per > 1.0)
+            break;
+        double fit = 0.5 * rep_s / per;
+        b = fit < 1 ? 1 : fit > (double)batch ? batch : (long)fit;
     }
+    long n = iters_max;
+    if (per > 0 && rep_s / per < (double)iters_max)
+        n = (long)(rep_s / per);
     if (n < iters_min)
         n = iters_min;
-    return ctl_from_root(n);
+    if (multiple > 1)
+        n = (n + multiple - 1) / multiple * multiple;
+    struct plan pl = {ctl_from_root(n), opt_reps};
+    if (per > 1.0 && pl.reps > 3)
+        pl.reps = 3;
+    return pl;
+}
+
+/* Runs the reps of a plan; value of a rep from the largest per-rank time t
+ * of its n iterations: scale * t / n (times), or scale * n / t with
+ * per_time = 0 (rates). before_last (may be NULL) runs before the last rep,
+ * e.g. to zero the buffers whose content is checked afterwards. Prints the
+ * RESULT line (iters = reported_per_iter * n). */
+static void measure(const char *bench, long size, loop_fn loop, void *ctx, struct plan pl, double scale,
+                    int per_time, void (*before_last)(void *), long reported_per_iter, const char *unit)
+{
+    double vals[64];
+    int reps = pl.reps > 64 ? 64 : pl.reps;
+    for (int r = 0; r < reps; r++) {
+        if (r == reps - 1 && before_last)
+            before_last(ctx);
+        ctl_barrier();
+        double t = ctl_max(loop(ctx, pl.iters));
+        vals[r] = per_time ? scale * t / (double)pl.iters : scale * (double)pl.iters / t;
+    }
+    report(bench, size, pl.iters * reported_per_iter, vals, reps, unit);
 }
 
 /* ---- options and setup ---- */
@@ -287,7 +338,7 @@ static void usage_common(void)
             "--only a,b,c\n");
 }
 
-static long next_size(long s)
+static __attribute__((unused)) long next_size(long s)
 {
     return opt_pow4 ? s * 4 : s * 2;
 }
@@ -330,8 +381,8 @@ static void bench_init(int *argc, char ***argv)
     }
     if (opt_reps < 1)
         opt_reps = 1;
-    if (opt_reps > 1000)
-        opt_reps = 1000;
+    if (opt_reps > 64)
+        opt_reps = 64;
     if (bx_rank == 0) {
         char ver[MPI_MAX_LIBRARY_VERSION_STRING + 1];
         int len = 0;

@@ -38,70 +38,72 @@ static void check_count(MPI_Status *st, long want, const char *what)
     }
 }
 
-/* Time n ping-pongs; returns seconds (rank 0's clock; rank 1 returns 0). */
-static double pingpong_loop(void *sbuf, void *rbuf, long size, long n)
+struct pp_ctx {
+    unsigned char *sbuf, *rbuf;
+    long size;
+};
+
+/* n ping-pongs: rank 0 sends sbuf and receives into rbuf; rank 1 receives
+ * into rbuf and sends rbuf back (an echo). */
+static double pingpong_loop(void *vctx, long n)
 {
+    struct pp_ctx *c = vctx;
+    int cnt = (int)c->size;
     double t0 = now();
     if (bx_rank == 0) {
         for (long i = 0; i < n; i++) {
-            CHK(MPI_Send(sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
-            CHK(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHK(MPI_Send(c->sbuf, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
+            CHK(MPI_Recv(c->rbuf, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         }
     } else {
         for (long i = 0; i < n; i++) {
-            CHK(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHK(MPI_Send(rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
+            CHK(MPI_Recv(c->rbuf, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CHK(MPI_Send(c->rbuf, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
         }
     }
     return now() - t0;
+}
+
+static void pp_zero(void *vctx)
+{
+    struct pp_ctx *c = vctx;
+    memset(c->rbuf, 0, (size_t)c->size);
 }
 
 static void latency(long size)
 {
     bx_bench = "latency";
     bx_cur_size = size;
-    unsigned char *sbuf = xmalloc((size_t)size), *rbuf = xmalloc((size_t)size);
+    struct pp_ctx c = {xmalloc((size_t)size), xmalloc((size_t)size), size};
     uint64_t s0 = seed_of(size, 0, 1, 0), s1 = seed_of(size, 1, 0, 0);
     MPI_Status st;
 
     /* Correctness of one exchange each way. */
     ctl_barrier();
     if (bx_rank == 0) {
-        pat_fill(sbuf, size, s0);
-        CHK(MPI_Send(sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
-        CHK(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &st));
+        pat_fill(c.sbuf, size, s0);
+        CHK(MPI_Send(c.sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
+        CHK(MPI_Recv(c.rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &st));
         check_count(&st, size, "reply");
-        pat_check(rbuf, size, s1, "reply from rank 1");
+        pat_check(c.rbuf, size, s1, "reply from rank 1");
     } else {
-        CHK(MPI_Recv(rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &st));
+        CHK(MPI_Recv(c.rbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &st));
         check_count(&st, size, "message");
-        pat_check(rbuf, size, s0, "message from rank 0");
-        pat_fill(sbuf, size, s1);
-        CHK(MPI_Send(sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
+        pat_check(c.rbuf, size, s0, "message from rank 0");
+        pat_fill(c.sbuf, size, s1);
+        CHK(MPI_Send(c.sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD));
     }
+    if (bx_rank == 1)
+        pat_fill(c.sbuf, size, s0 ^ 1); /* rank 1 echoes rbuf; its sbuf must not leak */
 
-    /* Warm-up, which also calibrates the iteration count. */
-    long warm = (16L << 20) / size;
-    warm = warm < 4 ? 4 : warm > 200 ? 200 : warm;
-    ctl_barrier();
-    pingpong_loop(sbuf, rbuf, size, warm / 4 + 1);
-    ctl_barrier();
-    double t = pingpong_loop(sbuf, rbuf, size, warm);
-    long n = calibrate(ctl_max(t / (double)warm), 4, 200000);
-
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        if (r == opt_reps - 1)
-            memset(rbuf, 0, (size_t)size);
-        ctl_barrier();
-        t = pingpong_loop(sbuf, rbuf, size, n);
-        vals[r] = ctl_max(t) / (2.0 * (double)n) * 1e6;
-    }
-    /* Rank 1 echoed rank 0's pattern; both now hold it in rbuf. */
-    pat_check(rbuf, size, s0, bx_rank == 0 ? "echo after timed loop" : "timed message");
-    report("latency", size, n, vals, opt_reps, "us");
-    free(sbuf);
-    free(rbuf);
+    long batch = (16L << 20) / size;
+    batch = batch < 4 ? 4 : batch > 200 ? 200 : batch;
+    struct plan pl = warm_up(pingpong_loop, &c, batch, 2, 200000, 1);
+    measure("latency", size, pingpong_loop, &c, pl, 1e6 / 2, 1, pp_zero, 1, "us");
+    /* Rank 1 echoed rank 0's pattern; after the last rep both hold it. */
+    pat_check(c.rbuf, size, s0, bx_rank == 0 ? "echo after timed loop" : "timed message");
+    free(c.sbuf);
+    free(c.rbuf);
 }
 
 static long window_of(long size)
@@ -110,26 +112,39 @@ static long window_of(long size)
     return w > 64 ? 64 : w < 4 ? 4 : w;
 }
 
-/* Time n windows; returns seconds on rank 0's clock. */
-static double stream_loop(unsigned char *buf, long size, long w, long n)
+struct bw_ctx {
+    unsigned char *buf; /* w slots of size bytes */
+    long size, w;
+};
+
+/* n windows: rank 0 w MPI_Isend, rank 1 w MPI_Irecv, MPI_Waitall, ack. */
+static double stream_loop(void *vctx, long n)
 {
+    struct bw_ctx *c = vctx;
     MPI_Request req[64];
-    int ack = 0;
+    int ack = 0, cnt = (int)c->size;
     double t0 = now();
     for (long i = 0; i < n; i++) {
         if (bx_rank == 0) {
-            for (long k = 0; k < w; k++)
-                CHK(MPI_Isend(buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
-            CHK(MPI_Waitall((int)w, req, MPI_STATUSES_IGNORE));
+            for (long k = 0; k < c->w; k++)
+                CHK(MPI_Isend(c->buf + k * c->size, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
+            CHK(MPI_Waitall((int)c->w, req, MPI_STATUSES_IGNORE));
             CHK(MPI_Recv(&ack, 1, MPI_INT, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         } else {
-            for (long k = 0; k < w; k++)
-                CHK(MPI_Irecv(buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
-            CHK(MPI_Waitall((int)w, req, MPI_STATUSES_IGNORE));
+            for (long k = 0; k < c->w; k++)
+                CHK(MPI_Irecv(c->buf + k * c->size, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
+            CHK(MPI_Waitall((int)c->w, req, MPI_STATUSES_IGNORE));
             CHK(MPI_Send(&ack, 1, MPI_INT, peer, TAG_ACK, MPI_COMM_WORLD));
         }
     }
     return now() - t0;
+}
+
+static void bw_zero(void *vctx)
+{
+    struct bw_ctx *c = vctx;
+    if (bx_rank == 1)
+        memset(c->buf, 0, (size_t)(c->w * c->size));
 }
 
 static void bandwidth(long size)
@@ -137,50 +152,37 @@ static void bandwidth(long size)
     bx_bench = "bandwidth";
     bx_cur_size = size;
     long w = window_of(size);
-    unsigned char *buf = xmalloc((size_t)(w * size));
+    struct bw_ctx c = {xmalloc((size_t)(w * size)), size, w};
     MPI_Request req[64];
     MPI_Status st[64];
 
-    /* Correctness: one window, each slot its own pattern. */
+    /* Correctness: one window, each slot its own pattern. The sender's
+     * slots keep their patterns for the whole benchmark. */
     ctl_barrier();
     if (bx_rank == 0) {
         for (long k = 0; k < w; k++)
-            pat_fill(buf + k * size, size, seed_of(size, 0, 2, (int)k));
+            pat_fill(c.buf + k * size, size, seed_of(size, 0, 2, (int)k));
         for (long k = 0; k < w; k++)
-            CHK(MPI_Isend(buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
+            CHK(MPI_Isend(c.buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
         CHK(MPI_Waitall((int)w, req, MPI_STATUSES_IGNORE));
     } else {
         for (long k = 0; k < w; k++)
-            CHK(MPI_Irecv(buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
+            CHK(MPI_Irecv(c.buf + k * size, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
         CHK(MPI_Waitall((int)w, req, st));
         for (long k = 0; k < w; k++) {
             check_count(&st[k], size, "window message");
-            if (!pat_check(buf + k * size, size, seed_of(size, 0, 2, (int)k), "window slot"))
+            if (!pat_check(c.buf + k * size, size, seed_of(size, 0, 2, (int)k), "window slot"))
                 break;
         }
     }
 
-    ctl_barrier();
-    stream_loop(buf, size, w, 1);
-    ctl_barrier();
-    double t = stream_loop(buf, size, w, 2);
-    long n = calibrate(ctl_max(t / 2.0), 2, 100000);
-
-    double vals[1000];
-    for (int r = 0; r < opt_reps; r++) {
-        if (r == opt_reps - 1 && bx_rank == 1)
-            memset(buf, 0, (size_t)(w * size));
-        ctl_barrier();
-        t = stream_loop(buf, size, w, n);
-        t = ctl_max(t);
-        vals[r] = (double)n * (double)w * (double)size / t / 1e6;
-    }
+    struct plan pl = warm_up(stream_loop, &c, 2, 2, 100000, 1);
+    measure("bandwidth", size, stream_loop, &c, pl, (double)w * (double)size / 1e6, 0, bw_zero, w, "MB/s");
     if (bx_rank == 1)
         for (long k = 0; k < w; k++)
-            if (!pat_check(buf + k * size, size, seed_of(size, 0, 2, (int)k), "window slot after timed loop"))
+            if (!pat_check(c.buf + k * size, size, seed_of(size, 0, 2, (int)k), "window slot after timed loop"))
                 break;
-    report("bandwidth", size, n * w, vals, opt_reps, "MB/s");
-    free(buf);
+    free(c.buf);
 }
 
 int main(int argc, char **argv)

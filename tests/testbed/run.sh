@@ -218,26 +218,34 @@ python3 -c "import sys; sys.exit(0 if all(dr == 0 and q < 1000 for dr, q in $res
     && pass "no drops while the queue stays below its limit (drops, max queue per direction: $res)" || fail "drops below limit: $res"
 
 # ---------------------------------------------------------------- 7. random loss
+# The emulator's own counts are tested against the binomial distribution; the
+# datagrams iperf3 misses must be exactly those plus any the receiving
+# socket dropped (a busy machine can delay the iperf3 server).
+udp_rcvbuf_errors() { tb exec h4 -- awk '/^Udp:/ { if (n++) print $6 }' /proc/net/snmp; }
 tb set c0-c1 rate=100mbit queue=5000p >/dev/null
 tb set c0-c1 --from c0 loss=1% >/dev/null
 tb status --reset >/dev/null
-tb exec h0 -- iperf3 -c h4 -u -b 20M -l 200 -t 5 -J >"$WORK/loss.json" 2>/dev/null
+rcv0=$(udp_rcvbuf_errors)
+tb exec h0 -- iperf3 -c h4 -u -b 40M -l 972 -w 4M -t 8 -J >"$WORK/loss.json" 2>/dev/null
+rcv1=$(udp_rcvbuf_errors)
 tb status --json >"$WORK/status.json"
-res=$(python3 - "$WORK" <<'EOF'
+res=$(python3 - "$WORK" $((rcv1 - rcv0)) <<'EOF'
 import json, math, sys
-w = sys.argv[1]
+w, sock_drops = sys.argv[1], int(sys.argv[2])
 ip = json.load(open(f"{w}/loss.json"))["end"]["sum_received"]
 st = {d["name"]: d for d in json.load(open(f"{w}/status.json"))["emulator"]["dirs"]}
 n, lost = ip["packets"], ip["lost_packets"]
 c = st["c0>c1"]["counters"]
 p = 0.01
-sd = math.sqrt(n * p * (1 - p))
-z = (lost - n * p) / sd
 emu_n, emu_lost = c["pkts_in"], c["losses"]
-z_emu = (emu_lost - emu_n * p) / math.sqrt(emu_n * p * (1 - p))
-print(f"iperf3: {lost} of {n} datagrams lost = {lost/n*100:.3f}% (expected {n*p:.0f} +- {sd:.0f}, z = {z:+.2f}); "
-      f"emulator: {emu_lost} of {emu_n} packets = {emu_lost/emu_n*100:.3f}% (z = {z_emu:+.2f}); drop-tail drops {c['drops']}")
-sys.exit(0 if abs(z) < 4 and abs(z_emu) < 4 and c["drops"] == 0 and n > 40000 else 1)
+sd = math.sqrt(emu_n * p * (1 - p))
+z = (emu_lost - emu_n * p) / sd
+other = lost - emu_lost - sock_drops
+print(f"emulator lost {emu_lost} of {emu_n} packets = {emu_lost/emu_n*100:.3f}% (expected {emu_n*p:.0f} +- {sd:.0f}, z = {z:+.2f}); "
+      f"iperf3 missed {lost} of {n} datagrams = {emu_lost} lost on the link + {sock_drops} dropped by the receiving socket"
+      f"{f' + {other} unexplained' if other else ''}; drop-tail drops {c['drops']}")
+ok = abs(z) < 4 and c["drops"] == 0 and emu_n > 30000 and abs(other) <= 3
+sys.exit(0 if ok else 1)
 EOF
 ) && pass "random loss 1% within 4 standard deviations: $res" || fail "loss: $res"
 tb set c0-c1 loss=0 >/dev/null
@@ -300,7 +308,7 @@ fi
 
 # ---------------------------------------------------------------- 10. timing under load (reported, not asserted)
 tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
-for i in 1 2; do (while :; do :; done) & LOAD_PIDS+=($!); done
+for i in 1 2; do (while :; do :; done) & LOAD_PIDS+=($!); disown; done
 tb status --reset >/dev/null
 tb exec h0 -- iperf3 -c h4 -t 5 -J >"$WORK/load.json" 2>/dev/null
 for p in "${LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; done; LOAD_PIDS=()
@@ -346,10 +354,16 @@ fi
 OWN_GRID=1
 if tb up "$HERE/grid3.toml" >"$WORK/up3.log" 2>&1; then
     pass "up grid3.toml (3 clusters, 5 hosts, 2 links)"
-    out=$(tb exec t0 -- ping -c 10 -i 0.05 -q h4 | tail -1)
-    avg=$(awk -F/ '{print $5}' <<<"$out")
-    python3 -c "import sys; sys.exit(0 if abs($avg - 14) <= 0.3 else 1)" \
-        && pass "tokyo reaches nagoya through osaka: RTT $avg ms = 2 x (5 + 2) ms" || fail "routed RTT: $out"
+    tb exec t0 -- ping -c 3 -q h4 >/dev/null
+    good=0
+    for attempt in 1 2 3; do
+        out=$(tb exec t0 -- ping -c 50 -i 0.02 -q h4 | tail -1)
+        avg=$(awk -F/ '{print $5}' <<<"$out")
+        # two emulated links each way: twice the one-link tolerance
+        python3 -c "import sys; sys.exit(0 if abs($avg - 14) <= 0.6 else 1)" && { good=1; break; }
+        note "attempt $attempt: $out"
+    done
+    [ $good = 1 ] && pass "tokyo reaches nagoya through osaka: RTT $avg ms = 2 x (5 + 2) ms" || fail "routed RTT: $out"
     tb status --json >"$WORK/status.json"
     res=$(jq_py '{x["name"]: x["settings"] for x in d["emulator"]["dirs"]}' "$WORK/status.json")
     grep -q "'osaka>tokyo': 'rate=50mbit delay=5ms queue=100p loss=0.1%'" <<<"$res" \

@@ -12,6 +12,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fortran;
+
 use std::fmt::Write;
 
 /// One parameter of a C prototype.

@@ -847,6 +847,44 @@ impl Engine {
             .sum()
     }
 
+    /// A transport that reads a Data frame's payload straight into user
+    /// memory asks here first: the frame is checked as [`Engine::handle_frame`]
+    /// would, and the receive buffer is returned; the payload belongs at
+    /// packed offset `h.len` of it. Report with [`Engine::data_landed`].
+    pub fn data_target(&mut self, from: Pid, h: &Header) -> Result<UserBuf, ProtocolError> {
+        let err = |reason: String| ProtocolError { peer: from, reason };
+        if h.kind != Kind::Data {
+            return Err(err("data_target called for a non-data frame".into()));
+        }
+        let Some(Request { op: ReqOp::Recv(op), done: false, .. }) = self.reqs.get(h.rreq) else {
+            return Err(err(format!("data for unknown receive request {}", h.rreq)));
+        };
+        let RecvStage::Receiving { peer, expect, got } = op.stage else {
+            return Err(err(format!("data for receive request {} that expects none", h.rreq)));
+        };
+        if peer != from || h.len != got || got + h.payload_len as u64 > expect {
+            return Err(err(format!(
+                "data at offset {} (+{}) does not continue receive request {} at {} of {}",
+                h.len, h.payload_len, h.rreq, got, expect
+            )));
+        }
+        Ok(op.buf.clone())
+    }
+
+    /// The payload of a Data frame announced with [`Engine::data_target`] is
+    /// in place.
+    pub fn data_landed(&mut self, from: Pid, h: &Header) -> Result<(), ProtocolError> {
+        self.data_target(from, h)?;
+        let r = ReqId(h.rreq);
+        let Some(Request { op: ReqOp::Recv(op), .. }) = self.reqs.get_mut(r.0) else { unreachable!() };
+        let RecvStage::Receiving { expect, got, .. } = &mut op.stage else { unreachable!() };
+        *got += h.payload_len as u64;
+        if *got == *expect {
+            self.finish(r);
+        }
+        Ok(())
+    }
+
     /// The next thing for the runtime to do.
     pub fn poll_action(&mut self) -> Option<Action> {
         self.actions.pop_front()

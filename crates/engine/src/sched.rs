@@ -53,6 +53,12 @@ impl CommView {
 pub enum Step {
     Send { to: i32, buf: UserBuf },
     Recv { from: i32, buf: UserBuf },
+    /// Intercommunicator schedules only: a send to a rank of our own group,
+    /// on the schedule's [`Schedule::local`] view.
+    SendLocal { to: i32, buf: UserBuf },
+    /// Intercommunicator schedules only: a receive from a rank of our own
+    /// group, on the schedule's [`Schedule::local`] view.
+    RecvLocal { from: i32, buf: UserBuf },
     /// `inout = left op inout`.
     Reduce { op: Arc<dyn Reducer>, left: UserBuf, inout: UserBuf },
     /// Typed local copy.
@@ -77,7 +83,12 @@ impl Temp {
 }
 
 pub struct Schedule {
+    /// Who `Send`/`Recv` steps address: the communicator (for an
+    /// intercommunicator, the remote group).
     pub view: CommView,
+    /// For an intercommunicator: our own group, on the communicator's local
+    /// context, addressed by `SendLocal`/`RecvLocal` steps.
+    pub local: Option<CommView>,
     pub tag: i32,
     pub rounds: Vec<Round>,
     temps: Vec<Temp>,
@@ -85,7 +96,45 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn new(view: CommView, tag: i32) -> Schedule {
-        Schedule { view, tag, rounds: Vec::new(), temps: Vec::new() }
+        Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new() }
+    }
+
+    /// A schedule of an intercommunicator: `remote` addresses the remote
+    /// group, `local` our own group (on the local context).
+    pub fn new_inter(remote: CommView, local: CommView, tag: i32) -> Schedule {
+        Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new() }
+    }
+
+    /// Run `other` (built on the same view) after this schedule's rounds;
+    /// its scratch memory moves along.
+    pub fn append(&mut self, other: Schedule) {
+        self.rounds.extend(other.rounds);
+        self.temps.extend(other.temps);
+    }
+
+    /// Run `other`, built on this intercommunicator schedule's local view,
+    /// after this schedule's rounds: its sends and receives become
+    /// local-group ones.
+    pub fn append_local(&mut self, other: Schedule) {
+        assert!(self.local.is_some(), "append_local on a schedule without a local view");
+        for round in other.rounds {
+            let comm = round
+                .comm
+                .into_iter()
+                .map(|step| match step {
+                    Step::Send { to, buf } => Step::SendLocal { to, buf },
+                    Step::Recv { from, buf } => Step::RecvLocal { from, buf },
+                    s => s,
+                })
+                .collect();
+            self.rounds.push(Round { local: round.local, comm });
+        }
+        self.temps.extend(other.temps);
+    }
+
+    /// Drop rounds with nothing to do.
+    pub fn prune(&mut self) {
+        self.rounds.retain(|r| !(r.local.is_empty() && r.comm.is_empty()));
     }
 
     /// Allocate `bytes` of scratch memory; returns its address (stable for
@@ -236,24 +285,30 @@ impl Engine {
                         // SAFETY: as above; schedules never copy between overlapping buffers.
                         unsafe { to.copy_from(&from) };
                     }
-                    Step::Send { .. } | Step::Recv { .. } => unreachable!("communication in a local step list"),
+                    _ => unreachable!("communication in a local step list"),
                 }
             }
-            let view = run.sched.view.clone();
             let tag = run.sched.tag;
             let mut started = Vec::with_capacity(round.comm.len());
             for step in round.comm {
+                let (view, local) = (&run.sched.view, run.sched.local.as_ref());
+                let local = || local.expect("a local-group step in a schedule without a local view");
+                let send = |v: &CommView, to: i32, buf| SendArgs {
+                    ctx: v.ctx,
+                    src: v.rank,
+                    dest: v.pid(to),
+                    tag,
+                    buf,
+                    mode: SendMode::Standard,
+                };
                 let r = match step {
-                    Step::Send { to, buf } => self.isend(SendArgs {
-                        ctx: view.ctx,
-                        src: view.rank,
-                        dest: view.pid(to),
-                        tag,
-                        buf,
-                        mode: SendMode::Standard,
-                    }),
+                    Step::Send { to, buf } => self.isend(send(view, to, buf)),
+                    Step::SendLocal { to, buf } => self.isend(send(local(), to, buf)),
                     Step::Recv { from, buf } => {
                         self.irecv(RecvArgs { ctx: view.ctx, src: Some(from), tag: Some(tag), buf })
+                    }
+                    Step::RecvLocal { from, buf } => {
+                        self.irecv(RecvArgs { ctx: local().ctx, src: Some(from), tag: Some(tag), buf })
                     }
                     _ => unreachable!("local step in a communication list"),
                 };

@@ -1,11 +1,11 @@
 //! Errors: classes, codes with detailed messages, and their strings.
 //!
-//! An error code is `class | (slot << 8)` where `slot` (>= 1) names a stored
-//! message such as `MPI_Send(rank 3): invalid tag -5 (must be 0..=MPI_TAG_UB)`;
-//! MPI_Error_string of such a code gives that message, MPI_Error_class the
-//! class. Codes below 256 are classes (predefined, or added by
-//! MPI_Add_error_class from 128 on); codes with bit 29 set were added by
-//! MPI_Add_error_code. Every code is at most MPI_ERR_LASTCODE.
+//! A predefined error code is `class | (slot << 8)` where `slot` (>= 1)
+//! names a stored message such as `MPI_Send(rank 3): invalid tag -5 (must be
+//! 0..=MPI_TAG_UB)`; MPI_Error_string of such a code gives that message,
+//! MPI_Error_class the class; these are all at most MPI_ERR_LASTCODE. Classes
+//! and codes added by the user lie above MPI_ERR_LASTCODE, as the standard
+//! asks: classes from `FIRST_USER_CLASS`, codes from `FIRST_USER_CODE`.
 
 use crate::ffi::*;
 use std::collections::HashMap;
@@ -27,9 +27,9 @@ pub fn err(class: c_int, msg: impl Into<String>) -> MpiError {
 
 pub type R<T> = Result<T, MpiError>;
 
-const FIRST_USER_CLASS: c_int = 128;
-const LAST_USER_CLASS: c_int = 255;
-const USER_CODE_BIT: c_int = 1 << 29;
+const FIRST_USER_CLASS: c_int = 0x4000_0000;
+const LAST_USER_CLASS: c_int = 0x4fff_ffff;
+const FIRST_USER_CODE: c_int = 0x5000_0000;
 const SLOTS: usize = 1 << 12;
 
 pub struct ErrorRegistry {
@@ -58,7 +58,7 @@ impl Default for ErrorRegistry {
 impl ErrorRegistry {
     /// A code carrying `message` for `class`.
     pub fn code_for(&mut self, class: c_int, message: String) -> c_int {
-        if !(0..FIRST_USER_CLASS).contains(&class) {
+        if !(0..256).contains(&class) {
             return class;
         }
         let slot = self.next_slot;
@@ -71,10 +71,10 @@ impl ErrorRegistry {
         if code < 0 {
             return None;
         }
-        if code & USER_CODE_BIT != 0 {
-            return self.user_codes.get((code & !USER_CODE_BIT) as usize).copied();
+        if code >= FIRST_USER_CODE {
+            return self.user_codes.get((code - FIRST_USER_CODE) as usize).copied();
         }
-        if code < 256 {
+        if code < 256 || code >= FIRST_USER_CLASS {
             return self.is_class(code).then_some(code);
         }
         let class = code & 0xff;
@@ -91,7 +91,7 @@ impl ErrorRegistry {
             return Some(s.clone());
         }
         let class = self.class_of(code)?;
-        if code >= 256 && code & USER_CODE_BIT == 0 {
+        if (256..=MPI_ERR_LASTCODE).contains(&code) {
             let slot = ((code >> 8) & 0xfffff) as usize;
             let m = &self.messages[slot];
             if !m.is_empty() {
@@ -107,7 +107,7 @@ impl ErrorRegistry {
     pub fn add_class(&mut self) -> R<c_int> {
         let c = FIRST_USER_CLASS + self.user_classes.len() as c_int;
         if c > LAST_USER_CLASS {
-            return Err(err(MPI_ERR_OTHER, "no more error classes can be added (limit 128)"));
+            return Err(err(MPI_ERR_OTHER, "no more error classes can be added"));
         }
         self.user_classes.push(c);
         Ok(c)
@@ -118,11 +118,11 @@ impl ErrorRegistry {
             return Err(err(MPI_ERR_ARG, format!("{class} is not an error class")));
         }
         self.user_codes.push(class);
-        Ok(USER_CODE_BIT | (self.user_codes.len() as c_int - 1))
+        Ok(FIRST_USER_CODE + (self.user_codes.len() as c_int - 1))
     }
 
     pub fn set_string(&mut self, code: c_int, s: String) -> R<()> {
-        if code < FIRST_USER_CLASS || self.class_of(code).is_none() || (code < 256 && !self.user_classes.contains(&code)) {
+        if code < FIRST_USER_CLASS || self.class_of(code).is_none() {
             return Err(err(MPI_ERR_ARG, format!("{code} is not a user-defined error code or class")));
         }
         self.strings.insert(code, s);
@@ -144,7 +144,7 @@ impl ErrorRegistry {
 
     /// MPI_Remove_error_code: only the last added code.
     pub fn remove_code(&mut self, code: c_int) -> R<()> {
-        let last = (!self.user_codes.is_empty()).then(|| USER_CODE_BIT | (self.user_codes.len() as c_int - 1));
+        let last = (!self.user_codes.is_empty()).then(|| FIRST_USER_CODE + (self.user_codes.len() as c_int - 1));
         if last != Some(code) {
             return Err(err(MPI_ERR_ARG, format!("{code} is not the most recently added error code")));
         }
@@ -159,12 +159,12 @@ impl ErrorRegistry {
 
     /// The largest error code in use (MPI_LASTUSEDCODE).
     pub fn last_used_code(&self) -> c_int {
-        let mut last = MPI_ERR_ABI;
+        let mut last = MPI_ERR_LASTCODE;
         if let Some(&c) = self.user_classes.last() {
             last = c;
         }
         if !self.user_codes.is_empty() {
-            last = USER_CODE_BIT | (self.user_codes.len() as c_int - 1);
+            last = FIRST_USER_CODE + (self.user_codes.len() as c_int - 1);
         }
         last
     }
@@ -237,5 +237,41 @@ pub fn class_string(class: c_int) -> &'static str {
         MPI_ERR_ABI => "MPI_ERR_ABI: ABI mismatch",
         c if (59..=79).contains(&c) => "MPI_T error",
         _ => "user-defined error class",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detailed_codes_keep_class_and_message() {
+        let mut r = ErrorRegistry::default();
+        let c = r.code_for(MPI_ERR_TAG, "MPI_Send(rank 3): invalid tag -5".into());
+        assert!(c > 255 && c <= MPI_ERR_LASTCODE);
+        assert_eq!(r.class_of(c), Some(MPI_ERR_TAG));
+        assert_eq!(r.string_of(c).unwrap(), "MPI_Send(rank 3): invalid tag -5");
+        assert_eq!(r.class_of(MPI_ERR_TAG), Some(MPI_ERR_TAG));
+        assert_eq!(r.class_of(54), None, "54 is not an MPICH class");
+        assert_eq!(r.class_of(-1), None);
+    }
+
+    #[test]
+    fn user_classes_and_codes_lie_above_lastcode() {
+        let mut r = ErrorRegistry::default();
+        assert_eq!(r.last_used_code(), MPI_ERR_LASTCODE);
+        let class = r.add_class().unwrap();
+        assert!(class > MPI_ERR_LASTCODE);
+        let code = r.add_code(class).unwrap();
+        assert!(code > MPI_ERR_LASTCODE && code != class);
+        assert_eq!(r.class_of(code), Some(class));
+        assert_eq!(r.last_used_code(), code);
+        r.set_string(code, "mine".into()).unwrap();
+        assert_eq!(r.string_of(code).unwrap(), "mine");
+        assert!(r.set_string(MPI_ERR_TAG, "no".into()).is_err(), "predefined strings cannot be replaced");
+        assert!(r.remove_class(class).is_err(), "a class with codes cannot be removed");
+        r.remove_code(code).unwrap();
+        r.remove_class(class).unwrap();
+        assert_eq!(r.class_of(code), None);
     }
 }

@@ -98,6 +98,8 @@ pub struct Runtime {
     pub oversubscribed: bool,
     scratch_runs: Vec<(*mut u8, usize)>,
     debug_conn: bool,
+    /// Some peer is reached over TCP: poll the sockets while progressing.
+    tcp_routes: bool,
 }
 
 // SAFETY: the runtime is only used under the global lock; the raw pointers
@@ -336,6 +338,7 @@ impl Runtime {
                 card.host, card.host_key, local, use_shm, spin
             );
         }
+        let tcp_routes = routes.iter().any(|&r| r == Route::Tcp);
         Ok(Runtime {
             engine,
             me,
@@ -353,6 +356,7 @@ impl Runtime {
             oversubscribed,
             scratch_runs: Vec::new(),
             debug_conn,
+            tcp_routes,
         })
     }
 
@@ -387,7 +391,7 @@ impl Runtime {
             if self.shm.is_some() {
                 did |= self.poll_shm()?;
             }
-            if self.tcp.is_some() {
+            if self.tcp_routes {
                 did |= self.poll_tcp(Some(Duration::ZERO))?;
             }
             if !did {

@@ -138,8 +138,9 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
     Comm(MPI_Comm),
-    /// MPI_COMM_WORLD's (or the default) handler.
-    World,
+    /// No communicator is involved (or the one given is invalid): since
+    /// MPI 4.0 such errors are raised on MPI_COMM_SELF.
+    NoComm,
 }
 
 /// Run an MPI function body: errors and panics become error codes handled
@@ -164,11 +165,11 @@ pub fn api_value<T>(name: &'static str, default: T, f: impl FnOnce() -> R<T>) ->
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            report(name, Target::World, e);
+            report(name, Target::NoComm, e);
             default
         }
         Err(_) => {
-            report(name, Target::World, err(MPI_ERR_INTERN, "internal error in GridMPI"));
+            report(name, Target::NoComm, err(MPI_ERR_INTERN, "internal error in GridMPI"));
             default
         }
     }
@@ -198,7 +199,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
     };
     let comm = match target {
         Target::Comm(c) if st.comm(c).is_ok() => c,
-        _ => MPI_COMM_WORLD,
+        _ => MPI_COMM_SELF,
     };
     let eh = st.comm(comm).map(|c| c.errh).unwrap_or(MPI_ERRORS_ARE_FATAL);
     let handling = match eh {

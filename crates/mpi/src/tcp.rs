@@ -90,7 +90,21 @@ struct Conn {
     writable_armed: bool,
     /// Addresses left to try (connector).
     addrs: Vec<SocketAddrV4>,
+    /// A Data frame whose payload is being read straight into user memory.
+    direct: Option<Direct>,
 }
+
+/// Large Data payloads skip the connection buffer: they are read with
+/// recvmsg into the receive buffer's memory runs.
+struct Direct {
+    header: Header,
+    buf: gridmpi_engine::UserBuf,
+    /// Payload bytes already in place.
+    done: u64,
+}
+
+/// Data payloads at least this large are read directly into user memory.
+const DIRECT_MIN: usize = 16 * 1024;
 
 struct OutFrame {
     header: [u8; HEADER_LEN],
@@ -272,6 +286,7 @@ impl Tcp {
             rlen: 0,
             writable_armed: false,
             addrs,
+            direct: None,
         };
         let idx = self.insert_conn(conn);
         self.peers[peer as usize].conn = Some(idx);
@@ -347,6 +362,7 @@ impl Tcp {
                 rlen: 0,
                 writable_armed: false,
                 addrs: Vec::new(),
+                direct: None,
             };
             let raw = conn.fd.as_raw_fd();
             let idx = self.insert_conn(conn);
@@ -463,6 +479,13 @@ impl Tcp {
 
     fn on_readable(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
         loop {
+            if self.conns[idx].as_ref().unwrap().direct.is_some() {
+                match self.read_direct(idx, engine)? {
+                    Some(true) => continue,
+                    Some(false) => return Ok(()),
+                    None => return self.on_eof(idx),
+                }
+            }
             let c = self.conns[idx].as_mut().unwrap();
             if c.rlen == c.rbuf.len() {
                 let n = c.rbuf.len() * 2;
@@ -495,6 +518,44 @@ impl Tcp {
                 return Ok(());
             }
         }
+    }
+
+    /// Read the payload of the pending direct Data frame into user memory.
+    /// Some(true): progress (or done), Some(false): would block, None: EOF.
+    fn read_direct(&mut self, idx: usize, engine: &mut Engine) -> Result<Option<bool>, TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer;
+        let d = c.direct.as_mut().unwrap();
+        let len = d.header.payload_len as u64;
+        self.runs.clear();
+        d.buf.runs(d.header.len + d.done, len - d.done, 256, &mut self.runs);
+        let mut iov: Vec<libc::iovec> =
+            self.runs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
+        // SAFETY: a zeroed msghdr is valid; the iovecs point into the receive
+        // buffer of a pending request, within the range the engine accepted.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len();
+        let n = unsafe { libc::recvmsg(c.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < 0 {
+            let e = last_err();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(Some(false)),
+                io::ErrorKind::Interrupted => Ok(Some(true)),
+                _ if e.raw_os_error() == Some(libc::ECONNRESET) => Ok(None),
+                _ => Err(terr(peer, format!("receive failed: {e}"))),
+            };
+        }
+        d.done += n as u64;
+        if d.done == len {
+            let h = d.header;
+            c.direct = None;
+            engine.data_landed(peer.unwrap(), &h).map_err(|e| terr(peer, e.reason))?;
+        }
+        Ok(Some(true))
     }
 
     fn on_eof(&mut self, idx: usize) -> Result<(), TransportError> {
@@ -561,6 +622,19 @@ impl Tcp {
                         Err(e) => break Err(terr(Some(peer), format!("malformed frame: {e}"))),
                     };
                     let total = HEADER_LEN + h.payload_len as usize;
+                    if avail < total && h.kind == gridmpi_engine::wire::Kind::Data && h.payload_len as usize >= DIRECT_MIN {
+                        // Land what we have, then read the rest in place.
+                        let buf = match engine.data_target(peer, &h) {
+                            Ok(b) => b,
+                            Err(e) => break Err(terr(Some(peer), e.reason)),
+                        };
+                        let have = avail - HEADER_LEN;
+                        // SAFETY: the engine checked the range against the accepted length.
+                        unsafe { buf.write_packed(h.len, &c.rbuf[start + HEADER_LEN..start + HEADER_LEN + have]) };
+                        c.direct = Some(Direct { header: h, buf, done: have as u64 });
+                        start += avail;
+                        break Ok(());
+                    }
                     if avail < total {
                         if total > c.rbuf.len() {
                             // Make room for this frame: move it to the front and grow.

@@ -25,7 +25,8 @@ pub enum Request {
     Set { dirs: Vec<String>, settings: Vec<(String, String)> },
     ResetStats,
     MonitorStart { file: String },
-    MonitorStop,
+    /// Stop the recording to `file` (None: the latest one started).
+    MonitorStop { file: Option<String> },
     CaptureStart { file: String, dirs: Vec<String>, snaplen: u32, at: CapturePoint },
     CaptureStop,
     Shutdown,

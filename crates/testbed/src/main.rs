@@ -123,7 +123,7 @@ enum Cmd {
         /// Start recording and return (stop with --stop)
         #[arg(long, conflicts_with = "stop")]
         start: bool,
-        /// Stop the recording started with --start, and plot it
+        /// Stop a recording started with --start (the one to -o FILE, else the latest), and plot it
         #[arg(long)]
         stop: bool,
         #[arg(last = true)]
@@ -217,7 +217,7 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
             if cc.is_some() {
                 grid.cc = cc;
             }
-            let seed = seed.unwrap_or_else(|| emulator::rt::realtime_ns());
+            let seed = seed.unwrap_or_else(emulator::rt::realtime_ns);
             let opts = netsetup::UpOptions { monitor, realtime: !no_rt, priority: rt_priority, seed };
             let state = netsetup::up(grid, opts)?;
             print_grid(&state);
@@ -450,8 +450,8 @@ fn status(json: bool, reset: bool) -> Result<ExitCode, String> {
             println!("WARNING: {ns} {dev}: offloads still on: {}", on.join(", "));
         }
     }
-    if let Some(m) = live["monitor"].as_str() {
-        println!("monitor: recording to {m}");
+    for m in live["monitors"].as_array().into_iter().flatten() {
+        println!("monitor: recording to {}", m.as_str().unwrap_or("?"));
     }
     if let Some(c) = live["capture"].as_str() {
         println!("capture: writing {c}");
@@ -524,7 +524,8 @@ fn monitor_cmd(
     command: Vec<String>,
 ) -> Result<ExitCode, String> {
     if stop {
-        let reply = control::request(&Request::MonitorStop)?;
+        let file = output.map(|o| absolute(&o).to_string_lossy().into_owned());
+        let reply = control::request(&Request::MonitorStop { file })?;
         let file = PathBuf::from(reply["file"].as_str().unwrap_or_default());
         if no_plot {
             println!("monitor: {}", file.display());
@@ -543,7 +544,7 @@ fn monitor_cmd(
         return Ok(ExitCode::SUCCESS);
     }
     let code = run_child(&command);
-    let reply = control::request(&Request::MonitorStop)?;
+    let reply = control::request(&Request::MonitorStop { file: Some(output.to_string_lossy().into_owned()) })?;
     if no_plot {
         println!("monitor: {}", output.display());
     } else {

@@ -122,10 +122,9 @@ pub fn render(rec: &Recording, title: &str) -> String {
         let peak = cols.iter().map(|c| c.max_mbit).fold(0.0, f64::max);
         let ymax = (rate_mbit * 1.15).max(peak * 1.05).max(1.0);
         let ty = |v: f64| y0 + THROUGHPUT_H - v / ymax * THROUGHPUT_H;
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            r##"<text x="{LEFT}" y="{:.1}" font-weight="bold">{} — rate {} Mbit/s, delay {} ms, queue {} — delivered {:.2} Mbit/s on average, {} drop-tail drops, {} random losses, release error max {} us</text>
-"##,
+            r##"<text x="{LEFT}" y="{:.1}" font-weight="bold">{} — rate {} Mbit/s, delay {} ms, queue {} — delivered {:.2} Mbit/s on average, {} drop-tail drops, {} random losses, release error max {} us</text>"##,
             y0 - 6.0,
             esc(dir),
             rate_mbit,

@@ -1,6 +1,7 @@
-//! `gridmpi-abigen ROOT OUT_INCLUDE_DIR`: writes mpi.h from ROOT/abi.
+//! `gridmpi-abigen ROOT OUT_INCLUDE_DIR`: writes mpi.h, mpif.h and the
+//! `mpi` module source (mpi.f90) from ROOT/abi.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -16,17 +17,30 @@ fn main() {
             std::process::exit(1)
         })
     };
-    let table = read(root.join("abi/functions.txt"));
-    let template = read(root.join("abi/mpi.h.in"));
-    let funcs = gridmpi_abi::parse_table(&table).unwrap_or_else(|e| {
+    let fail = |e: String| -> ! {
         eprintln!("gridmpi-abigen: {e}");
         std::process::exit(1)
-    });
+    };
+    let table = read(root.join("abi/functions.txt"));
+    let template = read(root.join("abi/mpi.h.in"));
+    let ftable = read(root.join("abi/fortran.txt"));
+    let funcs = gridmpi_abi::parse_table(&table).unwrap_or_else(|e| fail(e.to_string()));
+    let ft = gridmpi_abi::fortran::parse_fortran_table(&ftable).unwrap_or_else(|e| fail(e.to_string()));
     std::fs::create_dir_all(&out).expect("create include dir");
-    let header = gridmpi_abi::render_header(&template, &funcs, env!("CARGO_PKG_VERSION"));
-    let path = out.join("mpi.h");
-    // Only rewrite when changed, so dependent builds are not redone.
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(header.as_str()) {
-        std::fs::write(&path, header).expect("write mpi.h");
+    let version = env!("CARGO_PKG_VERSION");
+    write_if_changed(&out.join("mpi.h"), &gridmpi_abi::render_header(&template, &funcs, version));
+    let mpif = gridmpi_abi::fortran::render_mpif_h(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
+    write_if_changed(&out.join("mpif.h"), &mpif);
+    let module = gridmpi_abi::fortran::render_mpi_module(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
+    write_if_changed(&out.join("mpi.f90"), &module);
+}
+
+/// Only rewrite when changed, so dependent builds are not redone.
+fn write_if_changed(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap_or_else(|e| {
+            eprintln!("gridmpi-abigen: cannot write {}: {e}", path.display());
+            std::process::exit(1)
+        });
     }
 }

@@ -1,12 +1,26 @@
 //! Collective algorithms: functions from (communicator view, arguments) to
-//! schedules. Each algorithm is in the module of its collective; the choice
-//! among them is made by the caller from one table (the library's
-//! `coll_select`).
+//! schedules. Each collective has its module, each algorithm is one
+//! function there, with its cost and when it is chosen in its doc comment;
+//! the choice among them is made from one table ([`select`]).
 //!
 //! Conventions: `rank`/`size` come from the view; buffers are [`UserBuf`]s
 //! (user memory or schedule temps); every function returns a complete
-//! schedule with the collective's tag already set.
+//! schedule with the collective's tag already set. Messages that carry no
+//! bytes on both sides are left out (both sides compute the same sizes), so
+//! a zero count costs nothing but the synchronisation the standard implies.
+//!
+//! [`UserBuf`]: crate::buf::UserBuf
 
 pub mod basic;
+pub mod barrier;
+pub mod allgather;
+pub mod alltoall;
+pub mod bcast;
+pub mod gather;
+pub mod scatter;
+pub mod util;
+
+#[cfg(test)]
+pub mod sim;
 
 pub use basic::*;

@@ -260,22 +260,22 @@ fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_keyval(comm_copy_attr_fn: Option<MPI_Comm_copy_attr_function>, comm_delete_attr_fn: Option<MPI_Comm_delete_attr_function>, comm_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    api("MPI_Comm_create_keyval", Target::World, || create_keyval(KeyvalKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state))
+    api("MPI_Comm_create_keyval", Target::NoComm, || create_keyval(KeyvalKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Keyval_create(copy_fn: Option<MPI_Copy_function>, delete_fn: Option<MPI_Delete_function>, keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    api("MPI_Keyval_create", Target::World, || create_keyval(KeyvalKind::Comm, copy_fn, delete_fn, keyval, extra_state))
+    api("MPI_Keyval_create", Target::NoComm, || create_keyval(KeyvalKind::Comm, copy_fn, delete_fn, keyval, extra_state))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
-    api("MPI_Comm_free_keyval", Target::World, || free_keyval(KeyvalKind::Comm, comm_keyval))
+    api("MPI_Comm_free_keyval", Target::NoComm, || free_keyval(KeyvalKind::Comm, comm_keyval))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
-    api("MPI_Keyval_free", Target::World, || free_keyval(KeyvalKind::Comm, keyval))
+    api("MPI_Keyval_free", Target::NoComm, || free_keyval(KeyvalKind::Comm, keyval))
 }
 
 #[no_mangle]
@@ -311,27 +311,27 @@ pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_in
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_keyval(type_copy_attr_fn: Option<MPI_Type_copy_attr_function>, type_delete_attr_fn: Option<MPI_Type_delete_attr_function>, type_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
     // Same C signature shape as the communicator callbacks (handles are ints).
-    api("MPI_Type_create_keyval", Target::World, || create_keyval(KeyvalKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state))
+    api("MPI_Type_create_keyval", Target::NoComm, || create_keyval(KeyvalKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
-    api("MPI_Type_free_keyval", Target::World, || free_keyval(KeyvalKind::Type, type_keyval))
+    api("MPI_Type_free_keyval", Target::NoComm, || free_keyval(KeyvalKind::Type, type_keyval))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    api("MPI_Type_set_attr", Target::World, || set_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val))
+    api("MPI_Type_set_attr", Target::NoComm, || set_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    api("MPI_Type_get_attr", Target::World, || get_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val, flag))
+    api("MPI_Type_get_attr", Target::NoComm, || get_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val, flag))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
-    api("MPI_Type_delete_attr", Target::World, || delete_attr(KeyvalKind::Type, datatype, type_keyval))
+    api("MPI_Type_delete_attr", Target::NoComm, || delete_attr(KeyvalKind::Type, datatype, type_keyval))
 }
 
 /// MPI_DUP_FN / MPI_COMM_DUP_FN / MPI_TYPE_DUP_FN: copy the attribute value.

@@ -668,7 +668,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_free", Target::World, || {
+    api("MPI_Comm_free", Target::NoComm, || {
         check_ptr(comm, "comm")?;
         let h = *comm;
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
@@ -694,7 +694,7 @@ pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_get_parent", Target::World, || {
+    api("MPI_Comm_get_parent", Target::NoComm, || {
         check_ptr(parent, "parent")?;
         // Processes are never spawned by MPI_Comm_spawn (not available yet).
         *parent = MPI_COMM_NULL;

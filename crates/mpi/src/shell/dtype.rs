@@ -64,7 +64,7 @@ unsafe fn aints(n: c_int, p: *const MPI_Aint, what: &str) -> R<Vec<i64>> {
 
 /// Build a new derived type from `old` with `f`.
 fn construct(name: &'static str, newtype: *mut MPI_Datatype, f: impl FnOnce(&mut State) -> R<Datatype>) -> c_int {
-    api(name, Target::World, || {
+    api(name, Target::NoComm, || {
         check_ptr(newtype, "newtype")?;
         let h = state::with(|st| {
             let dt = f(st)?;
@@ -235,7 +235,7 @@ pub unsafe extern "C" fn PMPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_dup", Target::World, || {
+    api("MPI_Type_dup", Target::NoComm, || {
         check_ptr(newtype, "newtype")?;
         let (h, copies) = state::with(|st| {
             let old = st.dtype_any(oldtype, false)?;
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtyp
 }
 
 fn f90(name: &'static str, newtype: *mut MPI_Datatype, dt: Result<Datatype, TypeError>) -> c_int {
-    api(name, Target::World, || {
+    api(name, Target::NoComm, || {
         check_ptr(newtype, "newtype")?;
         let dt = dt.map_err(type_err)?;
         // These are predefined-like: committed, and freeing them is an error
@@ -278,7 +278,7 @@ fn f90(name: &'static str, newtype: *mut MPI_Datatype, dt: Result<Datatype, Type
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_value_index(value_type: MPI_Datatype, index_type: MPI_Datatype, pair_type: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_get_value_index", Target::World, || {
+    api("MPI_Type_get_value_index", Target::NoComm, || {
         check_ptr(pair_type, "pair_type")?;
         let h = state::with(|st| {
             let v = st.dtype_any(value_type, false)?;
@@ -305,7 +305,7 @@ pub unsafe extern "C" fn PMPI_Type_get_value_index(value_type: MPI_Datatype, ind
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_commit", Target::World, || {
+    api("MPI_Type_commit", Target::NoComm, || {
         check_ptr(datatype, "datatype")?;
         let h = *datatype;
         state::with(|st| {
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_free", Target::World, || {
+    api("MPI_Type_free", Target::NoComm, || {
         check_ptr(datatype, "datatype")?;
         let h = *datatype;
         let is_predef = state::with(|st| {
@@ -346,7 +346,7 @@ pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
 }
 
 fn with_type<T>(name: &'static str, h: MPI_Datatype, out: *mut T, f: impl FnOnce(&Datatype) -> R<T>) -> c_int {
-    api(name, Target::World, || {
+    api(name, Target::NoComm, || {
         check_ptr(out, "output")?;
         let dt = state::with(|st| st.dtype_any(h, false))?;
         let v = f(&dt)?;
@@ -376,7 +376,7 @@ pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
-    api("MPI_Type_get_extent", Target::World, || {
+    api("MPI_Type_get_extent", Target::NoComm, || {
         check_ptr(lb, "lb")?;
         check_ptr(extent, "extent")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
@@ -388,7 +388,7 @@ pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut M
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    api("MPI_Type_get_extent_x", Target::World, || {
+    api("MPI_Type_get_extent_x", Target::NoComm, || {
         check_ptr(lb, "lb")?;
         check_ptr(extent, "extent")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
@@ -400,7 +400,7 @@ pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
-    api("MPI_Type_get_true_extent", Target::World, || {
+    api("MPI_Type_get_true_extent", Target::NoComm, || {
         check_ptr(true_lb, "true_lb")?;
         check_ptr(true_extent, "true_extent")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
@@ -412,7 +412,7 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(datatype: MPI_Datatype, true_
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    api("MPI_Type_get_true_extent_x", Target::World, || {
+    api("MPI_Type_get_true_extent_x", Target::NoComm, || {
         check_ptr(true_lb, "true_lb")?;
         check_ptr(true_extent, "true_extent")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn PMPI_Type_ub(datatype: MPI_Datatype, displacement: *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_envelope(datatype: MPI_Datatype, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) -> c_int {
-    api("MPI_Type_get_envelope", Target::World, || {
+    api("MPI_Type_get_envelope", Target::NoComm, || {
         for (p, n) in [(num_integers, "num_integers"), (num_addresses, "num_addresses"), (num_datatypes, "num_datatypes"), (combiner, "combiner")] {
             check_ptr(p, n)?;
         }
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn PMPI_Type_get_envelope(datatype: MPI_Datatype, num_inte
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_contents(datatype: MPI_Datatype, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, array_of_integers: *mut c_int, array_of_addresses: *mut MPI_Aint, array_of_datatypes: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_get_contents", Target::World, || {
+    api("MPI_Type_get_contents", Target::NoComm, || {
         let handles = state::with(|st| {
             let d = st.dtype_any(datatype, false)?;
             if d.is_named() {
@@ -495,7 +495,7 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(datatype: MPI_Datatype, max_inte
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_set_name(datatype: MPI_Datatype, type_name: *const c_char) -> c_int {
-    api("MPI_Type_set_name", Target::World, || {
+    api("MPI_Type_set_name", Target::NoComm, || {
         let name = read_cstr(type_name)?;
         let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
         state::with(|st| {
@@ -512,7 +512,7 @@ pub unsafe extern "C" fn PMPI_Type_set_name(datatype: MPI_Datatype, type_name: *
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Type_get_name", Target::World, || {
+    api("MPI_Type_get_name", Target::NoComm, || {
         let name = state::with(|st| {
             if let Some((_, n)) = st.predef.get(datatype) {
                 return Ok(st.predef.names.get(&datatype).cloned().unwrap_or_else(|| n.to_string()));
@@ -527,7 +527,7 @@ pub unsafe extern "C" fn PMPI_Type_get_name(datatype: MPI_Datatype, type_name: *
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_match_size", Target::World, || {
+    api("MPI_Type_match_size", Target::NoComm, || {
         check_ptr(datatype, "datatype")?;
         let class = match typeclass {
             MPI_TYPECLASS_REAL => MatchClass::Real,
@@ -549,7 +549,7 @@ pub unsafe extern "C" fn PMPI_Type_match_size(typeclass: c_int, size: c_int, dat
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
     if address.is_null() {
-        return api("MPI_Get_address", Target::World, || Err(err(MPI_ERR_ARG, "address is NULL")));
+        return api("MPI_Get_address", Target::NoComm, || Err(err(MPI_ERR_ARG, "address is NULL")));
     }
     *address = location as MPI_Aint;
     MPI_SUCCESS

@@ -129,7 +129,7 @@ pub fn wait_engine(r: gridmpi_engine::ReqId) -> R<gridmpi_engine::Status> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
-    api("MPI_Finalize", Target::World, || {
+    api("MPI_Finalize", Target::NoComm, || {
         // Attributes on MPI_COMM_SELF are deleted first (MPI 4.1, 11.2.1).
         crate::shell::attr::delete_all_comm_attrs(MPI_COMM_SELF)?;
         // Buffered sends must drain.
@@ -175,7 +175,7 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
-    api("MPI_Query_thread", Target::World, || {
+    api("MPI_Query_thread", Target::NoComm, || {
         let level = state::with(|st| Ok(st.thread_level))?;
         check_ptr(provided, "provided")?;
         *provided = level;
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    api("MPI_Is_thread_main", Target::World, || {
+    api("MPI_Is_thread_main", Target::NoComm, || {
         let main = state::with(|st| Ok(st.main_thread))?;
         check_ptr(flag, "flag")?;
         *flag = (std::thread::current().id() == main) as c_int;
@@ -237,7 +237,7 @@ pub unsafe extern "C" fn PMPI_Wtick() -> f64 {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Alloc_mem(size: MPI_Aint, _info: MPI_Info, baseptr: *mut c_void) -> c_int {
-    api("MPI_Alloc_mem", Target::World, || {
+    api("MPI_Alloc_mem", Target::NoComm, || {
         if size < 0 {
             return Err(err(MPI_ERR_SIZE, format!("invalid size {size}")));
         }
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
-    api("MPI_Get_hw_resource_info", Target::World, || {
+    api("MPI_Get_hw_resource_info", Target::NoComm, || {
         check_ptr(hw_info, "hw_info")?;
         let h = state::with(|st| Ok(st.infos.insert(Info::default())))?;
         *hw_info = h;

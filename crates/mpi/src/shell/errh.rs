@@ -30,7 +30,7 @@ impl State {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<MPI_Comm_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Comm_create_errhandler", Target::World, || {
+    api("MPI_Comm_create_errhandler", Target::NoComm, || {
         check_ptr(errhandler, "errhandler")?;
         let f = comm_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
         *errhandler = state::with(|st| Ok(st.errhs.insert(ErrhEntry { func: ErrhFunc::Comm(f), refs: 1 })))?;
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn PMPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MP
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Errhandler_free", Target::World, || {
+    api("MPI_Errhandler_free", Target::NoComm, || {
         check_ptr(errhandler, "errhandler")?;
         let h = *errhandler;
         state::with(|st| {
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_
         Ok(st.errors.class_of(errorcode).is_some())
     });
     match known {
-        Err(e) => state::report("MPI_Comm_call_errhandler", Target::World, e),
+        Err(e) => state::report("MPI_Comm_call_errhandler", Target::NoComm, e),
         Ok(_) => {
             let class = state::with(|st| Ok(st.errors.class_of(errorcode).unwrap_or(MPI_ERR_OTHER))).unwrap_or(MPI_ERR_OTHER);
             let msg = state::with(|st| Ok(st.errors.string_of(errorcode).unwrap_or_default())).unwrap_or_default();
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    api("MPI_Error_class", Target::World, || {
+    api("MPI_Error_class", Target::NoComm, || {
         check_ptr(errorclass, "errorclass")?;
         let c = state::with(|st| st.errors.class_of(errorcode).ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code"))));
         // Before MPI_Init the predefined classes are still known.
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_i
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Error_string", Target::World, || {
+    api("MPI_Error_string", Target::NoComm, || {
         let s = state::with(|st| Ok(st.errors.string_of(errorcode)))
             .unwrap_or_else(|_| crate::errors::ErrorRegistry::default().string_of(errorcode))
             .ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code")))?;
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
-    api("MPI_Add_error_class", Target::World, || {
+    api("MPI_Add_error_class", Target::NoComm, || {
         check_ptr(errorclass, "errorclass")?;
         *errorclass = state::with(|st| st.errors.add_class())?;
         Ok(())
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    api("MPI_Add_error_code", Target::World, || {
+    api("MPI_Add_error_code", Target::NoComm, || {
         check_ptr(errorcode, "errorcode")?;
         *errorcode = state::with(|st| st.errors.add_code(errorclass))?;
         Ok(())
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
-    api("MPI_Add_error_string", Target::World, || {
+    api("MPI_Add_error_string", Target::NoComm, || {
         let s = read_cstr(string)?;
         if s.len() >= MPI_MAX_ERROR_STRING as usize {
             return Err(err(MPI_ERR_ARG, format!("the error string is longer than {} characters", MPI_MAX_ERROR_STRING - 1)));
@@ -183,15 +183,15 @@ pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_class(errorclass: c_int) -> c_int {
-    api("MPI_Remove_error_class", Target::World, || state::with(|st| st.errors.remove_class(errorclass)))
+    api("MPI_Remove_error_class", Target::NoComm, || state::with(|st| st.errors.remove_class(errorclass)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_code(errorcode: c_int) -> c_int {
-    api("MPI_Remove_error_code", Target::World, || state::with(|st| st.errors.remove_code(errorcode)))
+    api("MPI_Remove_error_code", Target::NoComm, || state::with(|st| st.errors.remove_code(errorcode)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Remove_error_string(errorcode: c_int) -> c_int {
-    api("MPI_Remove_error_string", Target::World, || state::with(|st| st.errors.remove_string(errorcode)))
+    api("MPI_Remove_error_string", Target::NoComm, || state::with(|st| st.errors.remove_string(errorcode)))
 }

@@ -18,7 +18,7 @@ impl State {
 }
 
 fn new_group(out: *mut MPI_Group, name: &'static str, f: impl FnOnce(&mut State) -> R<Group>) -> c_int {
-    api(name, Target::World, || {
+    api(name, Target::NoComm, || {
         check_ptr(out, "newgroup")?;
         let h = state::with(|st| {
             let g = f(st)?;
@@ -31,7 +31,7 @@ fn new_group(out: *mut MPI_Group, name: &'static str, f: impl FnOnce(&mut State)
 }
 
 fn group_query<T>(name: &'static str, group: MPI_Group, out: *mut T, f: impl FnOnce(&State, &Group) -> R<T>) -> c_int {
-    api(name, Target::World, || {
+    api(name, Target::NoComm, || {
         check_ptr(out, "output")?;
         let v = state::with(|st| {
             let g = st.group(group)?;
@@ -55,7 +55,7 @@ pub unsafe extern "C" fn PMPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_translate_ranks(group1: MPI_Group, n: c_int, ranks1: *const c_int, group2: MPI_Group, ranks2: *mut c_int) -> c_int {
-    api("MPI_Group_translate_ranks", Target::World, || {
+    api("MPI_Group_translate_ranks", Target::NoComm, || {
         if n < 0 {
             return Err(err(MPI_ERR_ARG, format!("invalid number of ranks {n}")));
         }
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn PMPI_Group_translate_ranks(group1: MPI_Group, n: c_int,
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_compare(group1: MPI_Group, group2: MPI_Group, result: *mut c_int) -> c_int {
-    api("MPI_Group_compare", Target::World, || {
+    api("MPI_Group_compare", Target::NoComm, || {
         check_ptr(result, "result")?;
         let (g1, g2) = state::with(|st| Ok((st.group(group1)?, st.group(group2)?)))?;
         *result = compare_groups(&g1, &g2);
@@ -230,7 +230,7 @@ pub unsafe extern "C" fn PMPI_Group_range_excl(group: MPI_Group, n: c_int, range
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
-    api("MPI_Group_free", Target::World, || {
+    api("MPI_Group_free", Target::NoComm, || {
         check_ptr(group, "group")?;
         let h = *group;
         if h != MPI_GROUP_EMPTY {

@@ -60,7 +60,7 @@ unsafe fn key_arg(key: *const c_char) -> R<String> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_create", Target::World, || {
+    api("MPI_Info_create", Target::NoComm, || {
         check_ptr(info, "info")?;
         *info = state::with(|st| Ok(st.infos.insert(Info::default())))?;
         Ok(())
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_create_env", Target::World, || {
+    api("MPI_Info_create_env", Target::NoComm, || {
         check_ptr(info, "info")?;
         *info = state::with(|st| {
             let e = env_info(st);
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn PMPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_c
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
-    api("MPI_Info_set", Target::World, || {
+    api("MPI_Info_set", Target::NoComm, || {
         let k = key_arg(key)?;
         let v = read_cstr(value)?;
         if v.len() > MPI_MAX_INFO_VAL as usize {
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn PMPI_Info_set(info: MPI_Info, key: *const c_char, value
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    api("MPI_Info_delete", Target::World, || {
+    api("MPI_Info_delete", Target::NoComm, || {
         let k = key_arg(key)?;
         state::with(|st| {
             let i = st.info_mut(info)?;
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-    api("MPI_Info_get", Target::World, || {
+    api("MPI_Info_get", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         let k = key_arg(key)?;
         if valuelen < 0 {
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn PMPI_Info_get(info: MPI_Info, key: *const c_char, value
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-    api("MPI_Info_get_string", Target::World, || {
+    api("MPI_Info_get_string", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         check_ptr(buflen, "buflen")?;
         let k = key_arg(key)?;
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn PMPI_Info_get_string(info: MPI_Info, key: *const c_char
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
-    api("MPI_Info_get_valuelen", Target::World, || {
+    api("MPI_Info_get_valuelen", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         check_ptr(valuelen, "valuelen")?;
         let k = key_arg(key)?;
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn PMPI_Info_get_valuelen(info: MPI_Info, key: *const c_ch
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    api("MPI_Info_get_nkeys", Target::World, || {
+    api("MPI_Info_get_nkeys", Target::NoComm, || {
         check_ptr(nkeys, "nkeys")?;
         *nkeys = state::with(|st| Ok(st.info_view(info)?.entries.len() as c_int))?;
         Ok(())
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    api("MPI_Info_get_nthkey", Target::World, || {
+    api("MPI_Info_get_nthkey", Target::NoComm, || {
         check_ptr(key, "key")?;
         let k = state::with(|st| {
             let i = st.info_view(info)?;
@@ -199,7 +199,7 @@ pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mu
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    api("MPI_Info_dup", Target::World, || {
+    api("MPI_Info_dup", Target::NoComm, || {
         check_ptr(newinfo, "newinfo")?;
         *newinfo = state::with(|st| {
             let i = st.info_view(info)?;
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_free", Target::World, || {
+    api("MPI_Info_free", Target::NoComm, || {
         check_ptr(info, "info")?;
         let h = *info;
         if h == MPI_INFO_ENV {

@@ -42,7 +42,7 @@ use std::sync::Arc;
 /// Body of every function of an unavailable feature (see abi/functions.txt).
 pub fn unsupported(name: &'static str, what: &str) -> c_int {
     let what = what.to_string();
-    crate::state::api(name, crate::state::Target::World, move || {
+    crate::state::api(name, crate::state::Target::NoComm, move || {
         Err(err(MPI_ERR_UNSUPPORTED_OPERATION, format!("{what} is not available in this version of GridMPI")))
     })
 }

@@ -161,7 +161,7 @@ fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
-    api("MPI_Op_create", Target::World, || {
+    api("MPI_Op_create", Target::NoComm, || {
         check_ptr(op, "op")?;
         let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
         let h = state::with(|st| Ok(st.ops.insert(OpEntry::User { func: f, commute: commute != 0 })))?;
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn PMPI_Op_create(user_fn: Option<MPI_User_function>, comm
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
-    api("MPI_Op_free", Target::World, || {
+    api("MPI_Op_free", Target::NoComm, || {
         check_ptr(op, "op")?;
         let h = *op;
         if predefined_op(h).is_some() {
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
-    api("MPI_Op_commutative", Target::World, || {
+    api("MPI_Op_commutative", Target::NoComm, || {
         check_ptr(commute, "commute")?;
         // Every predefined operation counts as commutative (as in MPICH).
         let c = if predefined_op(op).is_some() {
@@ -204,7 +204,7 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    api("MPI_Reduce_local", Target::World, || {
+    api("MPI_Reduce_local", Target::NoComm, || {
         let n = check_count(count)?;
         let (red, dt) = state::with(|st| Ok((st.reducer(op, datatype)?, st.dtype(datatype)?)))?;
         if n == 0 {

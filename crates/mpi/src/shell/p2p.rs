@@ -473,7 +473,7 @@ fn start_mrecv(st: &mut State, buf: *mut c_void, count: c_int, datatype: MPI_Dat
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    api("MPI_Mrecv", Target::World, || {
+    api("MPI_Mrecv", Target::NoComm, || {
         let s = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
         finish_blocking(s, status)
     })
@@ -481,7 +481,7 @@ pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MP
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    api("MPI_Imrecv", Target::World, || {
+    api("MPI_Imrecv", Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = start_mrecv(st, buf, count, datatype, message)?;
@@ -602,7 +602,7 @@ pub struct PairOp {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    api("MPI_Buffer_attach", Target::World, || {
+    api("MPI_Buffer_attach", Target::NoComm, || {
         if size < 0 {
             return Err(err(MPI_ERR_ARG, format!("invalid buffer size {size}")));
         }
@@ -621,7 +621,7 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    api("MPI_Buffer_detach", Target::World, || {
+    api("MPI_Buffer_detach", Target::NoComm, || {
         check_ptr(buffer_addr, "buffer_addr")?;
         check_ptr(size, "size")?;
         state::wait_until(|st| Ok(st.bsend_pending_done()))?;
@@ -642,12 +642,12 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_flush() -> c_int {
-    api("MPI_Buffer_flush", Target::World, || state::wait_until(|st| Ok(st.bsend_pending_done())))
+    api("MPI_Buffer_flush", Target::NoComm, || state::wait_until(|st| Ok(st.bsend_pending_done())))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    api("MPI_Buffer_iflush", Target::World, || {
+    api("MPI_Buffer_iflush", Target::NoComm, || {
         check_ptr(request, "request")?;
         // Buffered sends progress on their own; flushing completes when they do.
         state::wait_until(|st| Ok(st.bsend_pending_done()))?;

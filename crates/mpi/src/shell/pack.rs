@@ -87,7 +87,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> R<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Aint, position: *mut MPI_Aint) -> c_int {
-    api("MPI_Pack_external", Target::World, || {
+    api("MPI_Pack_external", Target::NoComm, || {
         check_datarep(datarep)?;
         check_ptr(position, "position")?;
         let n = check_count(incount)?;
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn PMPI_Pack_external(datarep: *const c_char, inbuf: *cons
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: MPI_Aint, position: *mut MPI_Aint, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype) -> c_int {
-    api("MPI_Unpack_external", Target::World, || {
+    api("MPI_Unpack_external", Target::NoComm, || {
         check_datarep(datarep)?;
         check_ptr(position, "position")?;
         let n = check_count(outcount)?;
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn PMPI_Unpack_external(datarep: *const c_char, inbuf: *co
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: MPI_Datatype, size: *mut MPI_Aint) -> c_int {
-    api("MPI_Pack_external_size", Target::World, || {
+    api("MPI_Pack_external_size", Target::NoComm, || {
         check_datarep(datarep)?;
         check_ptr(size, "size")?;
         let n = check_count(incount)?;

@@ -193,7 +193,7 @@ fn status_error(s: &MPI_Status) -> R<()> {
 /// The error-handler target of a request (its communicator's handler).
 unsafe fn req_target(request: *const MPI_Request) -> Target {
     if request.is_null() {
-        return Target::World;
+        return Target::NoComm;
     }
     let h = *request;
     Target::Comm(state::with(|st| Ok(st.request_comm(h))).unwrap_or(MPI_COMM_WORLD))
@@ -202,12 +202,12 @@ unsafe fn req_target(request: *const MPI_Request) -> Target {
 /// The target for an array of requests: the first one's communicator.
 unsafe fn reqs_target(count: c_int, reqs: *const MPI_Request) -> Target {
     if count <= 0 || reqs.is_null() {
-        return Target::World;
+        return Target::NoComm;
     }
     let hs = std::slice::from_raw_parts(reqs, count as usize);
     match hs.iter().find(|&&h| h != MPI_REQUEST_NULL) {
         Some(h) => req_target(h),
-        None => Target::World,
+        None => Target::NoComm,
     }
 }
 
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn PMPI_Testsome(incount: c_int, array_of_requests: *mut M
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
-    api("MPI_Request_free", Target::World, || {
+    api("MPI_Request_free", Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = *request;
         if h == MPI_REQUEST_NULL {
@@ -492,7 +492,7 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    api("MPI_Request_get_status", Target::World, || {
+    api("MPI_Request_get_status", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         let (done, s) = request_status(request)?;
         *flag = done as c_int;
@@ -545,7 +545,7 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_all(count: c_int, array_of_requests: *const MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Request_get_status_all", Target::World, || {
+    api("MPI_Request_get_status_all", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         let reqs = reqs_slice(count, array_of_requests as *mut MPI_Request)?;
         let mut sts = Vec::new();
@@ -567,7 +567,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status_all(count: c_int, array_of_requ
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_any(count: c_int, array_of_requests: *const MPI_Request, indx: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-    api("MPI_Request_get_status_any", Target::World, || {
+    api("MPI_Request_get_status_any", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         check_ptr(indx, "indx")?;
         let reqs = reqs_slice(count, array_of_requests as *mut MPI_Request)?;
@@ -593,7 +593,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status_any(count: c_int, array_of_requ
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Request_get_status_some(incount: c_int, array_of_requests: *const MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    api("MPI_Request_get_status_some", Target::World, || {
+    api("MPI_Request_get_status_some", Target::NoComm, || {
         check_ptr(outcount, "outcount")?;
         let reqs = reqs_slice(incount, array_of_requests as *mut MPI_Request)?;
         let mut n = 0;
@@ -617,7 +617,7 @@ pub unsafe extern "C" fn PMPI_Request_get_status_some(incount: c_int, array_of_r
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
-    api("MPI_Cancel", Target::World, || {
+    api("MPI_Cancel", Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = *request;
         let greq = state::with(|st| {
@@ -683,7 +683,7 @@ pub fn start_persistent(h: MPI_Request) -> R<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
-    api("MPI_Start", Target::World, || {
+    api("MPI_Start", Target::NoComm, || {
         check_ptr(request, "request")?;
         start_persistent(*request)
     })
@@ -691,7 +691,7 @@ pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
-    api("MPI_Startall", Target::World, || {
+    api("MPI_Startall", Target::NoComm, || {
         let reqs = reqs_slice(count, array_of_requests)?;
         for &h in reqs.iter() {
             start_persistent(h)?;
@@ -719,7 +719,7 @@ fn count_in(bytes: i64, size: u64) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    api("MPI_Get_count", Target::World, || {
+    api("MPI_Get_count", Target::NoComm, || {
         check_ptr(status, "status")?;
         check_ptr(count, "count")?;
         let dt = state::with(|st| st.dtype(datatype))?;
@@ -738,7 +738,7 @@ fn elements(status: *const MPI_Status, datatype: MPI_Datatype) -> R<i64> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    api("MPI_Get_elements", Target::World, || {
+    api("MPI_Get_elements", Target::NoComm, || {
         check_ptr(count, "count")?;
         let e = elements(status, datatype)?;
         *count = if e > c_int::MAX as i64 { MPI_UNDEFINED } else { e as c_int };
@@ -748,7 +748,7 @@ pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    api("MPI_Get_elements_x", Target::World, || {
+    api("MPI_Get_elements_x", Target::NoComm, || {
         check_ptr(count, "count")?;
         *count = elements(status, datatype)?;
         Ok(())
@@ -771,17 +771,17 @@ fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) -> c_int {
-    api("MPI_Status_set_elements", Target::World, || set_elements(status, datatype, count as i64))
+    api("MPI_Status_set_elements", Target::NoComm, || set_elements(status, datatype, count as i64))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
-    api("MPI_Status_set_elements_x", Target::World, || set_elements(status, datatype, count))
+    api("MPI_Status_set_elements_x", Target::NoComm, || set_elements(status, datatype, count))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
-    api("MPI_Status_set_cancelled", Target::World, || {
+    api("MPI_Status_set_cancelled", Target::NoComm, || {
         check_ptr(status, "status")?;
         set_cancelled(&mut *status, flag != 0);
         Ok(())
@@ -790,7 +790,7 @@ pub unsafe extern "C" fn PMPI_Status_set_cancelled(status: *mut MPI_Status, flag
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
-    api("MPI_Test_cancelled", Target::World, || {
+    api("MPI_Test_cancelled", Target::NoComm, || {
         check_ptr(status, "status")?;
         check_ptr(flag, "flag")?;
         *flag = is_cancelled(&*status) as c_int;
@@ -802,7 +802,7 @@ macro_rules! status_field {
     ($get:ident, $set:ident, $gname:expr, $sname:expr, $field:ident) => {
         #[no_mangle]
         pub unsafe extern "C" fn $get(status: *const MPI_Status, out: *mut c_int) -> c_int {
-            api($gname, Target::World, || {
+            api($gname, Target::NoComm, || {
                 check_ptr(status, "status")?;
                 check_ptr(out, "output")?;
                 *out = (*status).$field;
@@ -811,7 +811,7 @@ macro_rules! status_field {
         }
         #[no_mangle]
         pub unsafe extern "C" fn $set(status: *mut MPI_Status, v: c_int) -> c_int {
-            api($sname, Target::World, || {
+            api($sname, Target::NoComm, || {
                 check_ptr(status, "status")?;
                 (*status).$field = v;
                 Ok(())
@@ -834,7 +834,7 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
     extra_state: *mut c_void,
     request: *mut MPI_Request,
 ) -> c_int {
-    api("MPI_Grequest_start", Target::World, || {
+    api("MPI_Grequest_start", Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let r = st.rt.engine.external_request();
@@ -847,7 +847,7 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Grequest_complete(request: MPI_Request) -> c_int {
-    api("MPI_Grequest_complete", Target::World, || {
+    api("MPI_Grequest_complete", Target::NoComm, || {
         state::with(|st| {
             let r = match st.reqs.get(request) {
                 Some(ReqEntry::Greq { r, .. }) => *r,

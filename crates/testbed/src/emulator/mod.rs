@@ -31,6 +31,7 @@ pub struct Options {
 }
 
 struct ActiveMonitor {
+    id: u64,
     file: String,
     stop_ms: Arc<AtomicU64>,
     writer: JoinHandle<std::io::Result<Vec<DirTotals>>>,
@@ -46,7 +47,8 @@ struct Daemon {
     state: State,
     dirs: Vec<Arc<DirShared>>,
     threads: Vec<JoinHandle<()>>,
-    monitor: Option<ActiveMonitor>,
+    monitors: Vec<ActiveMonitor>,
+    next_monitor_id: u64,
     capture: Option<ActiveCapture>,
     memory_locked: bool,
 }
@@ -111,7 +113,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     let sock_path = state::control_socket();
     let _ = std::fs::remove_file(&sock_path);
     let listener = UnixListener::bind(&sock_path).map_err(|e| format!("{}: {e}", sock_path.display()))?;
-    let mut daemon = Daemon { state, dirs, threads, monitor: None, capture: None, memory_locked };
+    let mut daemon = Daemon { state, dirs, threads, monitors: Vec::new(), next_monitor_id: 1, capture: None, memory_locked };
     if let Some(file) = daemon.state.monitor_file.clone() {
         let reply = daemon.monitor_start(file.to_string_lossy().into_owned());
         if reply["ok"] != true {
@@ -160,7 +162,7 @@ impl Daemon {
                 control::ok(serde_json::json!({}))
             }
             Request::MonitorStart { file } => self.monitor_start(file),
-            Request::MonitorStop => self.monitor_stop(),
+            Request::MonitorStop { file } => self.monitor_stop(file.as_deref()),
             Request::CaptureStart { file, dirs, snaplen, at } => self.capture_start(file, &dirs, snaplen, at),
             Request::CaptureStop => self.capture_stop(),
             Request::Shutdown => unreachable!(),
@@ -211,7 +213,7 @@ impl Daemon {
             "memory_locked": self.memory_locked,
             "dirs": dirs,
             "tun_devices": tuns,
-            "monitor": self.monitor.as_ref().map(|m| m.file.clone()),
+            "monitors": self.monitors.iter().map(|m| m.file.clone()).collect::<Vec<_>>(),
             "capture": self.capture.as_ref().map(|c| c.file.clone()),
         }))
     }
@@ -228,8 +230,14 @@ impl Daemon {
             for (k, v) in settings {
                 let r = if k == "cut" {
                     match v.as_str() {
-                        "true" | "1" | "yes" => Ok(p.cut = true),
-                        "false" | "0" | "no" => Ok(p.cut = false),
+                        "true" | "1" | "yes" => {
+                            p.cut = true;
+                            Ok(())
+                        }
+                        "false" | "0" | "no" => {
+                            p.cut = false;
+                            Ok(())
+                        }
                         _ => Err(format!("cut={v}: use true or false")),
                     }
                 } else {
@@ -250,9 +258,11 @@ impl Daemon {
     }
 
     fn monitor_start(&mut self, file: String) -> Reply {
-        if let Some(m) = &self.monitor {
-            return control::err(format!("a monitor is already recording to {}", m.file));
+        if self.monitors.iter().any(|m| m.file == file) {
+            return control::err(format!("a monitor is already recording to {file}"));
         }
+        let id = self.next_monitor_id;
+        self.next_monitor_id += 1;
         let (tx, rx) = sync_channel(CHANNEL_DEPTH);
         let start_ms = rt::mono_ns() / MS;
         let stop_ms = Arc::new(AtomicU64::new(0));
@@ -267,17 +277,28 @@ impl Daemon {
         let writer = std::thread::spawn(move || monitor::write_csv(&path, &headers, start_ms, rx, move || stop.load(Ordering::SeqCst)));
         for d in &self.dirs {
             let tx = tx.clone();
-            d.update(|c| c.monitor = Some(tx));
+            d.update(|c| c.monitors.push((id, tx)));
         }
-        self.monitor = Some(ActiveMonitor { file: file.clone(), stop_ms, writer });
+        self.monitors.push(ActiveMonitor { id, file: file.clone(), stop_ms, writer });
         control::ok(serde_json::json!({ "file": file }))
     }
 
-    fn monitor_stop(&mut self) -> Reply {
-        let Some(m) = self.monitor.take() else { return control::err("no monitor is recording") };
+    /// Stop the recording to `file`, or the only one (or the latest) if None.
+    fn monitor_stop(&mut self, file: Option<&str>) -> Reply {
+        let index = match file {
+            Some(f) => self.monitors.iter().position(|m| m.file == f),
+            None => self.monitors.len().checked_sub(1),
+        };
+        let Some(index) = index else {
+            return control::err(match file {
+                Some(f) => format!("no monitor is recording to {f}"),
+                None => "no monitor is recording".to_string(),
+            });
+        };
+        let m = self.monitors.remove(index);
         m.stop_ms.store(rt::mono_ns() / MS + 1, Ordering::SeqCst);
         for d in &self.dirs {
-            d.update(|c| c.monitor = None);
+            d.update(|c| c.monitors.retain(|(id, _)| *id != m.id));
         }
         match m.writer.join() {
             Ok(Ok(totals)) => control::ok(serde_json::json!({ "file": m.file, "totals": totals })),
@@ -338,7 +359,16 @@ impl Daemon {
     }
 
     fn shutdown(&mut self) -> Reply {
-        let monitor = if self.monitor.is_some() { Some(self.monitor_stop()) } else { None };
+        // The recording started by `up --monitor` is the one `down` reports.
+        let up_file = self.state.monitor_file.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let mut monitor = None;
+        while let Some(m) = self.monitors.last() {
+            let file = m.file.clone();
+            let reply = self.monitor_stop(Some(&file));
+            if Some(&file) == up_file.as_ref() {
+                monitor = Some(reply);
+            }
+        }
         if self.capture.is_some() {
             self.capture_stop();
         }

