@@ -347,6 +347,8 @@ static void bench_init(int *argc, char ***argv)
 {
     CHK(MPI_Init(argc, argv));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* Errors not tied to a communicator are raised on MPI_COMM_SELF. */
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     CHK(MPI_Comm_rank(MPI_COMM_WORLD, &bx_rank));
     CHK(MPI_Comm_size(MPI_COMM_WORLD, &bx_size));
     CHK(MPI_Comm_dup(MPI_COMM_WORLD, &bx_ctl));

@@ -6,8 +6,8 @@ each MPI's own compiler wrapper, runs each with that MPI's own launcher, and
 writes markdown tables (one column per MPI) to bench/RESULTS.md with the
 command, the date, the machine and its load. Run from anywhere:
 
-    python3 bench/run.py                  # everything (about 5 minutes)
-    python3 bench/run.py --quick          # smoke run, about a minute
+    python3 bench/run.py                  # everything (5-10 minutes)
+    python3 bench/run.py --quick          # smoke run, a few minutes at most
     python3 bench/run.py --only p2p --impls gridmpi,mpich
 
 Only a full run (no --quick, --only, --impls) writes bench/RESULTS.md and
@@ -467,7 +467,7 @@ def main():
     # Arguments of each program: (reps, ms per rep).
     prog_args = {
         "p2p": ["--reps", "3", "--rep-ms", "3"] if q else ["--reps", "11", "--rep-ms", "30"],
-        "coll": ["--reps", "3", "--rep-ms", "4"] if q else ["--reps", "7", "--rep-ms", "30"],
+        "coll": ["--reps", "3", "--rep-ms", "4", "--max-size", "128k"] if q else ["--reps", "7", "--rep-ms", "30"],
         "oversub": ["--reps", "3", "--rep-ms", "30"] if q else ["--reps", "7", "--rep-ms", "150"],
     }
     ncores = os.cpu_count() or 1
@@ -610,27 +610,29 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
             w("\n")
         else:
             w("## Oversubscribed: %d ranks on %d CPUs\n\n" % (nranks, info["nproc"]))
-            w("Time per operation (us, lower is better). ring: per hop of an 8-byte token; p2pbarrier: "
-              "a dissemination barrier of 0-byte MPI_Sendrecv; barrier: MPI_Barrier; compute: one step of "
-              "the halo benchmark's compute kernel on every rank at once, no communication (the floor "
-              "for halo); halo: one step of compute + exchange of 4 KiB with both neighbours.\n\n")
+            w("Time per operation (us, lower is better). ring: per hop of an 8-byte token around all ranks; "
+              "p2pbarrier: a dissemination barrier of 0-byte MPI_Sendrecv; barrier: MPI_Barrier; halo: one "
+              "step of a compute kernel (the same work for every MPI) then an exchange of 4 KiB with both "
+              "neighbours; kernel CPU: the CPU time of one kernel step (thread CPU time, so load does not "
+              "change it); ideal: kernel CPU x ranks / CPUs, the shortest a halo step can be if waiting "
+              "costs no CPU.\n\n")
             rows = [("ring", 8, "ring hop (8 B)"), ("p2pbarrier", 0, "p2p barrier"), ("barrier", 0, "MPI_Barrier"),
-                    ("compute", 4096, "compute only"), ("halo", 4096, "halo step")]
-            head = ["benchmark"] + [IMPL_NAME[k] for k in impls]
-            if "gridmpi" in impls and len(impls) > 1:
-                head.append("GridMPI / best peer")
+                    ("halo", 4096, "halo step"), ("compute", 4096, "kernel CPU per step"),
+                    ("ideal", 4096, "ideal halo step")]
+            with_ratio = "gridmpi" in impls and len(impls) > 1
+            head = ["benchmark"] + [IMPL_NAME[k] for k in impls] + (["GridMPI / best peer"] if with_ratio else [])
             w("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
             for b, s, label in rows:
                 row = [label] + [cell(sec.get(k), b, s, False) for k in impls]
-                if len(head) > len(impls) + 1:
-                    row.append(ratio_cell(sec, impls, b, s, False))
+                if with_ratio:
+                    row.append(ratio_cell(sec, impls, b, s, False) if b not in ("compute", "ideal") else "")
                 w("| " + " | ".join(row) + " |\n")
             eff = []
             for k in impls:
-                h, c = med(sec.get(k), "halo", 4096), med(sec.get(k), "compute", 4096)
+                h, c = med(sec.get(k), "halo", 4096), med(sec.get(k), "ideal", 4096)
                 eff.append("%.2f" % (h / c) if h and c else "-")
-            w("| halo / compute (1 = waiting cost no CPU) | " + " | ".join(eff) +
-              (" | |" if len(head) > len(impls) + 1 else " |") + "\n\n")
+            w("| halo step / ideal (1 = waiting costs no CPU) | " + " | ".join(eff) +
+              (" | |" if with_ratio else " |") + "\n\n")
 
     w("## Transports\n\n")
     w("| MPI | shared memory run | TCP run |\n|---|---|---|\n")

@@ -640,7 +640,7 @@ fn extern_decls(ff: &[FFunction]) -> Result<String, String> {
         }
         let ret = if f.func.ret == "void" { String::new() } else { format!(" -> {}", rust_type(&f.func.ret)?) };
         for prefix in ["MPI_", "PMPI_"] {
-            let _ = writeln!(out, "    fn {prefix}{}({}){ret};", f.func.stem(), ps.join(", "));
+            let _ = writeln!(out, "    pub fn {prefix}{}({}){ret};", f.func.stem(), ps.join(", "));
         }
     }
     out.push_str("}\n");
@@ -948,8 +948,8 @@ fn fortran_declarations(template: &str, funcs: &[Function], t: &FortranTable) ->
 pub fn render_mpif_h(template: &str, funcs: &[Function], t: &FortranTable, version: &str) -> Result<String, String> {
     let mut out = String::new();
     out.push_str("! mpif.h: GridMPI's Fortran definitions (MPICH ABI).\n");
-    let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and abi/fortran.txt; do not edit.");
-    out.push_str("! Valid in fixed and free source form.\n");
+    let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and");
+    out.push_str("! abi/fortran.txt; do not edit. Fixed and free source form.\n");
     for l in fortran_declarations(template, funcs, t)? {
         let _ = writeln!(out, "      {l}");
     }
@@ -961,8 +961,8 @@ pub fn render_mpif_h(template: &str, funcs: &[Function], t: &FortranTable, versi
 pub fn render_mpi_module(template: &str, funcs: &[Function], t: &FortranTable, version: &str) -> Result<String, String> {
     let mut out = String::new();
     out.push_str("! The `mpi` module of GridMPI (MPICH ABI).\n");
-    let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and abi/fortran.txt; do not edit.");
-    out.push_str("! Build with the program's Fortran compiler: FC -c mpi.f90\n");
+    let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and");
+    out.push_str("! abi/fortran.txt; do not edit. Build: FC -c mpi.f90\n");
     out.push_str("      MODULE MPI\n      IMPLICIT NONE\n");
     for l in fortran_declarations(template, funcs, t)? {
         let _ = writeln!(out, "      {l}");

@@ -80,7 +80,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "",
         scope: Scope::Library,
-        help: "comma-separated debug channels printed to stderr (conn, proto, pmi, all)",
+        help: "comma-separated debug channels printed to stderr: conn (bootstrap, connections, transports), all",
     },
     // ---- launcher ------------------------------------------------------
     Setting {

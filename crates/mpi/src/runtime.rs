@@ -210,6 +210,7 @@ impl Runtime {
             let mut t = t;
             t.set_auth(job_tag, secret);
             t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
+            t.connect_timeout = Duration::from_micros(config.micros("GRIDMPI_TCP_CONNECT_TIMEOUT").unwrap_or(30_000_000));
             t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
             tcp = Some(t);
         }
@@ -581,6 +582,13 @@ impl Runtime {
         if let Some(t) = self.tcp.as_mut() {
             if t.backlog() > 0 {
                 t.flush_all(&mut self.engine, &self.ep).map_err(|e| Fatal(e.to_string()))?;
+                // Frames wait for a connection: make sure it cannot wait forever.
+                if let Err(e) = t.check_timeouts(&self.ep) {
+                    return Err(match e.peer {
+                        Some(p) => self.fatal_peer(p, &e.message),
+                        None => Fatal(e.to_string()),
+                    });
+                }
             }
         }
         Ok(did)

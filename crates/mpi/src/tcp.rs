@@ -92,6 +92,8 @@ struct Conn {
     addrs: Vec<SocketAddrV4>,
     /// A Data frame whose payload is being read straight into user memory.
     direct: Option<Direct>,
+    /// When the connection was opened (connect or accept).
+    opened: std::time::Instant,
 }
 
 /// Large Data payloads skip the connection buffer: they are read with
@@ -145,6 +147,8 @@ pub struct Tcp {
     pub rcvbuf: Option<usize>,
     /// Set when the job is finishing: peers closing connections is normal.
     pub finalizing: bool,
+    /// Give up on a connection not established after this long.
+    pub connect_timeout: std::time::Duration,
 }
 
 fn set_nonblocking_nodelay(fd: RawFd) {
@@ -215,6 +219,7 @@ impl Tcp {
             sndbuf: None,
             rcvbuf: None,
             finalizing: false,
+            connect_timeout: std::time::Duration::from_secs(30),
         })
     }
 
@@ -287,6 +292,7 @@ impl Tcp {
             writable_armed: false,
             addrs,
             direct: None,
+            opened: std::time::Instant::now(),
         };
         let idx = self.insert_conn(conn);
         self.peers[peer as usize].conn = Some(idx);
@@ -363,6 +369,7 @@ impl Tcp {
                 writable_armed: false,
                 addrs: Vec::new(),
                 direct: None,
+                opened: std::time::Instant::now(),
             };
             let raw = conn.fd.as_raw_fd();
             let idx = self.insert_conn(conn);
@@ -802,6 +809,27 @@ impl Tcp {
             if !self.peers[p].out.is_empty() && self.peers[p].established {
                 self.flush_peer(p as Pid, engine, ep)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Fail connections we opened that are still not established after the
+    /// timeout; drop incoming ones that never completed the handshake.
+    pub fn check_timeouts(&mut self, ep: &sys::Epoll) -> Result<(), TransportError> {
+        for idx in 0..self.conns.len() {
+            let Some(c) = self.conns[idx].as_mut() else { continue };
+            if c.state == State::Established || c.state == State::Dead || c.opened.elapsed() < self.connect_timeout {
+                continue;
+            }
+            if c.connector {
+                let addrs: Vec<String> = c.addrs.iter().map(|a| a.to_string()).collect();
+                return Err(terr(
+                    c.peer,
+                    format!("no connection after {:?} (trying {}; is the host reachable and the rank alive?)", self.connect_timeout, addrs.join(", ")),
+                ));
+            }
+            c.state = State::Dead;
+            self.reap(idx, ep);
         }
         Ok(())
     }

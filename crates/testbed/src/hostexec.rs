@@ -103,7 +103,13 @@ pub fn enter_host(host: &str) -> Result<(), String> {
         return Err(format!("no host '{host}' in the grid (hosts: {})", names.join(" ")));
     }
     let hosts_file = state::hosts_file(host);
-    netns::enter(&netns::host_ns(host)).map_err(|e| e.to_string())?;
+    netns::enter(&netns::host_ns(host)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            format!("{e}: entering a host needs CAP_SYS_ADMIN (run as root)")
+        } else {
+            e.to_string()
+        }
+    })?;
     // SAFETY: unshare/mount/sethostname take valid C strings that live
     // across each call; the process is single-threaded here, which
     // unshare(CLONE_NEWNS) requires.
