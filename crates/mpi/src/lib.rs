@@ -15,6 +15,7 @@ pub mod shm;
 pub mod state;
 pub mod sys;
 pub mod tcp;
+pub mod trace;
 
 /// The exported MPI_X entry points (each calls PMPI_X) and the functions of
 /// unavailable features, generated from abi/functions.txt by build.rs.

@@ -100,6 +100,8 @@ pub struct Runtime {
     debug_conn: bool,
     /// Some peer is reached over TCP: poll the sockets while progressing.
     tcp_routes: bool,
+    /// Records the TCP history of connections when tracing is on.
+    pub tracer: Option<crate::trace::Tracer>,
 }
 
 // SAFETY: the runtime is only used under the global lock; the raw pointers
@@ -340,6 +342,7 @@ impl Runtime {
             );
         }
         let tcp_routes = routes.iter().any(|&r| r == Route::Tcp);
+        let tracer = crate::trace::Tracer::from_config(&config, me, &card.host)?;
         Ok(Runtime {
             engine,
             me,
@@ -358,6 +361,7 @@ impl Runtime {
             scratch_runs: Vec::new(),
             debug_conn,
             tcp_routes,
+            tracer,
         })
     }
 
@@ -400,7 +404,27 @@ impl Runtime {
             }
             any = true;
         }
+        self.observe(any);
         Ok(any)
+    }
+
+    /// Hand connection events to the tracer and let it sample.
+    fn observe(&mut self, busy: bool) {
+        let Some(tr) = self.tracer.as_mut() else {
+            if let Some(t) = self.tcp.as_mut() {
+                t.events.clear();
+            }
+            return;
+        };
+        if let Some(t) = self.tcp.as_mut() {
+            for ev in t.events.drain(..) {
+                match ev {
+                    tcp::ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.cards[peer as usize].host),
+                    tcp::ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
+                }
+            }
+        }
+        tr.tick(busy);
     }
 
     /// Before sleeping: tell shm peers to ring our doorbell, and check once
@@ -604,6 +628,10 @@ impl Runtime {
     pub fn close(&mut self) {
         if let Some(t) = self.tcp.as_mut() {
             t.close_all(&self.ep);
+        }
+        self.observe(false);
+        if let Some(tr) = self.tracer.as_mut() {
+            tr.finish();
         }
     }
 

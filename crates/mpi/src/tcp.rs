@@ -41,6 +41,15 @@ const STATUS_WRONG_JOB: u32 = 2;
 pub const CONN_TOKEN_BASE: u64 = 16;
 pub const LISTEN_TOKEN: u64 = 2;
 
+/// Something the runtime's observers (the tracer) may want to know.
+#[derive(Debug, Clone, Copy)]
+pub enum ConnEvent {
+    /// An authenticated connection to `peer` is ready on `fd`.
+    Opened { peer: Pid, fd: RawFd },
+    /// The established connection to `peer` on `fd` is going away.
+    Closed { peer: Pid, fd: RawFd },
+}
+
 #[derive(Debug)]
 pub struct TransportError {
     pub peer: Option<Pid>,
@@ -149,6 +158,8 @@ pub struct Tcp {
     pub finalizing: bool,
     /// Give up on a connection not established after this long.
     pub connect_timeout: std::time::Duration,
+    /// Connection events not yet taken by the runtime.
+    pub events: Vec<ConnEvent>,
 }
 
 fn set_nonblocking_nodelay(fd: RawFd) {
@@ -220,6 +231,7 @@ impl Tcp {
             rcvbuf: None,
             finalizing: false,
             connect_timeout: std::time::Duration::from_secs(30),
+            events: Vec::new(),
         })
     }
 
@@ -413,6 +425,9 @@ impl Tcp {
             let _ = ep.delete(c.fd.as_raw_fd());
             if let Some(p) = c.peer {
                 let link = &mut self.peers[p as usize];
+                if link.established && link.conn == Some(idx) {
+                    self.events.push(ConnEvent::Closed { peer: p, fd: c.fd.as_raw_fd() });
+                }
                 if link.conn == Some(idx) {
                     link.conn = None;
                     link.established = false;
@@ -761,6 +776,8 @@ impl Tcp {
         c.hs_out.extend_from_slice(&proof);
         c.state = State::Established;
         write_some(c)?;
+        let fd = c.fd.as_raw_fd();
+        self.events.push(ConnEvent::Opened { peer, fd });
         self.peers[peer as usize].established = true;
         self.flush_peer(peer, engine, ep)?;
         self.update_interest(idx, ep);
@@ -781,6 +798,8 @@ impl Tcp {
         }
         let c = self.conns[idx].as_mut().unwrap();
         c.state = State::Established;
+        let fd = c.fd.as_raw_fd();
+        self.events.push(ConnEvent::Opened { peer, fd });
         self.peers[peer as usize].established = true;
         self.flush_peer(peer, engine, ep)?;
         self.update_interest(idx, ep);
@@ -837,6 +856,9 @@ impl Tcp {
     /// Close every connection (at finalize).
     pub fn close_all(&mut self, ep: &sys::Epoll) {
         for c in self.conns.iter_mut().flatten() {
+            if let (State::Established, Some(p)) = (&c.state, c.peer) {
+                self.events.push(ConnEvent::Closed { peer: p, fd: c.fd.as_raw_fd() });
+            }
             let _ = ep.delete(c.fd.as_raw_fd());
         }
         self.conns.clear();
