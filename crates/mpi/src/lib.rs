@@ -4,6 +4,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 pub mod auth;
+pub mod clustermap;
 pub mod errors;
 pub mod exported;
 pub mod ffi;

@@ -6,6 +6,7 @@
 //! the caller (state.rs): poll briefly, then sleep in epoll until a socket,
 //! a shared-memory doorbell or another thread wakes us.
 
+use crate::clustermap::{self, ClusterMap, MapSource, TopologyFile};
 use crate::shm::{Inbox, PeerInbox};
 use crate::sys::{self, Doorbell, Epoll};
 use crate::tcp::{self, Tcp};
@@ -29,12 +30,14 @@ pub struct Card {
     pub os_pid: u32,
     pub port: u16,
     pub addrs: Vec<Ipv4Addr>,
+    /// The cluster name the launcher gave this rank (empty if none).
+    pub cluster: String,
 }
 
 impl Card {
     fn encode(&self) -> String {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
-        format!("v1;{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","))
+        format!("v1;{};{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","), self.cluster)
     }
 
     fn decode(s: &str) -> Option<Card> {
@@ -47,7 +50,8 @@ impl Card {
         let os_pid = it.next()?.parse().ok()?;
         let port = it.next()?.parse().ok()?;
         let addrs = it.next()?.split(',').filter(|a| !a.is_empty()).map(|a| a.parse().ok()).collect::<Option<Vec<_>>>()?;
-        Some(Card { host, host_key, os_pid, port, addrs })
+        let cluster = it.next().unwrap_or("").to_string();
+        Some(Card { host, host_key, os_pid, port, addrs, cluster })
     }
 }
 
@@ -62,8 +66,6 @@ struct ShmState {
     inbox: Inbox,
     /// Local pids in local-index order.
     local: Vec<Pid>,
-    /// For each pid: Some(local index) when on this host.
-    local_index: Vec<Option<usize>>,
     /// Mapped inboxes of local peers, by pid.
     peers: Vec<Option<PeerInbox>>,
     /// Frames waiting for room in a peer's ring, by pid.
@@ -102,6 +104,8 @@ pub struct Runtime {
     tcp_routes: bool,
     /// Records the TCP history of connections when tracing is on.
     pub tracer: Option<crate::trace::Tracer>,
+    /// Which cluster every rank is in, and the WAN between clusters.
+    pub map: ClusterMap,
 }
 
 // SAFETY: the runtime is only used under the global lock; the raw pointers
@@ -135,9 +139,6 @@ fn local_ipv4_addrs() -> Vec<Ipv4Addr> {
     out
 }
 
-fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(40).collect()
-}
 
 impl Runtime {
     /// Bootstrap: PMI, addresses, locality, transports.
@@ -188,6 +189,7 @@ impl Runtime {
             os_pid: sys::getpid(),
             port: tcp.as_ref().map_or(0, |t| t.port()),
             addrs,
+            cluster: config.text("GRIDMPI_CLUSTER").replace(';', "_"),
         };
         let mut cards = vec![card.clone(); size as usize];
         if size > 1 {
@@ -216,6 +218,8 @@ impl Runtime {
             t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
             tcp = Some(t);
         }
+
+        let map = build_map(&config, &mut pmi, me, &cards, tcp.as_ref().map(|t| t.port()))?;
 
         // Locality.
         let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
@@ -299,7 +303,6 @@ impl Runtime {
             shm = Some(ShmState {
                 inbox,
                 local: local.clone(),
-                local_index: local_index.clone(),
                 peers,
                 backlog: (0..size).map(|_| VecDeque::new()).collect(),
                 backlog_len: 0,
@@ -323,6 +326,9 @@ impl Runtime {
                         addrs.retain(|a| !a.ip().is_loopback());
                     }
                     t.set_peer_addrs(r, addrs);
+                    if let Some(tuning) = wan_tuning(&config, &map, me, r) {
+                        t.set_tuning(r, tuning);
+                    }
                     engine.set_peer_params(
                         r,
                         PeerParams {
@@ -337,8 +343,13 @@ impl Runtime {
         }
         if debug_conn {
             eprintln!(
-                "gridmpi[{me}]: host {} key {} local ranks {:?} shm {} spin {:?}",
-                card.host, card.host_key, local, use_shm, spin
+                "gridmpi[{me}]: host {} key {} local ranks {:?} shm {} spin {:?}; {}",
+                card.host,
+                card.host_key,
+                local,
+                use_shm,
+                spin,
+                map.describe()
             );
         }
         let tcp_routes = routes.iter().any(|&r| r == Route::Tcp);
@@ -362,6 +373,7 @@ impl Runtime {
             debug_conn,
             tcp_routes,
             tracer,
+            map,
         })
     }
 
@@ -421,6 +433,7 @@ impl Runtime {
                 match ev {
                     tcp::ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.cards[peer as usize].host),
                     tcp::ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
+                    tcp::ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
                 }
             }
         }
@@ -673,6 +686,156 @@ fn write_to_ring(s: &mut ShmState, t: Transmit, engine: &mut Engine) -> Option<T
         engine.transmitted(r);
     }
     None
+}
+
+/// The cluster map from the topology file, the launcher's cluster names, or
+/// discovery (see clustermap.rs).
+fn build_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], port: Option<u16>) -> Result<ClusterMap, String> {
+    let n = cards.len();
+    let hosts: Vec<String> = cards.iter().map(|c| c.host.clone()).collect();
+    let mut map = match config.text("GRIDMPI_TOPOLOGY") {
+        "" => {
+            if cards.iter().any(|c| !c.cluster.is_empty()) {
+                let names: Vec<String> =
+                    cards.iter().map(|c| if c.cluster.is_empty() { "default".to_string() } else { c.cluster.clone() }).collect();
+                ClusterMap::from_names(&names, MapSource::Launcher)
+            } else {
+                let mut keys: Vec<&str> = cards.iter().map(|c| c.host_key.as_str()).collect();
+                keys.sort();
+                keys.dedup();
+                let discover = match config.text("GRIDMPI_CLUSTER_DISCOVERY") {
+                    "on" => true,
+                    "off" => false,
+                    _ => keys.len() > 1,
+                };
+                if discover && keys.len() > 1 && port.is_some() {
+                    discover_map(config, pmi, me, cards)?
+                } else {
+                    ClusterMap::single(n)
+                }
+            }
+        }
+        path => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("GRIDMPI_TOPOLOGY: cannot read {path}: {e}"))?;
+            let t = TopologyFile::parse(&text).map_err(|e| format!("GRIDMPI_TOPOLOGY {path}: {e}"))?;
+            t.map(&hosts, path)?
+        }
+    };
+    let bw = match config.text("GRIDMPI_WAN_BANDWIDTH") {
+        "" => None,
+        v => Some(clustermap::parse_rate(v).map_err(|e| format!("GRIDMPI_WAN_BANDWIDTH: {e}"))?),
+    };
+    let rtt = match config.text("GRIDMPI_WAN_DELAY") {
+        "" => None,
+        v => Some(clustermap::parse_duration(v).map_err(|e| format!("GRIDMPI_WAN_DELAY: {e}"))? * 2),
+    };
+    map.set_uniform_wan(bw, rtt);
+    Ok(map)
+}
+
+/// One rank per host (the lowest) times TCP handshakes with one rank of every
+/// other host; all share the results through PMI and group hosts alike.
+fn discover_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card]) -> Result<ClusterMap, String> {
+    let mut keys: Vec<&str> = Vec::new();
+    for c in cards {
+        if !keys.contains(&c.host_key.as_str()) {
+            keys.push(&c.host_key);
+        }
+    }
+    let leader_of = |k: &str| cards.iter().position(|c| c.host_key == k).unwrap() as Pid;
+    let leaders: Vec<Pid> = keys.iter().map(|k| leader_of(k)).collect();
+    if leaders.contains(&me) {
+        let mut row = Vec::new();
+        for &l in &leaders {
+            if l == me {
+                continue;
+            }
+            let c = &cards[l as usize];
+            let best = c
+                .addrs
+                .iter()
+                .filter(|a| !a.is_loopback())
+                .filter_map(|a| handshake_time(SocketAddrV4::new(*a, c.port)))
+                .min();
+            if let Some(t) = best {
+                row.push(format!("{l}:{}", t.as_micros()));
+            }
+        }
+        pmi.put("rtt", &row.join(",")).map_err(|e| format!("PMI put: {e}"))?;
+    }
+    pmi.put("rtt-done", "1").map_err(|e| format!("PMI put: {e}"))?;
+    pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+    let mut rtt = vec![vec![None; leaders.len()]; leaders.len()];
+    for (i, &l) in leaders.iter().enumerate() {
+        let v = get_when_there(pmi, l, "rtt")?;
+        for part in v.split(',').filter(|p| !p.is_empty()) {
+            let (peer, us) = part.split_once(':').ok_or("malformed RTT report")?;
+            let (peer, us): (Pid, u64) = (peer.parse().map_err(|_| "bad rtt")?, us.parse().map_err(|_| "bad rtt")?);
+            if let Some(j) = leaders.iter().position(|&x| x == peer) {
+                rtt[i][j] = Some(Duration::from_micros(us));
+            }
+        }
+    }
+    let threshold = Duration::from_micros(config.micros("GRIDMPI_CLUSTER_RTT").unwrap_or(1000));
+    let host_cluster = clustermap::cluster_hosts(&rtt, threshold);
+    let names: Vec<String> = cards
+        .iter()
+        .map(|c| format!("cluster{}", host_cluster[keys.iter().position(|k| *k == c.host_key).unwrap()]))
+        .collect();
+    let mut map = ClusterMap::from_names(&names, MapSource::Discovered);
+    // The WAN RTT between two clusters: the smallest measured between their hosts.
+    for i in 0..leaders.len() {
+        for j in 0..leaders.len() {
+            let (a, b) = (host_cluster[i] as usize, host_cluster[j] as usize);
+            if a != b {
+                if let Some(t) = rtt[i][j] {
+                    let l = &mut map.links[a][b];
+                    l.rtt = Some(l.rtt.map_or(t, |x| x.min(t)));
+                }
+            }
+        }
+    }
+    Ok(map)
+}
+
+/// The smallest of three TCP handshake times to `addr` (connect() until
+/// writable: one round trip), or None if it does not answer.
+fn handshake_time(addr: SocketAddrV4) -> Option<Duration> {
+    (0..3).filter_map(|_| {
+        let start = std::time::Instant::now();
+        let s = std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_millis(500)).ok()?;
+        let t = start.elapsed();
+        drop(s);
+        Some(t)
+    })
+    .min()
+}
+
+/// Socket options for the connection to `peer`, when it crosses a WAN.
+fn wan_tuning(config: &Config, map: &ClusterMap, me: Pid, peer: Pid) -> Option<tcp::Tuning> {
+    let link = map.wan_between(me, peer)?;
+    let bdp = match (link.bandwidth_bps, link.rtt) {
+        (Some(bw), Some(rtt)) => Some((bw as f64 / 8.0 * rtt.as_secs_f64()) as u64),
+        _ => None,
+    };
+    let cc = match config.text("GRIDMPI_TCP_CC") {
+        "auto" | "" => vec!["cubic".to_string(), "reno".to_string()],
+        v => vec![v.to_string()],
+    };
+    let rto_min_us = Some(config.micros("GRIDMPI_TCP_RTO_MIN").unwrap_or(5_000).min(u32::MAX as u64) as u32);
+    let rto_max_ms = Some(match config.micros("GRIDMPI_TCP_RTO_MAX") {
+        Some(us) => (us / 1000).max(1) as u32,
+        None => link.rtt.map_or(1000, |r| (r.as_millis() as u32 * 20).max(1000)),
+    });
+    let notsent_lowat = match config.size("GRIDMPI_TCP_NOTSENT_LOWAT") {
+        Some(v) => Some(v.min(u32::MAX as u64) as u32),
+        None => Some(bdp.map_or(128 * 1024, |b| (b / 2).max(64 * 1024)).min(u32::MAX as u64) as u32),
+    };
+    let buf = match config.size("GRIDMPI_TCP_WAN_BUFFER") {
+        Some(v) => Some(v as usize),
+        None => bdp.map(|b| (4 * b).max(256 * 1024) as usize),
+    };
+    Some(tcp::Tuning { cc, rto_min_us, rto_max_ms, notsent_lowat, sndbuf: buf, rcvbuf: buf })
 }
 
 /// Wait until every rank in `ranks` has reached this point, through PMI.

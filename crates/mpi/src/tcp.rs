@@ -42,12 +42,76 @@ pub const CONN_TOKEN_BASE: u64 = 16;
 pub const LISTEN_TOKEN: u64 = 2;
 
 /// Something the runtime's observers (the tracer) may want to know.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum ConnEvent {
     /// An authenticated connection to `peer` is ready on `fd`.
     Opened { peer: Pid, fd: RawFd },
     /// The established connection to `peer` on `fd` is going away.
     Closed { peer: Pid, fd: RawFd },
+    /// A socket option was applied to the connection with `peer`.
+    Tuned { peer: Pid, option: &'static str, value: String },
+}
+
+/// Socket options for the connection to one peer (WAN connections get them
+/// from the cluster map; see runtime.rs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tuning {
+    /// Congestion control algorithms to try in order.
+    pub cc: Vec<String>,
+    pub rto_min_us: Option<u32>,
+    pub rto_max_ms: Option<u32>,
+    pub notsent_lowat: Option<u32>,
+    pub sndbuf: Option<usize>,
+    pub rcvbuf: Option<usize>,
+}
+
+// Linux socket options newer than the libc crate's constants.
+const TCP_RTO_MAX_MS: libc::c_int = 44;
+const TCP_RTO_MIN_US: libc::c_int = 45;
+
+fn setsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: an int option on a socket we own.
+    let r = unsafe { libc::setsockopt(fd, level, opt, &v as *const _ as *const libc::c_void, 4) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Apply `t` to `fd`; returns what was done, for the trace and debugging.
+fn apply_tuning(fd: RawFd, t: &Tuning) -> Vec<(&'static str, String)> {
+    let mut done = Vec::new();
+    let mut int = |name: &'static str, level, opt, v: Option<i64>| {
+        if let Some(v) = v {
+            let r = setsockopt_int(fd, level, opt, v.min(i32::MAX as i64) as libc::c_int);
+            done.push((name, match r {
+                Ok(()) => v.to_string(),
+                Err(e) => format!("{v} failed: {e}"),
+            }));
+        }
+    };
+    int("SO_SNDBUF", libc::SOL_SOCKET, libc::SO_SNDBUF, t.sndbuf.map(|v| v as i64));
+    int("SO_RCVBUF", libc::SOL_SOCKET, libc::SO_RCVBUF, t.rcvbuf.map(|v| v as i64));
+    int("TCP_RTO_MIN_US", libc::IPPROTO_TCP, TCP_RTO_MIN_US, t.rto_min_us.map(|v| v as i64));
+    int("TCP_RTO_MAX_MS", libc::IPPROTO_TCP, TCP_RTO_MAX_MS, t.rto_max_ms.map(|v| v as i64));
+    int("TCP_NOTSENT_LOWAT", libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, t.notsent_lowat.map(|v| v as i64));
+    if !t.cc.is_empty() {
+        let mut tried = Vec::new();
+        for cc in &t.cc {
+            // SAFETY: a byte string option on a socket we own.
+            let r = unsafe {
+                libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr() as *const libc::c_void, cc.len() as u32)
+            };
+            if r == 0 {
+                tried.push(cc.clone());
+                break;
+            }
+            tried.push(format!("{cc} failed: {}", io::Error::last_os_error()));
+        }
+        done.push(("TCP_CONGESTION", tried.join("; ")));
+    }
+    done
 }
 
 #[derive(Debug)]
@@ -160,6 +224,8 @@ pub struct Tcp {
     pub connect_timeout: std::time::Duration,
     /// Connection events not yet taken by the runtime.
     pub events: Vec<ConnEvent>,
+    /// Socket options per peer (None: kernel defaults).
+    tuning: Vec<Option<Tuning>>,
 }
 
 fn set_nonblocking_nodelay(fd: RawFd) {
@@ -232,7 +298,68 @@ impl Tcp {
             finalizing: false,
             connect_timeout: std::time::Duration::from_secs(30),
             events: Vec::new(),
+            tuning: vec![None; npeers],
         })
+    }
+
+    /// Socket options for the connection with `peer`. Buffer sizes also go on
+    /// the listening socket (accepted sockets inherit them at the handshake,
+    /// which is when the window scale is fixed).
+    pub fn set_tuning(&mut self, peer: Pid, t: Tuning) {
+        let lfd = self.listener.as_raw_fd();
+        let cur = |opt| {
+            let mut v: libc::c_int = 0;
+            let mut l = 4 as libc::socklen_t;
+            // SAFETY: reading an int option of our listening socket.
+            unsafe { libc::getsockopt(lfd, libc::SOL_SOCKET, opt, &mut v as *mut _ as *mut libc::c_void, &mut l) };
+            v as usize
+        };
+        if let Some(b) = t.rcvbuf {
+            if cur(libc::SO_RCVBUF) < b {
+                let _ = setsockopt_int(lfd, libc::SOL_SOCKET, libc::SO_RCVBUF, b.min(i32::MAX as usize) as libc::c_int);
+            }
+        }
+        self.tuning[peer as usize] = Some(t);
+    }
+
+    fn tune(&mut self, peer: Pid, fd: RawFd) {
+        if let Some(t) = &self.tuning[peer as usize] {
+            for (option, value) in apply_tuning(fd, t) {
+                self.events.push(ConnEvent::Tuned { peer, option, value });
+            }
+        }
+    }
+
+    /// Cap the sending rate of the connection with `peer` (None: uncapped).
+    /// Returns false if there is no established connection.
+    pub fn set_pacing(&mut self, peer: Pid, bytes_per_sec: Option<u64>) -> bool {
+        let Some(idx) = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established) else {
+            return false;
+        };
+        let Some(c) = self.conns[idx].as_ref() else { return false };
+        let v: u64 = bytes_per_sec.unwrap_or(u64::MAX);
+        // SAFETY: a u64 option (the kernel accepts 32 or 64 bits) on our socket.
+        let r = unsafe {
+            libc::setsockopt(c.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v as *const u64 as *const libc::c_void, 8)
+        };
+        let value = match (bytes_per_sec, r) {
+            (Some(b), 0) => format!("{:.1} Mbit/s", b as f64 * 8.0 / 1e6),
+            (None, 0) => "unlimited".to_string(),
+            (_, _) => format!("failed: {}", io::Error::last_os_error()),
+        };
+        self.events.push(ConnEvent::Tuned { peer, option: "SO_MAX_PACING_RATE", value });
+        r == 0
+    }
+
+    /// Bytes written to the socket of `peer` but not yet sent (TCP_INFO's
+    /// notsent bytes), or None without a connection.
+    pub fn unsent_bytes(&self, peer: Pid) -> Option<u32> {
+        let idx = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established)?;
+        let c = self.conns[idx].as_ref()?;
+        let mut v: libc::c_int = 0;
+        // SAFETY: SIOCOUTQNSD writes an int.
+        let r = unsafe { libc::ioctl(c.fd.as_raw_fd(), 0x894B /* SIOCOUTQNSD */, &mut v) };
+        (r == 0).then_some(v.max(0) as u32)
     }
 
     /// Set the job identity and secret (known only after the PMI exchange).
@@ -289,6 +416,7 @@ impl Tcp {
         set_nonblocking_nodelay(fd.as_raw_fd());
         set_buf(fd.as_raw_fd(), libc::SO_SNDBUF, self.sndbuf);
         set_buf(fd.as_raw_fd(), libc::SO_RCVBUF, self.rcvbuf);
+        self.tune(peer, fd.as_raw_fd());
         let mut nonce_c = [0u8; 16];
         sys::random_bytes(&mut nonce_c).map_err(|e| terr(Some(peer), format!("getrandom: {e}")))?;
         let conn = Conn {
@@ -460,6 +588,9 @@ impl Tcp {
                 }
                 c.fd = unsafe { OwnedFd::from_raw_fd(fd) };
                 set_nonblocking_nodelay(fd);
+                if let Some(p) = peer {
+                    self.tune(p, fd);
+                }
                 return self.start_connect(idx, ep);
             }
             let peer = c.peer.unwrap();
@@ -722,6 +853,8 @@ impl Tcp {
         if status == STATUS_OK {
             c.peer = Some(from);
             c.state = State::AwaitProof;
+            let fd = c.fd.as_raw_fd();
+            self.tune(from, fd);
             // Our own attempt (if any, we are the higher pid) will be refused.
             let link = &mut self.peers[from as usize];
             if let Some(old) = link.conn.replace(idx) {

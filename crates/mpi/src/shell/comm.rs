@@ -486,10 +486,9 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
 }
 
 impl State {
-    /// The cluster (site) index of a process. Without a cluster map every
-    /// process is in cluster 0.
-    pub fn cluster_of(&self, _pid: u32) -> u32 {
-        0
+    /// The cluster (site) index of a process (see clustermap.rs).
+    pub fn cluster_of(&self, pid: u32) -> u32 {
+        self.rt.map.cluster_of(pid)
     }
 }
 

@@ -24,6 +24,14 @@ fn init(required: c_int) -> R<c_int> {
     let world_group = Arc::new(Group { pids: (0..size).collect() });
     let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
     world.name = "MPI_COMM_WORLD".into();
+    // The cluster map, readable with MPI_Comm_get_info(MPI_COMM_WORLD).
+    let my_cluster = rt.map.cluster_of(me);
+    world.info = vec![
+        ("gridmpi_cluster".into(), rt.map.names[my_cluster as usize].clone()),
+        ("gridmpi_cluster_index".into(), my_cluster.to_string()),
+        ("gridmpi_clusters".into(), rt.map.clusters().to_string()),
+        ("gridmpi_cluster_map".into(), rt.map.describe()),
+    ];
     let mut selfc = Comm::new(2, Arc::new(Group { pids: vec![me] }), 0, MPI_ERRORS_ARE_FATAL);
     selfc.name = "MPI_COMM_SELF".into();
     let st = State {
