@@ -4,7 +4,7 @@
 CARGO    ?= cargo
 BUILD    := build
 RELEASE  := target/release
-PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi
+PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed
 
 .PHONY: all build test test-unit test-c test-compat test-testbed demo bench clean
 
@@ -23,9 +23,10 @@ build:
 	ln -sf gridmpirun $(BUILD)/bin/mpiexec
 	ln -sf gridmpirun $(BUILD)/bin/mpirun
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
-	@# testbed: added when it lands
+	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
+	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit test-c test-compat
+test: build test-unit test-c test-compat test-testbed
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -35,6 +36,10 @@ test-c: build
 
 test-compat: build
 	bash tests/compat/run.sh
+
+# Needs root (network namespaces); says what is missing otherwise.
+test-testbed: build
+	bash tests/testbed/run.sh
 
 demo: build
 	bash demo/run.sh

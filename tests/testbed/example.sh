@@ -6,8 +6,8 @@
 #   tests/testbed/example.sh [OUTDIR]      (default /tmp/gridmpi-testbed-example)
 #
 # Runs MPICH (pip's, at /opt/peers/mpich) through mpiexec with the testbed as
-# its ssh launcher, then the same program under GridMPI's gridmpirun if it is
-# built (build/bin/gridmpirun).
+# its ssh launcher, then the same program under GridMPI's gridmpirun, then
+# the program built with GridMPI's own library, if they are built (build/).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TB=${GRIDMPI_TESTBED:-$ROOT/target-testbed/release/gridmpi-testbed}
@@ -32,5 +32,12 @@ if [ -x "$ROOT/build/bin/gridmpirun" ]; then
     "$TB" monitor -o "$OUT/gridmpirun.csv" --title "gridmpirun, same program, same grid" -- \
         "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
         -genv MPIR_CVAR_CH4_NETMOD ofi -genv FI_PROVIDER tcp "$OUT/alltoall" 65536 20
+fi
+if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ] && [ -e "$ROOT/build/lib/libmpi.so.12" ]; then
+    echo "== GridMPI: its own library (build/bin/mpicc) under gridmpirun"
+    "$ROOT/build/bin/mpicc" -O2 -o "$OUT/alltoall-gridmpi" "$ROOT/tests/testbed/mpi_hello.c"
+    "$TB" monitor -o "$OUT/gridmpi.csv" --title "GridMPI library, same program, same grid" -- \
+        "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        "$OUT/alltoall-gridmpi" 65536 20 || echo "(the GridMPI library run failed; see its messages above)"
 fi
 "$TB" status | sed -n '/^link/,$p'

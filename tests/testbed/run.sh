@@ -14,7 +14,12 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE="$ROOT/tests/testbed"
-TB=${GRIDMPI_TESTBED:-$ROOT/target-testbed/release/gridmpi-testbed}
+# The binary: $GRIDMPI_TESTBED, else the installed one (make build), else the
+# testbed's own target directory (built if missing).
+if [ -n "${GRIDMPI_TESTBED:-}" ]; then TB=$GRIDMPI_TESTBED
+elif [ -x "$ROOT/build/bin/gridmpi-testbed" ]; then TB=$ROOT/build/bin/gridmpi-testbed
+else TB=$ROOT/target-testbed/release/gridmpi-testbed
+fi
 MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
 OMPI=${OMPI_PREFIX:-/opt/peers/openmpi}
 WORK=$(mktemp -d /tmp/gridmpi-testbed-test.XXXXXX)
@@ -295,6 +300,9 @@ if [ -x "$OMPI/bin/mpicc" ]; then
         --prtemca plm_ssh_agent "$AGENT" -H $HOSTS -n 8 --mca btl tcp,self --mca pml ob1 \
         "$WORK/hello_ompi" 65536 5 >"$WORK/ompi.out" 2>&1
     mpi_check "Open MPI mpirun --prtemca plm_ssh_agent gridmpi-testbed-ssh" "$WORK/ompi.out"
+    out=$(timeout 60 "$TB" exec h0 -- "$OMPI/bin/mpirun" --allow-run-as-root --map-by node \
+        --mca plm_rsh_agent "$AGENT" -H $HOSTS -n 8 hostname 2>/dev/null | sort | tr '\n' ' ')
+    [ "$out" = "h0 h1 h2 h3 h4 h5 h6 h7 " ] && pass "Open MPI --mca plm_rsh_agent (the Open MPI 4 name) works too" || fail "plm_rsh_agent: $out"
 else
     skip "Open MPI not found at $OMPI"
 fi
@@ -347,7 +355,7 @@ else
     pass "no process left (host processes, iperf3 daemon, emulator)"
 fi
 [ "$(sysctl -n net.ipv4.tcp_allowed_congestion_control)" = "$CC_BEFORE" ] && pass "tcp_allowed_congestion_control restored ($CC_BEFORE)" || fail "sysctl not restored"
-[ ! -e /run/gridmpi-testbed/state.json ] && pass "state removed" || fail "state file left"
+[ ! -e /run/gridmpi-testbed ] && pass "state directory removed" || fail "left: $(ls /run/gridmpi-testbed)"
 
 # ---------------------------------------------------------------- 12. a spec file: 3 clusters in a chain
 OWN_GRID=1

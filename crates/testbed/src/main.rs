@@ -227,8 +227,12 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
         }
         Cmd::Down { force } => {
             match netsetup::down(force)? {
-                None => println!("no grid was up; nothing to do"),
+                None => {
+                    state::remove_dir();
+                    println!("no grid is up")
+                }
                 Some((state, monitor)) => {
+                    state::remove_dir();
                     println!("grid removed: {} namespaces, the emulator and the sysctl change", state.namespaces.len());
                     if let (Some(file), Some(m)) = (&state.monitor_file, monitor) {
                         finish_monitor(file, &m, None, None);

@@ -305,6 +305,7 @@ pub fn up(grid: Grid, opts: UpOptions) -> Result<State, String> {
         eprintln!("gridmpi-testbed: up failed, removing what was made");
         let _ = teardown(&state, false);
         state::remove_files();
+        state::remove_dir();
         return Err(e);
     }
     Ok(state)
@@ -417,9 +418,17 @@ pub fn down(force: bool) -> Result<Option<(State, Option<serde_json::Value>)>, S
         }
         let empty = State::new(Grid { clusters: vec![], links: vec![], cc: None });
         teardown(&empty, true)?;
+        println!("removed namespaces no grid recorded: {}", stray.join(", "));
         return Ok(None);
     };
     let monitor = teardown(&state, force)?;
+    let others = stray_namespaces(&state.namespaces);
+    if !others.is_empty() {
+        eprintln!(
+            "gridmpi-testbed: note: namespaces that look like ours but that this grid did not make are left: {} (`down --force` removes them)",
+            others.join(", ")
+        );
+    }
     let left = stray_namespaces(&[]).into_iter().filter(|n| state.namespaces.contains(n)).collect::<Vec<_>>();
     if !left.is_empty() {
         return Err(format!("could not remove: {}", left.join(", ")));

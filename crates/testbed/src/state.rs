@@ -123,3 +123,11 @@ pub fn remove_files() {
         let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
     }
 }
+
+/// After `down`: remove the log, the lock and the directory itself, so that
+/// nothing `up` made is left (call with the lock released).
+pub fn remove_dir() {
+    let _ = std::fs::remove_file(emulator_log());
+    let _ = std::fs::remove_file(dir().join("lock"));
+    let _ = std::fs::remove_dir(dir());
+}

@@ -422,6 +422,13 @@ pub fn run(
             let n = unsafe { libc::read(input.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, BUF_LEN) };
             if n <= 0 {
                 pool.push(buf);
+                let e = std::io::Error::last_os_error();
+                if n < 0 && !matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) {
+                    // The TUN device is gone (its namespace was deleted under
+                    // us): stop rather than spin at real-time priority.
+                    *shared.scheduling.lock().unwrap() = format!("STOPPED: reading the link's TUN device failed: {e}");
+                    return;
+                }
                 break;
             }
             read += 1;
@@ -506,6 +513,10 @@ pub fn run(
         let ready = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, timeout_ptr, std::ptr::null()) };
         if let (0, Some(t)) = (ready, target) {
             wake.observe(mono_ns().saturating_sub(t));
+        }
+        if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+            *shared.scheduling.lock().unwrap() = "STOPPED: the link's TUN device went away".into();
+            return;
         }
         if fds[1].revents & libc::POLLIN != 0 {
             let mut v: u64 = 0;
