@@ -4,9 +4,11 @@
 CARGO    ?= cargo
 BUILD    := build
 RELEASE  := target/release
-PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed
+PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran
+# Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
+MPIFC    ?= gfortran
 
-.PHONY: all build test test-unit test-c test-compat test-testbed demo bench clean
+.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed demo bench clean
 
 all: build
 
@@ -19,20 +21,33 @@ build:
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpi.so
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so.12
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so
+	install -m 755 $(RELEASE)/libmpifort.so $(BUILD)/lib/libmpifort.so.12
+	ln -sf libmpifort.so.12 $(BUILD)/lib/libmpifort.so
+	ln -sf libmpifort.so.12 $(BUILD)/lib/libmpichfort.so.12
+	ln -sf libmpifort.so.12 $(BUILD)/lib/libmpichfort.so
 	install -m 755 $(RELEASE)/gridmpirun $(BUILD)/bin/gridmpirun
 	ln -sf gridmpirun $(BUILD)/bin/mpiexec
 	ln -sf gridmpirun $(BUILD)/bin/mpirun
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
+	install -m 755 crates/fortran/scripts/mpifort $(BUILD)/bin/
+	ln -sf mpifort $(BUILD)/bin/mpif90
+	ln -sf mpifort $(BUILD)/bin/mpif77
+	@if command -v $(MPIFC) >/dev/null 2>&1; then \
+	    $(MPIFC) -c $(BUILD)/include/mpi.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi.o && rm -f $(BUILD)/include/mpi.o; \
+	else echo "no Fortran compiler ($(MPIFC)): the mpi module is not built"; fi
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit test-c test-compat test-testbed
+test: build test-unit test-c test-fortran test-compat test-testbed
 
 test-unit:
 	$(CARGO) test --release --workspace
 
 test-c: build
 	python3 tests/run.py
+
+test-fortran: build
+	python3 tests/fortran/run.py
 
 test-compat: build
 	bash tests/compat/run.sh

@@ -245,10 +245,11 @@ struct plan {
     int reps;
 };
 
-/* Warm-up and calibration: four timed batches, the fastest per-iteration
- * time (max over ranks) is the estimate. The first batch is 1 iteration
- * (it also makes any connection the benchmark needs); the others are as
- * large as fits in half a rep, at most `batch`. An operation slower than
+/* Warm-up and calibration: four timed batches; the per-iteration time of
+ * the last (max over ranks) is the estimate. The first batch is 1
+ * iteration (it also makes any connection the benchmark needs); each next
+ * one is as large as fits in half a rep by the latest estimate, at most
+ * `batch`, so a lucky fast batch cannot make a rep last much too long. An operation slower than
  * 1 s stops the warm-up early, gets at most 3 reps of iters_min iterations,
  * so one very slow MPI cannot stall the whole run. Iterations per rep:
  * --rep-ms / estimate, clamped to [iters_min, iters_max], rounded up to a
@@ -260,8 +261,7 @@ static struct plan warm_up(loop_fn loop, void *ctx, long batch, long iters_min, 
     long b = 1;
     for (int k = 0; k < 4; k++) {
         ctl_barrier();
-        double x = ctl_max(loop(ctx, b)) / (double)b;
-        per = x < per ? x : per;
+        per = ctl_max(loop(ctx, b)) / (double)b;
         if (per > 1.0)
             break;
         double fit = 0.5 * rep_s / per;

@@ -40,6 +40,7 @@ import argparse
 import datetime
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -157,19 +158,55 @@ class Impl:
 
 # ---------------------------------------------------------------- TCP check
 
-class TcpWatcher(threading.Thread):
-    """Samples `ss -tinpH` while a job runs and keeps, per socket owned by a
-    process named `comm`, the largest bytes_received seen. The sum over those
-    sockets is the TCP payload the ranks received (sampled, so the last
-    fraction of a second before a socket closes can be missed)."""
+class JobWatcher(threading.Thread):
+    """Samples a running job every `period` seconds:
+    - the CPU ticks of every process of the job (its session, which the
+      launcher leads, and their descendants), largest seen per process, since
+      not every launcher reaps its ranks in a way getrusage() would count;
+    - with `comm`, `ss -tinpH`: per TCP socket owned by a process named
+      `comm`, the largest bytes_received. The sum over those sockets is the
+      TCP payload the ranks received (sampled, so the last fraction of a
+      second before a socket closes can be missed)."""
 
-    def __init__(self, comm, period=0.25):
+    def __init__(self, sid, comm=None, period=0.25):
         super().__init__(daemon=True)
-        self.comm = comm[:15]
+        self.sid = sid
+        self.comm = comm[:15] if comm else None
         self.period = period
         self.stop_flag = threading.Event()
         self.sockets = {}
-        self.ok = shutil.which("ss") is not None
+        self.ticks = {}
+        self.ok = comm is not None and shutil.which("ss") is not None
+
+    def sample_procs(self):
+        members = {self.sid}
+        table = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            f2 = st[st.rindex(")") + 2:].split()
+            table[int(d)] = (int(f2[1]), int(f2[3]), int(f2[11]) + int(f2[12]))  # ppid, session, ticks
+        for pid, (ppid, sess, _) in table.items():
+            if sess == self.sid:
+                members.add(pid)
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, _, _) in table.items():
+                if ppid in members and pid not in members:
+                    members.add(pid)
+                    grew = True
+        for pid in members:
+            if pid in table and table[pid][2] > self.ticks.get(pid, 0):
+                self.ticks[pid] = table[pid][2]
+
+    def cpu_seconds(self):
+        return sum(self.ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def sample(self):
         try:
@@ -194,11 +231,14 @@ class TcpWatcher(threading.Thread):
                         self.sockets[key] = v
 
     def run(self):
-        while self.ok and not self.stop_flag.is_set():
-            self.sample()
+        while not self.stop_flag.is_set():
+            self.sample_procs()
+            if self.ok:
+                self.sample()
             self.stop_flag.wait(self.period)
 
     def stop(self):
+        """Stops sampling; returns the TCP payload seen (None without ss)."""
         self.stop_flag.set()
         self.join(10)
         return sum(self.sockets.values()) if self.ok else None
@@ -239,12 +279,12 @@ def run_job(impl, nranks, mode, prog, prog_args, timeout, watch_tcp, rawlog):
     shown = " ".join("%s=%s" % kv for kv in extra_env.items())
     shown = (shown + " " if shown else "") + " ".join(shlex.quote(c) for c in cmd)
     log("  %-8s %s" % (impl.key, shown))
-    watcher = TcpWatcher(prog) if watch_tcp else None
+    busy0, ru0 = cpu_ticks(), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=impl.env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, start_new_session=True, cwd=BENCH_DIR)
-    if watcher:
-        watcher.start()
+    watcher = JobWatcher(proc.pid, prog if watch_tcp else None)
+    watcher.start()
     status = "ok"
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -262,19 +302,26 @@ def run_job(impl, nranks, mode, prog, prog_args, timeout, watch_tcp, rawlog):
                 continue
         out, _ = proc.communicate()
     elapsed = time.time() - t0
-    tcp_bytes = watcher.stop() if watcher else None
+    tcp_bytes = watcher.stop()
+    busy1, ru1 = cpu_ticks(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    ours = max((ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime), watcher.cpu_seconds())
+    machine = (busy1 - busy0) / os.sysconf("SC_CLK_TCK")
+    ncpu = os.cpu_count() or 1
+    others = max(0.0, 100.0 * (machine - ours) / (elapsed * ncpu)) if elapsed > 0 else 0.0
+    ours_pct = 100.0 * ours / (elapsed * ncpu) if elapsed > 0 else 0.0
     if status == "ok" and proc.returncode != 0:
         status = "exit status %d" % proc.returncode
-    rawlog.write("### %s | ranks=%d | %s | %s | %s | %.1f s\n$ %s\n%s\n" %
-                 (impl.name, nranks, mode, prog, status, elapsed, shown, out))
+    rawlog.write("### %s | ranks=%d | %s | %s | %s | %.1f s | CPU: job %.0f%%, other processes %.0f%%\n$ %s\n%s\n" %
+                 (impl.name, nranks, mode, prog, status, elapsed, ours_pct, others, shown, out))
     rawlog.flush()
     res = parse_output(out)
-    res.update(status=status, elapsed=elapsed, command=shown, tcp_bytes=tcp_bytes)
+    res.update(status=status, elapsed=elapsed, command=shown, tcp_bytes=tcp_bytes, others=others,
+               ours=ours_pct)
     if status != "ok":
         tail = [l for l in out.strip().splitlines() if not l.startswith(("RESULT", "INFO"))][-8:]
         res["tail"] = tail
-    log("           %s, %.1f s, %d results%s%s" % (
-        status, elapsed, len(res["results"]),
+    log("           %s, %.1f s, CPU: job %.0f%%, others %.0f%%, %d results%s%s" % (
+        status, elapsed, ours_pct, others, len(res["results"]),
         ", %d errors" % len(res["errors"]) if res["errors"] else "",
         ", unsupported: %s" % ",".join(sorted(res["unsupported"])) if res["unsupported"] else ""))
     return res
@@ -282,27 +329,44 @@ def run_job(impl, nranks, mode, prog, prog_args, timeout, watch_tcp, rawlog):
 
 # ---------------------------------------------------------------- machine
 
-def cpu_busy(seconds=2.0):
-    """Share of all CPUs busy (any process) over `seconds`, in percent."""
-    def snap():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        return sum(v), idle
-    a = snap()
+def cpu_ticks():
+    """Busy (non-idle, non-iowait) clock ticks of all CPUs since boot."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[:8]) - v[3] - v[4]
+
+
+def proc_ticks():
+    """{pid: (comm, utime + stime ticks)} of every process."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        f2 = st[st.rindex(")") + 2:].split()
+        out[int(d)] = (comm, int(f2[11]) + int(f2[12]))
+    return out
+
+
+def cpu_busy(seconds=2.0, top=0):
+    """Share of the whole machine busy over `seconds`, in percent, and (with
+    top) the `top` processes that used the most CPU meanwhile."""
+    a, pa = cpu_ticks(), proc_ticks() if top else {}
+    t0 = time.time()
     time.sleep(seconds)
-    b = snap()
-    tot = b[0] - a[0]
-    return 100.0 * (1 - (b[1] - a[1]) / tot) if tot > 0 else 0.0
-
-
-def top_processes(n=4):
-    try:
-        out = subprocess.run(["ps", "-eo", "pcpu,etime,comm", "--sort=-pcpu", "--no-headers"],
-                             stdout=subprocess.PIPE, text=True, timeout=10).stdout
-        return [" ".join(l.split()) for l in out.splitlines()[:n]]
-    except (OSError, subprocess.SubprocessError):
-        return []
+    b, pb = cpu_ticks(), proc_ticks() if top else {}
+    hz = os.sysconf("SC_CLK_TCK")
+    span = (time.time() - t0) * (os.cpu_count() or 1)
+    busy = min(100.0, 100.0 * (b - a) / hz / span) if span > 0 else 0.0
+    if not top:
+        return busy
+    used = sorted(((t - pa[p][1], c) for p, (c, t) in pb.items() if p in pa and t > pa[p][1]), reverse=True)
+    return busy, ["%s %.0f%%" % (c, 100.0 * d / hz / (span / (os.cpu_count() or 1))) for d, c in used[:top]]
 
 
 def machine_info():
@@ -509,9 +573,9 @@ def main():
 
     started = datetime.datetime.now()
     load_before = uptime()
-    busy_before = cpu_busy(2)
-    top_before = top_processes()
-    log("load: %s; CPU busy over 2 s before start: %.0f%%" % (load_before, busy_before))
+    busy_before, top_before = cpu_busy(3, top=5)
+    log("load: %s; machine busy over 3 s before start: %.0f%% (%s)" % (load_before, busy_before,
+                                                                      ", ".join(top_before)))
 
     runs = {}  # section key -> impl -> result
     busy_during = []
@@ -564,10 +628,14 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     for k in impls:
         extra = " (%s)" % source if k == "gridmpi" else " (pip, %s)" % objs_prefix(args, k)
         w("| %s | %s%s |\n" % (IMPL_NAME[k], versions[k], extra))
-    w("| load before | `%s`; CPU busy over 2 s before start: %.0f%% |\n" % (load_before, busy_before))
-    w("| busiest processes at start | %s |\n" % "; ".join("`%s`" % p for p in top_before))
+    w("| load before | `%s`; machine busy over 3 s before start: %.0f%% |\n" % (load_before, busy_before))
+    w("| busiest processes then (%% of one CPU) | %s |\n" % ("; ".join("`%s`" % p for p in top_before) or "-"))
+    others = [r["others"] for sec in runs.values() for r in sec.values()]
+    if others:
+        w("| CPU taken by other processes during the jobs (%% of the machine; min / median / max over jobs) "
+          "| %.0f%% / %.0f%% / %.0f%% |\n" % (min(others), sorted(others)[len(others) // 2], max(others)))
     if busy_during:
-        w("| CPU busy between jobs (1 s samples) | %s |\n" % ", ".join("%.0f%%" % b for b in busy_during))
+        w("| machine busy between jobs (1 s samples) | %s |\n" % ", ".join("%.0f%%" % b for b in busy_during))
     w("| load after | `%s` |\n" % load_after)
     w("| repetitions | %s |\n\n" % "; ".join(
         "%s: %s reps of about %s ms" % (p, prog_args[p][1], prog_args[p][3]) for p in parts))
@@ -676,6 +744,17 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
             for b, msg in sorted(res["unsupported"].items()):
                 failures.append("- %s, %s, %d ranks: %s unsupported (`%s`)\n" % (IMPL_NAME[k], prog, nranks, b,
                                                                                  msg.strip()))
+    w("## Jobs\n\n")
+    w("CPU: the job's own processes, and every other process on the machine meanwhile (the load from "
+      "other users), each in % of all CPUs, over the job's wall time.\n\n")
+    w("| program | ranks | transport | MPI | status | seconds | CPU job | CPU others |\n"
+      "|---|---|---|---|---|---|---|---|\n")
+    for key, nranks, mode, prog in jobs:
+        for k, res in runs.get(key, {}).items():
+            w("| %s | %d | %s | %s | %s | %.1f | %.0f%% | %.0f%% |\n" % (
+                prog, nranks, mode, IMPL_NAME[k], res["status"], res["elapsed"], res["ours"], res["others"]))
+    w("\n")
+
     w("## Failures and unsupported operations\n\n")
     w("".join(failures) if failures else "None.\n")
     w("\n")

@@ -48,4 +48,8 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=mpi");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpifort.so.12");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,defs");
+    // libmpi.so.12 is installed beside libmpifort.so.12: find it there even
+    // when the program's own run path does not cover it (a linker with
+    // --as-needed drops -lmpi from programs that call only Fortran symbols).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
 }

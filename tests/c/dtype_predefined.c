@@ -180,7 +180,9 @@ int main(int argc, char **argv)
     MPI_Type_size(m, &sz);
     CHECK(sz == 16, "Type_match_size(COMPLEX, 16) gave a type of size %d", sz);
 
-    /* Type_get_value_index (MPI 4.1): the predefined pair types. */
+    /* Type_get_value_index (MPI 4.1): the predefined pair types. Open MPI
+     * 5.0.11 does not have it. */
+#if !TU_PEER_OPENMPI
     MPI_Datatype p = MPI_DATATYPE_NULL;
     CHECK_MPI(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &p));
     CHECK(p == MPI_DOUBLE_INT, "Type_get_value_index(DOUBLE, INT) is not MPI_DOUBLE_INT");
@@ -188,6 +190,7 @@ int main(int argc, char **argv)
     CHECK(p == MPI_2INT, "Type_get_value_index(INT, INT) is not MPI_2INT");
     CHECK_MPI(MPI_Type_get_value_index(MPI_SHORT, MPI_INT, &p));
     CHECK(p == MPI_SHORT_INT, "Type_get_value_index(SHORT, INT) is not MPI_SHORT_INT");
+#endif
 
     MPI_Finalize();
     return test_finish();

@@ -1,4 +1,4 @@
-/* gridmpi-test: ranks=2,4 timeout=30 exitcode=7 stderr='rank 1' */
+/* gridmpi-test: ranks=2,4 min-ranks=2 timeout=30 exitcode=7 stderr='rank 1' gridmpi-stderr='MPI_Abort.*rank 1' */
 /*
  * MPI_Abort(MPI_COMM_WORLD, 7) from rank 1 ends the whole job, including the
  * ranks blocked in a receive that will never be matched; the launcher exits

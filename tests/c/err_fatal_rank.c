@@ -1,4 +1,4 @@
-/* gridmpi-test: ranks=2,4 timeout=30 expect=fail gridmpi-stderr='MPI_Recv.*rank 1.*rank' */
+/* gridmpi-test: ranks=2,4 min-ranks=2 timeout=30 expect=fail gridmpi-stderr='MPI_Recv.*rank 1.*rank' */
 /*
  * Default error handler on a derived communicator (inherited
  * MPI_ERRORS_ARE_FATAL): rank 1 receives from rank = size on a duplicate of

@@ -1,4 +1,4 @@
-/* gridmpi-test: ranks=2,4 timeout=30 expect=fail gridmpi-stderr='MPI_Send.*rank 0.*tag' */
+/* gridmpi-test: ranks=2,4 min-ranks=2 timeout=30 expect=fail gridmpi-stderr='MPI_Send.*rank 0.*tag' */
 /*
  * Default error handler (MPI_ERRORS_ARE_FATAL): rank 0 sends with tag -5;
  * the whole job ends with a failure, including the ranks blocked in a receive

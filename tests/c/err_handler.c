@@ -83,11 +83,14 @@ int main(int argc, char **argv)
     CHECK(got == MPI_ERRORS_RETURN, "Comm_get_errhandler after setting MPI_ERRORS_RETURN");
     MPI_Errhandler_free(&got);
 
-    /* Deprecated names. */
+    /* Names removed in MPI 3.0 that the MPICH ABI still exports (Open MPI's
+     * header no longer declares them). */
+#if !TU_PEER_OPENMPI
     CHECK_MPI(MPI_Errhandler_set(d, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Errhandler_get(d, &got));
     CHECK(got == MPI_ERRORS_RETURN, "MPI_Errhandler_get");
     MPI_Errhandler_free(&got);
+#endif
 
     /* User-defined classes, codes and strings. */
     int newclass, code1, code2;
@@ -100,8 +103,10 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(cls, newclass);
     MPI_Error_class(code2, &cls);
     CHECK_INT_EQ(cls, newclass);
+    /* Open MPI 5.0.11 maps a user-defined class to MPI_ERR_UNKNOWN. */
     MPI_Error_class(newclass, &cls);
-    CHECK_INT_EQ(cls, newclass);
+    if (!TU_PEER_OPENMPI)
+        CHECK_INT_EQ(cls, newclass);
     /* A code in an existing class. */
     int code3;
     CHECK_MPI(MPI_Add_error_code(MPI_ERR_ARG, &code3));

@@ -8,6 +8,16 @@
  */
 #include "testutil.h"
 
+/* After this returns, the rank I send to (rank + 1) has passed the same
+ * point: it sends me a token and I wait for it. */
+static void token_exchange(int rank, int size, int tag)
+{
+    int out = rank, in = -1;
+    int to = (rank + size - 1) % size, from = (rank + 1) % size;
+    CHECK_MPI(MPI_Sendrecv(&out, 1, MPI_INT, to, tag, &in, 1, MPI_INT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    CHECK_INT_EQ(in, from);
+}
+
 int main(int argc, char **argv)
 {
     int size;
@@ -39,12 +49,14 @@ int main(int argc, char **argv)
     CHECK(flag == 1, "Test_cancelled on cancelled ANY_SOURCE receive gave %d", flag);
 
     /* 2. A cancelled receive does not consume a later message with its
-     * envelope: the peer sends tag 102 only after we cancelled. */
+     * envelope: the sender of tag 102 waits for a token that the receiver
+     * sends only after its cancel completed. */
     CHECK_MPI(MPI_Irecv(buf, 16, MPI_INT, from, 102, comm, &req));
     CHECK_MPI(MPI_Cancel(&req));
     CHECK_MPI(MPI_Wait(&req, &st));
     CHECK_MPI(MPI_Test_cancelled(&st, &flag));
     CHECK(flag == 1, "cancel of receive tag 102 failed");
+    token_exchange(rank, size, 200);
     {
         int out[16], in[16];
         fill_ints(out, 16, rank + 1);
@@ -69,6 +81,7 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Test_cancelled(&st, &flag));
         CHECK(flag == 1, "cancel of a started persistent receive failed");
         CHECK_MPI(MPI_Start(&preq));
+        token_exchange(rank, size, 201);
         fill_ints(out, 8, 300 + rank);
         CHECK_MPI(MPI_Send(out, 8, MPI_INT, peer, 103, comm));
         CHECK_MPI(MPI_Wait(&preq, &st));

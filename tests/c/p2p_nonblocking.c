@@ -5,7 +5,8 @@
  * Testall, Testany, Testsome; arrays with MPI_REQUEST_NULL entries;
  * MPI_STATUSES_IGNORE; completion of null requests (empty status,
  * MPI_UNDEFINED index/outcount); Issend cannot complete before the matching
- * receive is posted; Request_get_status does not free the request.
+ * receive is posted; Request_get_status and (MPI 4.1)
+ * Request_get_status_all/_any/_some do not free the requests.
  */
 #include "testutil.h"
 
@@ -250,6 +251,46 @@ int main(int argc, char **argv)
         CHECK_INT_EQ(st.MPI_SOURCE, left);
         check_ints(in, 10, left + 3, "Request_get_status receive");
     }
+
+#if !TU_PEER_OPENMPI /* MPI 4.1, not in Open MPI 5.0.11 */
+    /* Request_get_status_all / _any / _some: like Test*, but the completed
+     * requests stay allocated. */
+    {
+        int right = (rank + 1) % size, left = (rank + size - 1) % size;
+        int in[3] = {-1, -1, -1}, out[3] = {rank, rank + 100, rank + 200};
+        MPI_Request rq[5];
+        rq[0] = MPI_REQUEST_NULL;
+        CHECK_MPI(MPI_Irecv(&in[0], 1, MPI_INT, left, 97, MPI_COMM_WORLD, &rq[1]));
+        CHECK_MPI(MPI_Irecv(&in[1], 1, MPI_INT, left, 98, MPI_COMM_WORLD, &rq[2]));
+        CHECK_MPI(MPI_Isend(&out[0], 1, MPI_INT, right, 97, MPI_COMM_WORLD, &rq[3]));
+        CHECK_MPI(MPI_Isend(&out[1], 1, MPI_INT, right, 98, MPI_COMM_WORLD, &rq[4]));
+        MPI_Status sts5[5];
+        flag = 0;
+        while (!flag)
+            CHECK_MPI(MPI_Request_get_status_all(5, rq, &flag, sts5));
+        for (int i = 1; i < 5; i++)
+            CHECK(rq[i] != MPI_REQUEST_NULL, "Request_get_status_all freed request %d", i);
+        CHECK(sts5[1].MPI_SOURCE == left && sts5[1].MPI_TAG == 97 && sts5[2].MPI_TAG == 98,
+              "Request_get_status_all statuses: source %d tags %d %d", sts5[1].MPI_SOURCE, sts5[1].MPI_TAG, sts5[2].MPI_TAG);
+        CHECK_INT_EQ(in[0], left);
+        CHECK_INT_EQ(in[1], left + 100);
+        /* All complete: _any gives some index with flag, _some gives all four. */
+        CHECK_MPI(MPI_Request_get_status_any(5, rq, &index, &flag, &st));
+        CHECK(flag && index >= 1 && index < 5, "Request_get_status_any: flag %d index %d", flag, index);
+        CHECK(rq[index] != MPI_REQUEST_NULL, "Request_get_status_any freed the request");
+        int idx5[5];
+        CHECK_MPI(MPI_Request_get_status_some(5, rq, &outcount, idx5, sts5));
+        CHECK(outcount == 4, "Request_get_status_some: outcount %d, expected 4", outcount);
+        CHECK_MPI(MPI_Waitall(5, rq, MPI_STATUSES_IGNORE));
+        /* All null. */
+        CHECK_MPI(MPI_Request_get_status_any(4, nulls, &index, &flag, &st));
+        CHECK(flag == 1 && index == MPI_UNDEFINED, "Request_get_status_any(all null): flag %d index %d", flag, index);
+        CHECK_MPI(MPI_Request_get_status_some(4, nulls, &outcount, idx, sts));
+        CHECK_INT_EQ(outcount, MPI_UNDEFINED);
+        CHECK_MPI(MPI_Request_get_status_all(4, nulls, &flag, MPI_STATUSES_IGNORE));
+        CHECK(flag == 1, "Request_get_status_all(all null) flag %d", flag);
+    }
+#endif
 
     MPI_Finalize();
     return test_finish();

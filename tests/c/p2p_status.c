@@ -131,7 +131,8 @@ int main(int argc, char **argv)
     MPI_Get_elements(&us, MPI_BYTE, &count);
     CHECK_INT_EQ(count, MPI_UNDEFINED);
 
-    /* Status_set/get accessors (source, tag, error). */
+    /* Status_set/get accessors (source, tag, error); not in Open MPI 5.0.11. */
+#if !TU_PEER_OPENMPI
     CHECK_MPI(MPI_Status_set_source(&us, 5));
     CHECK_MPI(MPI_Status_set_tag(&us, 77));
     CHECK_MPI(MPI_Status_set_error(&us, MPI_ERR_TAG));
@@ -145,6 +146,7 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(v, 77);
     CHECK_MPI(MPI_Status_get_error(&us, &v));
     CHECK_INT_EQ(v, MPI_ERR_TAG);
+#endif
 
     MPI_Type_free(&pair);
     MPI_Type_free(&sid);

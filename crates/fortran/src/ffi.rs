@@ -73,6 +73,7 @@ include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 /// C's `MPI_BOTTOM`, `MPI_IN_PLACE` and `MPI_STATUS(ES)_IGNORE` (mpi.h.in).
 pub const C_BOTTOM: *const c_void = std::ptr::null();
 pub const C_IN_PLACE: *const c_void = usize::MAX as *const c_void;
+#[allow(clippy::manual_dangling_ptr)] // the value 1 is the ABI, not an alignment
 pub const C_STATUS_IGNORE: *mut MPI_Status = 1 as *mut MPI_Status;
 
 /// gfortran's LOGICAL values (also MPICH's configuration on Linux).

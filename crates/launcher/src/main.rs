@@ -59,6 +59,9 @@ fn main() {
                     std::process::exit(1);
                 }
             };
+            if let Some(dir) = &opts.trace {
+                prepare_trace_dir(dir);
+            }
             let env: Vec<(String, String)> = std::env::vars().collect();
             match job::Setup::from_config(&opts, &config, &env) {
                 Ok(setup) => job::run(opts, setup),
@@ -70,4 +73,23 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// `--trace DIR`: create DIR here and remove the rank files of an earlier
+/// job, so gridmpi-trace reads this job only. (Ranks on other hosts create
+/// DIR there themselves.)
+fn prepare_trace_dir(dir: &std::path::Path) {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("gridmpirun: --trace: cannot create {}: {e} (ranks on other hosts may still create it)", dir.display());
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("rank-") && name.ends_with(".trace") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
 }

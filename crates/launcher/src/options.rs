@@ -34,6 +34,8 @@ pub struct Options {
     pub launcher: Option<String>,
     pub wdir: Option<PathBuf>,
     pub verbose: bool,
+    /// `--trace DIR` (absolute): every rank records its TCP history there.
+    pub trace: Option<PathBuf>,
     /// Program and its arguments.
     pub program: Vec<String>,
 }
@@ -51,6 +53,7 @@ impl Default for Options {
             launcher: None,
             wdir: None,
             verbose: false,
+            trace: None,
             program: Vec::new(),
         }
     }
@@ -207,6 +210,27 @@ pub static OPTIONS: &[OptionSpec] = &[
         help: "say what is launched where",
         handler: |o, _, _| {
             o.verbose = true;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--trace", "-trace"],
+        values: 1,
+        metavar: "DIR",
+        help: "every rank records the TCP history of its connections into DIR/rank-N.trace (GRIDMPI_TRACE); read it with gridmpi-trace",
+        handler: |o, v, _| {
+            if v[0].is_empty() {
+                return Err("--trace needs a directory".into());
+            }
+            let dir = PathBuf::from(&v[0]);
+            let dir = if dir.is_absolute() {
+                dir
+            } else {
+                std::env::current_dir().map_err(|e| format!("--trace: cannot read the current directory: {e}"))?.join(dir)
+            };
+            o.env.retain(|(k, _)| k != "GRIDMPI_TRACE");
+            o.env.push(("GRIDMPI_TRACE".into(), dir.to_string_lossy().into_owned()));
+            o.trace = Some(dir);
             Ok(())
         },
     },
@@ -378,6 +402,16 @@ mod tests {
         assert!(p("-x NOPE prog").unwrap_err().contains("NOPE is not set"));
         assert!(p("-n 2").unwrap_err().contains("no program"));
         assert!(p("-genv 1BAD v prog").is_err());
+    }
+
+    #[test]
+    fn trace_sets_an_absolute_directory() {
+        let o = p("--trace tr -n 2 prog").unwrap();
+        let want = std::env::current_dir().unwrap().join("tr");
+        assert_eq!(o.trace.as_deref(), Some(want.as_path()));
+        assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), want.to_string_lossy().into_owned())]);
+        let o = p("--trace=/abs/dir prog").unwrap();
+        assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), "/abs/dir".to_string())]);
     }
 
     #[test]

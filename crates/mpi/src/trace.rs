@@ -1,43 +1,840 @@
-//! Per-connection TCP history (issue 5): the hook points the runtime calls.
-//! The recorder itself (sampling TCP_INFO, writing the trace files) lives in
-//! this module; see `Tracer`.
+//! Per-connection TCP history (issue 5): what `gridmpirun --trace DIR`
+//! (`GRIDMPI_TRACE=DIR`) records in every rank, for `gridmpi-trace`.
+//!
+//! The runtime calls the hooks of [`Tracer`]: connections opened and closed,
+//! socket tuning, collective begin/end markers, and `tick` after every
+//! progress pass. A background thread samples `TCP_INFO` of every open
+//! connection — every `GRIDMPI_TRACE_INTERVAL` (1 ms) while data moves or is
+//! outstanding on some connection, every `GRIDMPI_TRACE_IDLE_INTERVAL`
+//! (100 ms) otherwise — encodes what changed into an in-memory buffer, and
+//! writes the buffer to `DIR/rank-N.trace` in large chunks. The progress
+//! thread never writes to the file and never waits for the disk: the hooks
+//! only append a few bytes under a lock that the sampler holds for one
+//! sampling round (microseconds).
+//!
+//! Each connection is sampled through its own duplicate of the socket's fd,
+//! taken when the connection opens and closed after the final sample in
+//! `conn_closed`. So the sampler can never read a reused fd number, and the
+//! final counters are read even when the runtime has already closed its fd.
+//!
+//! File format (see docs/trace.md): the magic `GMPITRC\x01`, then records
+//! `kind: u8, len: varint, payload[len]`; integers in payloads are LEB128
+//! varints, signed ones zigzag-encoded, strings are `varint len + UTF-8`.
+//! Every record that carries a time starts with the microseconds elapsed
+//! since the previous timed record (the first counts from the start time in
+//! the header). A SAMPLE holds a bit mask of the fields (in the order the
+//! header's `fields=` line names them) that changed since the connection's
+//! previous sample, and for each set bit the zigzag difference.
 
 use gridmpi_config::Config;
 use gridmpi_engine::Pid;
-use std::os::fd::RawFd;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// First bytes of every trace file; the last byte is the format version.
+pub const MAGIC: &[u8; 8] = b"GMPITRC\x01";
+
+/// Record kinds.
+pub mod kind {
+    /// Text `key=value` lines: rank, host, pid, start time, intervals, fields.
+    pub const HEADER: u8 = 1;
+    /// dt, conn, peer, available-fields mask, peer host, local addr, remote
+    /// addr, congestion control, SO_SNDBUF, SO_RCVBUF.
+    pub const OPEN: u8 = 2;
+    /// dt, conn, changed-fields mask, zigzag deltas.
+    pub const SAMPLE: u8 = 3;
+    /// dt, conn.
+    pub const CLOSE: u8 = 4;
+    /// dt, peer, conn + 1 (0: no open connection), option, value.
+    pub const TUNING: u8 = 5;
+    /// dt, token, context id, bytes, name.
+    pub const COLL_BEGIN: u8 = 6;
+    /// dt, token.
+    pub const COLL_END: u8 = 7;
+    /// Text `key=value` lines: the tracer's own counters, at the end.
+    pub const STATS: u8 = 8;
+}
+
+#[derive(Clone, Copy)]
+enum Width {
+    U8,
+    /// Bit 0 of a byte.
+    Bit0,
+    U16,
+    U32,
+    U64,
+}
+
+/// One recorded field of `struct tcp_info` (linux/tcp.h): its name in the
+/// trace (without `tcpi_`), byte offset and width.
+pub struct Field {
+    pub name: &'static str,
+    offset: usize,
+    width: Width,
+}
+
+const fn f(name: &'static str, offset: usize, width: Width) -> Field {
+    Field { name, offset, width }
+}
+
+/// The recorded fields, in mask-bit order. Offsets are those of Linux's
+/// `struct tcp_info` (stable: fields are only ever appended); a field the
+/// running kernel does not fill is left out of the connection's
+/// available-fields mask.
+pub static FIELDS: &[Field] = &[
+    f("state", 0, Width::U8),
+    f("ca_state", 1, Width::U8),
+    f("retransmits", 2, Width::U8),
+    f("probes", 3, Width::U8),
+    f("backoff", 4, Width::U8),
+    f("options", 5, Width::U8),
+    f("wscale", 6, Width::U8),
+    f("app_limited", 7, Width::Bit0),
+    f("rto", 8, Width::U32),
+    f("ato", 12, Width::U32),
+    f("snd_mss", 16, Width::U32),
+    f("rcv_mss", 20, Width::U32),
+    f("unacked", 24, Width::U32),
+    f("sacked", 28, Width::U32),
+    f("lost", 32, Width::U32),
+    f("retrans", 36, Width::U32),
+    f("pmtu", 60, Width::U32),
+    f("rcv_ssthresh", 64, Width::U32),
+    f("rtt", 68, Width::U32),
+    f("rttvar", 72, Width::U32),
+    f("snd_ssthresh", 76, Width::U32),
+    f("snd_cwnd", 80, Width::U32),
+    f("advmss", 84, Width::U32),
+    f("reordering", 88, Width::U32),
+    f("rcv_rtt", 92, Width::U32),
+    f("rcv_space", 96, Width::U32),
+    f("total_retrans", 100, Width::U32),
+    f("pacing_rate", 104, Width::U64),
+    f("max_pacing_rate", 112, Width::U64),
+    f("bytes_acked", 120, Width::U64),
+    f("bytes_received", 128, Width::U64),
+    f("segs_out", 136, Width::U32),
+    f("segs_in", 140, Width::U32),
+    f("notsent_bytes", 144, Width::U32),
+    f("min_rtt", 148, Width::U32),
+    f("data_segs_in", 152, Width::U32),
+    f("data_segs_out", 156, Width::U32),
+    f("delivery_rate", 160, Width::U64),
+    f("busy_time", 168, Width::U64),
+    f("rwnd_limited", 176, Width::U64),
+    f("sndbuf_limited", 184, Width::U64),
+    f("delivered", 192, Width::U32),
+    f("delivered_ce", 196, Width::U32),
+    f("bytes_sent", 200, Width::U64),
+    f("bytes_retrans", 208, Width::U64),
+    f("dsack_dups", 216, Width::U32),
+    f("reord_seen", 220, Width::U32),
+    f("rcv_ooopack", 224, Width::U32),
+    f("snd_wnd", 228, Width::U32),
+    f("rcv_wnd", 232, Width::U32),
+    f("rehash", 236, Width::U32),
+    f("total_rto", 240, Width::U16),
+    f("total_rto_recoveries", 242, Width::U16),
+    f("total_rto_time", 244, Width::U32),
+];
+
+const NF: usize = 54;
+const _: () = assert!(FIELDS.len() == NF && NF <= 64);
+
+#[cfg(test)]
+fn field_index(name: &str) -> usize {
+    FIELDS.iter().position(|f| f.name == name).expect("known field")
+}
+
+/// Room for any `struct tcp_info` the kernel may return.
+const INFO_ROOM: usize = 512;
+
+/// Write the buffer out when it holds this much...
+const FLUSH_BYTES: usize = 256 * 1024;
+/// ... or when it is this old.
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+
+// ---- encoding -------------------------------------------------------------
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Read `struct tcp_info` of `fd` into `buf`; returns the length filled.
+fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize> {
+    let mut len = INFO_ROOM as libc::socklen_t;
+    // SAFETY: buf is writable for `len` bytes; the kernel writes at most len
+    // and returns the length it wrote.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(len as usize)
+}
+
+/// Decode the recorded fields from a `tcp_info` of `len` bytes. Returns the
+/// mask of fields the kernel filled.
+fn extract(buf: &[u8], len: usize, out: &mut [u64; NF]) -> u64 {
+    let mut avail = 0u64;
+    for (i, fld) in FIELDS.iter().enumerate() {
+        let o = fld.offset;
+        let (w, v) = match fld.width {
+            Width::U8 => (1, buf[o] as u64),
+            Width::Bit0 => (1, (buf[o] & 1) as u64),
+            Width::U16 => (2, u16::from_ne_bytes([buf[o], buf[o + 1]]) as u64),
+            Width::U32 => (4, u32::from_ne_bytes(buf[o..o + 4].try_into().unwrap()) as u64),
+            Width::U64 => (8, u64::from_ne_bytes(buf[o..o + 8].try_into().unwrap())),
+        };
+        if o + w <= len {
+            out[i] = v;
+            avail |= 1 << i;
+        } else {
+            out[i] = 0;
+        }
+    }
+    avail
+}
+
+fn sockaddr_text(fd: RawFd, peer: bool) -> String {
+    // SAFETY: a zeroed sockaddr_storage is valid; the kernel fills at most len bytes.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let p = &mut ss as *mut _ as *mut libc::sockaddr;
+    let r = unsafe { if peer { libc::getpeername(fd, p, &mut len) } else { libc::getsockname(fd, p, &mut len) } };
+    if r < 0 {
+        return String::new();
+    }
+    match ss.ss_family as i32 {
+        libc::AF_INET => {
+            // SAFETY: the family says this is a sockaddr_in.
+            let sin = unsafe { &*(&ss as *const _ as *const libc::sockaddr_in) };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+            format!("{}:{}", ip, u16::from_be(sin.sin_port))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this is a sockaddr_in6.
+            let sin = unsafe { &*(&ss as *const _ as *const libc::sockaddr_in6) };
+            let ip = std::net::Ipv6Addr::from(sin.sin6_addr.s6_addr);
+            format!("[{}]:{}", ip, u16::from_be(sin.sin6_port))
+        }
+        _ => String::new(),
+    }
+}
+
+fn congestion_control(fd: RawFd) -> String {
+    let mut buf = [0u8; 32];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is writable for len bytes.
+    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if r < 0 {
+        return String::new();
+    }
+    let s = &buf[..(len as usize).min(buf.len())];
+    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
+    String::from_utf8_lossy(&s[..end]).into_owned()
+}
+
+fn int_sockopt(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> u64 {
+    let mut v: libc::c_int = 0;
+    let mut len = 4 as libc::socklen_t;
+    // SAFETY: reading an int socket option into v.
+    let r = unsafe { libc::getsockopt(fd, level, opt, &mut v as *mut _ as *mut libc::c_void, &mut len) };
+    if r < 0 {
+        0
+    } else {
+        v.max(0) as u64
+    }
+}
+
+fn kernel_release() -> String {
+    // SAFETY: a zeroed utsname is valid; uname fills it.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let bytes: Vec<u8> = u.release.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+// ---- the recorder -----------------------------------------------------------
+
+struct Conn {
+    id: u32,
+    peer: Pid,
+    /// The runtime's fd number (to match `conn_closed`).
+    runtime_fd: RawFd,
+    /// Our own duplicate of the socket.
+    fd: OwnedFd,
+    /// Field values as of the last SAMPLE written for this connection.
+    prev: [u64; NF],
+    avail: u64,
+}
+
+/// What the hooks and the sampler share, under one lock.
+struct State {
+    /// Encoded records not yet written.
+    buf: Vec<u8>,
+    /// Scratch for one record's payload.
+    rec: Vec<u8>,
+    /// Time (us since start) of the last timed record.
+    last_t: u64,
+    conns: Vec<Conn>,
+    next_conn: u32,
+    stop: bool,
+    info: [u8; INFO_ROOM],
+    tcp_info_len: usize,
+    // Counters for the STATS record and the closing note.
+    samples: u64,
+    sample_records: u64,
+    dropped: u64,
+    sample_ns: u64,
+    rounds: u64,
+    written: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Data moved since the sampler last looked (set by `tick`).
+    busy: AtomicBool,
+    /// The sampler sleeps for the idle interval: `tick(true)` wakes it.
+    idle: AtomicBool,
+    start: Instant,
+    interval: Duration,
+    idle_interval: Duration,
+    buffer_max: usize,
+}
+
+const UNACKED: usize = 12;
+const NOTSENT: usize = 33;
+const BYTES_ACKED: usize = 29;
+const BYTES_RECEIVED: usize = 30;
+const BYTES_SENT: usize = 43;
+
+impl State {
+    fn now(&self, shared: &Shared) -> u64 {
+        (shared.start.elapsed().as_micros() as u64).max(self.last_t)
+    }
+
+    /// Append the record in `self.rec` (whose payload starts with `dt`
+    /// when timed) to the buffer.
+    fn commit(&mut self, kind: u8) {
+        self.buf.push(kind);
+        put_varint(&mut self.buf, self.rec.len() as u64);
+        self.buf.extend_from_slice(&self.rec);
+        self.rec.clear();
+    }
+
+    /// Start a timed record: clears the scratch and writes dt.
+    fn timed(&mut self, shared: &Shared) {
+        let t = self.now(shared);
+        self.rec.clear();
+        put_varint(&mut self.rec, t - self.last_t);
+        self.last_t = t;
+    }
+
+    /// Sample connection `i`. Writes a SAMPLE when something changed or data
+    /// is outstanding (so the reader sees that time passed while it waited),
+    /// or always when `force`. Returns whether the connection is active.
+    fn sample(&mut self, shared: &Shared, i: usize, force: bool) -> bool {
+        let fd = self.conns[i].fd.as_raw_fd();
+        let len = match read_tcp_info(fd, &mut self.info) {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        self.samples += 1;
+        self.tcp_info_len = len;
+        let mut vals = [0u64; NF];
+        extract(&self.info, len, &mut vals);
+        let c = &self.conns[i];
+        let mut mask = 0u64;
+        for k in 0..NF {
+            if c.avail & (1 << k) != 0 && vals[k] != c.prev[k] {
+                mask |= 1 << k;
+            }
+        }
+        let moved = mask & ((1 << BYTES_ACKED) | (1 << BYTES_RECEIVED) | (1 << BYTES_SENT)) != 0;
+        let active = moved || vals[UNACKED] > 0 || vals[NOTSENT] > 0;
+        if mask == 0 && !active && !force {
+            return false;
+        }
+        if self.buf.len() >= shared.buffer_max && !force {
+            // The disk is behind: drop this sample. The next one is encoded
+            // against the last sample written, so nothing is corrupted.
+            self.dropped += 1;
+            return active;
+        }
+        self.timed(shared);
+        let c = &mut self.conns[i];
+        put_varint(&mut self.rec, c.id as u64);
+        put_varint(&mut self.rec, mask);
+        for k in 0..NF {
+            if mask & (1 << k) != 0 {
+                put_varint(&mut self.rec, zigzag(vals[k].wrapping_sub(c.prev[k]) as i64));
+            }
+        }
+        c.prev = vals;
+        self.sample_records += 1;
+        self.commit(kind::SAMPLE);
+        active
+    }
+
+    fn sample_all(&mut self, shared: &Shared, force: bool) -> bool {
+        let mut active = false;
+        for i in 0..self.conns.len() {
+            active |= self.sample(shared, i, force);
+        }
+        active
+    }
+
+    fn stats_text(&self, shared: &Shared) -> String {
+        format!(
+            "samples={}\nsample_records={}\ndropped={}\nsample_us={}\nrounds={}\nbytes={}\nduration_us={}\ntcp_info_len={}\n",
+            self.samples,
+            self.sample_records,
+            self.dropped,
+            self.sample_ns / 1000,
+            self.rounds,
+            self.written + self.buf.len() as u64,
+            shared.start.elapsed().as_micros(),
+            self.tcp_info_len,
+        )
+    }
+}
 
 /// Records connection events, TCP_INFO samples and collective markers of one
 /// rank into a trace directory (`GRIDMPI_TRACE=DIR`, `gridmpirun --trace DIR`).
 pub struct Tracer {
-    _private: (),
+    shared: Arc<Shared>,
+    sampler: Option<std::thread::JoinHandle<()>>,
+    next_token: u64,
+    path: PathBuf,
+    me: Pid,
+}
+
+/// Settings of a tracer (from the config registry, or set by tests).
+#[derive(Clone, Debug)]
+pub struct TraceSettings {
+    pub dir: PathBuf,
+    pub interval: Duration,
+    pub idle_interval: Duration,
+    pub buffer_max: usize,
 }
 
 impl Tracer {
     /// A tracer if tracing is enabled in `config`.
-    pub fn from_config(_config: &Config, _me: Pid, _host: &str) -> Result<Option<Tracer>, String> {
-        Ok(None)
+    pub fn from_config(config: &Config, me: Pid, host: &str) -> Result<Option<Tracer>, String> {
+        let dir = config.text("GRIDMPI_TRACE").trim();
+        if dir.is_empty() {
+            return Ok(None);
+        }
+        let settings = TraceSettings {
+            dir: PathBuf::from(dir),
+            interval: Duration::from_micros(config.micros("GRIDMPI_TRACE_INTERVAL").unwrap_or(1000).max(50)),
+            idle_interval: Duration::from_micros(config.micros("GRIDMPI_TRACE_IDLE_INTERVAL").unwrap_or(100_000).max(1000)),
+            buffer_max: config.size("GRIDMPI_TRACE_BUFFER").unwrap_or(32 << 20).max(1 << 20) as usize,
+        };
+        Tracer::start(&settings, me, host).map(Some)
+    }
+
+    /// Create `DIR/rank-<me>.trace`, write the header and start the sampler.
+    pub fn start(settings: &TraceSettings, me: Pid, host: &str) -> Result<Tracer, String> {
+        std::fs::create_dir_all(&settings.dir)
+            .map_err(|e| format!("GRIDMPI_TRACE: cannot create the trace directory {}: {e}", settings.dir.display()))?;
+        let path = settings.dir.join(format!("rank-{me}.trace"));
+        let mut file =
+            File::create(&path).map_err(|e| format!("GRIDMPI_TRACE: cannot create {}: {e}", path.display()))?;
+        let start = Instant::now();
+        let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+        let names: Vec<&str> = FIELDS.iter().map(|f| f.name).collect();
+        let header = format!(
+            "format=1\nrank={me}\nhost={}\npid={}\nstart_unix_us={start_unix_us}\ninterval_us={}\nidle_interval_us={}\nkernel={}\nfields={}\n",
+            host.replace('\n', " "),
+            std::process::id(),
+            settings.interval.as_micros(),
+            settings.idle_interval.as_micros(),
+            kernel_release(),
+            names.join(","),
+        );
+        let mut head = MAGIC.to_vec();
+        head.push(kind::HEADER);
+        put_varint(&mut head, header.len() as u64);
+        head.extend_from_slice(header.as_bytes());
+        file.write_all(&head).map_err(|e| format!("GRIDMPI_TRACE: cannot write {}: {e}", path.display()))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                buf: Vec::with_capacity(FLUSH_BYTES * 2),
+                rec: Vec::with_capacity(512),
+                last_t: 0,
+                conns: Vec::new(),
+                next_conn: 0,
+                stop: false,
+                info: [0; INFO_ROOM],
+                tcp_info_len: 0,
+                samples: 0,
+                sample_records: 0,
+                dropped: 0,
+                sample_ns: 0,
+                rounds: 0,
+                written: head.len() as u64,
+            }),
+            wake: Condvar::new(),
+            busy: AtomicBool::new(false),
+            idle: AtomicBool::new(false),
+            start,
+            interval: settings.interval,
+            idle_interval: settings.idle_interval,
+            buffer_max: settings.buffer_max,
+        });
+        let s2 = shared.clone();
+        let p2 = path.clone();
+        let sampler = std::thread::Builder::new()
+            .name("gridmpi-trace".into())
+            .spawn(move || run_sampler(s2, file, p2, me))
+            .map_err(|e| format!("GRIDMPI_TRACE: cannot start the sampling thread: {e}"))?;
+        Ok(Tracer { shared, sampler: Some(sampler), next_token: 0, path, me })
+    }
+
+    /// The file this tracer writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// An authenticated TCP connection to `peer` is ready on `fd`.
-    pub fn conn_opened(&mut self, _peer: Pid, _fd: RawFd, _peer_host: &str) {}
-
-    /// The connection to `peer` is gone (before its fd is closed).
-    pub fn conn_closed(&mut self, _peer: Pid, _fd: RawFd) {}
-
-    /// A socket option was set on the connection to `peer`.
-    pub fn tuning(&mut self, _peer: Pid, _option: &str, _value: &str) {}
-
-    /// A collective starts; returns a token for [`Tracer::coll_end`].
-    pub fn coll_begin(&mut self, _name: &str, _ctx: u32, _bytes: u64) -> u64 {
-        0
+    pub fn conn_opened(&mut self, peer: Pid, fd: RawFd, peer_host: &str) {
+        // SAFETY: duplicating an fd the runtime owns and keeps open during
+        // this call; the duplicate is ours (closed in conn_closed/finish).
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            return;
+        }
+        let own = unsafe { OwnedFd::from_raw_fd(dup) };
+        let local = sockaddr_text(dup, false);
+        let remote = sockaddr_text(dup, true);
+        let cc = congestion_control(dup);
+        let sndbuf = int_sockopt(dup, libc::SOL_SOCKET, libc::SO_SNDBUF);
+        let rcvbuf = int_sockopt(dup, libc::SOL_SOCKET, libc::SO_RCVBUF);
+        let shared = self.shared.clone();
+        let mut st = self.lock();
+        let mut info = [0u8; INFO_ROOM];
+        let mut vals = [0u64; NF];
+        let avail = match read_tcp_info(dup, &mut info) {
+            Ok(len) => extract(&info, len, &mut vals),
+            Err(_) => 0,
+        };
+        let id = st.next_conn;
+        st.next_conn += 1;
+        st.timed(&shared);
+        let r = &mut st.rec;
+        put_varint(r, id as u64);
+        put_varint(r, peer as u64);
+        put_varint(r, avail);
+        put_str(r, peer_host);
+        put_str(r, &local);
+        put_str(r, &remote);
+        put_str(r, &cc);
+        put_varint(r, sndbuf);
+        put_varint(r, rcvbuf);
+        st.commit(kind::OPEN);
+        st.conns.push(Conn { id, peer, runtime_fd: fd, fd: own, prev: [0; NF], avail });
+        let i = st.conns.len() - 1;
+        st.sample(&shared, i, true);
+        drop(st);
+        // A new connection means data is about to move.
+        self.shared.busy.store(true, Ordering::Relaxed);
+        self.wake_sampler();
     }
 
-    pub fn coll_end(&mut self, _token: u64) {}
+    /// The connection to `peer` is gone (the runtime's fd may already be
+    /// closed: the final sample is read through our own duplicate).
+    pub fn conn_closed(&mut self, peer: Pid, fd: RawFd) {
+        let shared = self.shared.clone();
+        let mut st = self.lock();
+        let Some(i) = st.conns.iter().rposition(|c| c.peer == peer && c.runtime_fd == fd) else { return };
+        st.sample(&shared, i, true);
+        let c = st.conns.remove(i);
+        st.timed(&shared);
+        put_varint(&mut st.rec, c.id as u64);
+        st.commit(kind::CLOSE);
+        drop(st);
+        drop(c); // closes our duplicate
+    }
 
-    /// Called from every progress pass: sample when it is time. `busy` says
-    /// whether data moved since the last call.
-    pub fn tick(&mut self, _busy: bool) {}
+    /// A socket option was set on the connection to `peer`.
+    pub fn tuning(&mut self, peer: Pid, option: &str, value: &str) {
+        let shared = self.shared.clone();
+        let mut st = self.lock();
+        let conn = st.conns.iter().rev().find(|c| c.peer == peer).map_or(0, |c| c.id as u64 + 1);
+        st.timed(&shared);
+        put_varint(&mut st.rec, peer as u64);
+        put_varint(&mut st.rec, conn);
+        put_str(&mut st.rec, option);
+        put_str(&mut st.rec, value);
+        st.commit(kind::TUNING);
+    }
 
-    /// At MPI_Finalize: write everything out.
-    pub fn finish(&mut self) {}
+    /// A collective starts; returns a token for [`Tracer::coll_end`].
+    /// `ctx` identifies the communicator (its context id), `bytes` is the
+    /// data this rank sends in it.
+    pub fn coll_begin(&mut self, name: &str, ctx: u32, bytes: u64) -> u64 {
+        self.next_token += 1;
+        let token = self.next_token;
+        let shared = self.shared.clone();
+        let mut st = self.lock();
+        st.timed(&shared);
+        put_varint(&mut st.rec, token);
+        put_varint(&mut st.rec, ctx as u64);
+        put_varint(&mut st.rec, bytes);
+        put_str(&mut st.rec, name);
+        st.commit(kind::COLL_BEGIN);
+        token
+    }
+
+    pub fn coll_end(&mut self, token: u64) {
+        if token == 0 {
+            return;
+        }
+        let shared = self.shared.clone();
+        let mut st = self.lock();
+        st.timed(&shared);
+        put_varint(&mut st.rec, token);
+        st.commit(kind::COLL_END);
+    }
+
+    /// Called from every progress pass. `busy` says whether data moved since
+    /// the last call: it switches the sampler to the fine interval.
+    #[inline]
+    pub fn tick(&mut self, busy: bool) {
+        if busy {
+            self.shared.busy.store(true, Ordering::Relaxed);
+            if self.shared.idle.load(Ordering::Relaxed) {
+                self.wake_sampler();
+            }
+        }
+    }
+
+    fn wake_sampler(&self) {
+        if self.shared.idle.swap(false, Ordering::AcqRel) {
+            // Under the lock, so the wakeup cannot slip in between the
+            // sampler deciding to sleep and sleeping.
+            let _st = self.lock();
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// At MPI_Finalize: final samples, the STATS record, and everything
+    /// written out. Idempotent.
+    pub fn finish(&mut self) {
+        let Some(handle) = self.sampler.take() else { return };
+        let shared = self.shared.clone();
+        {
+            let mut st = self.lock();
+            st.sample_all(&shared, true);
+            let stats = st.stats_text(&shared);
+            st.rec.clear();
+            st.rec.extend_from_slice(stats.as_bytes());
+            st.commit(kind::STATS);
+            st.conns.clear();
+            st.stop = true;
+            self.shared.wake.notify_one();
+        }
+        if handle.join().is_err() {
+            eprintln!("gridmpi[{}]: trace: the sampling thread failed; {} may be incomplete", self.me, self.path.display());
+        }
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The sampling thread: sample, sleep, write the buffer out in chunks.
+fn run_sampler(shared: Arc<Shared>, mut file: File, path: PathBuf, me: Pid) {
+    let mut write_failed = false;
+    let mut write_out = |data: &[u8], failed: &mut bool| {
+        if *failed || data.is_empty() {
+            return;
+        }
+        if let Err(e) = file.write_all(data) {
+            eprintln!("gridmpi[{me}]: trace: cannot write {}: {e}; tracing stops", path.display());
+            *failed = true;
+        }
+    };
+    let mut spare: Vec<u8> = Vec::with_capacity(FLUSH_BYTES * 2);
+    let mut last_flush = Instant::now();
+    let mut fine = true;
+    let mut st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if st.stop {
+            break;
+        }
+        let wait = if fine { shared.interval } else { shared.idle_interval };
+        shared.idle.store(!fine, Ordering::Release);
+        st = match shared.wake.wait_timeout(st, wait) {
+            Ok((g, _)) => g,
+            Err(e) => e.into_inner().0,
+        };
+        shared.idle.store(false, Ordering::Relaxed);
+        if st.stop {
+            break;
+        }
+        st.rounds += 1;
+        let t = Instant::now();
+        let active = st.sample_all(&shared, false);
+        st.sample_ns += t.elapsed().as_nanos() as u64;
+        let busy = shared.busy.swap(false, Ordering::Relaxed);
+        fine = !st.conns.is_empty() && (active || busy);
+        if st.buf.len() >= FLUSH_BYTES || (!st.buf.is_empty() && last_flush.elapsed() >= FLUSH_EVERY) {
+            std::mem::swap(&mut st.buf, &mut spare);
+            st.written += spare.len() as u64;
+            drop(st);
+            write_out(&spare, &mut write_failed);
+            spare.clear();
+            last_flush = Instant::now();
+            st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    let rest = std::mem::take(&mut st.buf);
+    drop(st);
+    write_out(&rest, &mut write_failed);
+    let _ = file.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn field_table_matches_names() {
+        assert_eq!(FIELDS[UNACKED].name, "unacked");
+        assert_eq!(FIELDS[NOTSENT].name, "notsent_bytes");
+        assert_eq!(FIELDS[BYTES_ACKED].name, "bytes_acked");
+        assert_eq!(FIELDS[BYTES_RECEIVED].name, "bytes_received");
+        assert_eq!(FIELDS[BYTES_SENT].name, "bytes_sent");
+        assert_eq!(field_index("total_rto_time"), NF - 1);
+        let mut names: Vec<_> = FIELDS.iter().map(|f| f.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), NF);
+    }
+
+    #[test]
+    fn varints() {
+        let mut v = Vec::new();
+        put_varint(&mut v, 0);
+        put_varint(&mut v, 127);
+        put_varint(&mut v, 128);
+        put_varint(&mut v, u64::MAX);
+        assert_eq!(v[..4], [0, 127, 0x80, 1]);
+        assert_eq!(v.len(), 4 + 10);
+        assert_eq!(zigzag(0), 0);
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        assert_eq!(zigzag(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn tcp_info_of_a_loopback_connection() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        a.write_all(&[7u8; 100_000]).unwrap();
+        let mut got = vec![0u8; 100_000];
+        b.read_exact(&mut got).unwrap();
+        let mut info = [0u8; INFO_ROOM];
+        let len = read_tcp_info(a.as_raw_fd(), &mut info).unwrap();
+        let mut vals = [0u64; NF];
+        let avail = extract(&info, len, &mut vals);
+        assert!(avail & (1 << BYTES_ACKED) != 0, "kernel too old for tcpi_bytes_acked");
+        assert_eq!(vals[field_index("state")], 1, "ESTABLISHED");
+        assert!(vals[field_index("snd_cwnd")] > 0);
+        assert!(vals[BYTES_SENT] >= 100_000 || avail & (1 << BYTES_SENT) == 0);
+        assert!(vals[field_index("snd_mss")] > 0);
+    }
+
+    #[test]
+    fn records_a_connection_and_markers() {
+        let dir = std::env::temp_dir().join(format!("gridmpi-trace-unit-{}", std::process::id()));
+        let settings = TraceSettings {
+            dir: dir.clone(),
+            interval: Duration::from_millis(1),
+            idle_interval: Duration::from_millis(20),
+            buffer_max: 1 << 20,
+        };
+        let mut t = Tracer::start(&settings, 3, "hostA").unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut b, _) = l.accept().unwrap();
+        t.conn_opened(1, a.as_raw_fd(), "hostB");
+        t.tuning(1, "SO_MAX_PACING_RATE", "12500000");
+        let tok = t.coll_begin("MPI_Alltoall", 7, 1 << 20);
+        for _ in 0..20 {
+            a.write_all(&[1u8; 64 * 1024]).unwrap();
+            let mut got = vec![0u8; 64 * 1024];
+            b.read_exact(&mut got).unwrap();
+            t.tick(true);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t.coll_end(tok);
+        let fd = a.as_raw_fd();
+        drop(a); // the runtime closes first; our duplicate still reads the counters
+        t.conn_closed(1, fd);
+        t.finish();
+        let data = std::fs::read(t.path()).unwrap();
+        assert_eq!(&data[..8], MAGIC);
+        // Walk the records: kinds seen, and the last byte ends a record.
+        let mut i = 8;
+        let mut kinds = Vec::new();
+        while i < data.len() {
+            let k = data[i];
+            i += 1;
+            let mut len = 0u64;
+            let mut shift = 0;
+            loop {
+                let b = data[i];
+                i += 1;
+                len |= ((b & 0x7f) as u64) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            i += len as usize;
+            kinds.push(k);
+        }
+        assert_eq!(i, data.len());
+        assert_eq!(kinds[0], kind::HEADER);
+        for k in [kind::OPEN, kind::SAMPLE, kind::TUNING, kind::COLL_BEGIN, kind::COLL_END, kind::CLOSE, kind::STATS] {
+            assert!(kinds.contains(&k), "record kind {k} missing: {kinds:?}");
+        }
+        let text = String::from_utf8_lossy(&data);
+        assert!(text.contains("rank=3") && text.contains("host=hostA") && text.contains("MPI_Alltoall"));
+        std::fs::remove_dir_all(dir).ok();
+    }
 }

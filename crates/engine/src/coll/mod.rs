@@ -6,18 +6,24 @@
 //! Conventions: `rank`/`size` come from the view; buffers are [`UserBuf`]s
 //! (user memory or schedule temps); every function returns a complete
 //! schedule with the collective's tag already set. Messages that carry no
-//! bytes on both sides are left out (both sides compute the same sizes), so
-//! a zero count costs nothing but the synchronisation the standard implies.
+//! bytes on both sides are left out (both sides compute the same sizes).
 //!
 //! [`UserBuf`]: crate::buf::UserBuf
 
-pub mod basic;
-pub mod barrier;
 pub mod allgather;
+pub mod allreduce;
 pub mod alltoall;
+pub mod barrier;
+pub mod basic;
 pub mod bcast;
 pub mod gather;
+pub mod inter;
+pub mod neighbor;
+pub mod reduce;
+pub mod reduce_scatter;
+pub mod scan;
 pub mod scatter;
+pub mod select;
 pub mod util;
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub fn binomial(view: CommView, tag: i32, input: UserBuf, recv: Option<UserBuf>,
     if vr != 0 {
         next.comm.push(Step::Send { to: abs(vr - low), buf: acc });
     } else if top == root {
-        let recv = recv.expect("the root's receive buffer");
+        let recv = recv.clone().expect("the root's receive buffer");
         if acc.base() != recv.base() {
             next.local.push(Step::Copy { from: acc, to: recv });
         }
@@ -206,7 +206,6 @@ pub(crate) mod tests {
                             let dt = sim::test_type(tk);
                             let (op, f) = sim::test_op(opk);
                             let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                            let before: Vec<Vec<u64>> = inputs.iter().map(|b| b.mem.clone()).collect();
                             for (r, b) in inputs.iter_mut().enumerate() {
                                 let v: Vec<u64> = (0..b.elements()).map(|i| sim::value(r, i, seed)).collect();
                                 b.set(&v);
@@ -238,7 +237,6 @@ pub(crate) mod tests {
                                     assert!(inputs[r].mem == originals[r], "input of rank {r} modified");
                                 }
                             }
-                            let _ = before;
                         }
                     }
                 }

@@ -6,6 +6,8 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod attr;
+pub mod coll;
+pub mod coll_select;
 pub mod comm;
 pub mod conv;
 pub mod dtype;
@@ -13,12 +15,15 @@ pub mod env;
 pub mod errh;
 pub mod group;
 pub mod info;
+pub mod neighbor;
 pub mod op;
 pub mod p2p;
 pub mod pack;
 pub mod req;
+pub mod topo;
 
 pub use attr::*;
+pub use coll::*;
 pub use comm::*;
 pub use conv::*;
 pub use dtype::*;
@@ -26,10 +31,12 @@ pub use env::*;
 pub use errh::*;
 pub use group::*;
 pub use info::*;
+pub use neighbor::*;
 pub use op::*;
 pub use p2p::*;
 pub use pack::*;
 pub use req::*;
+pub use topo::*;
 
 use crate::errors::{err, R};
 pub use crate::objects::{check_count, check_recv_tag, check_tag};

@@ -1,0 +1,367 @@
+//! The one table that chooses a collective's algorithm.
+//!
+//! [`Input`] holds what every rank knows identically (the choice must be
+//! the same on every rank, so per-rank values such as alltoallv counts are
+//! never inputs). [`Selector`] holds the user's per-collective overrides
+//! (the `GRIDMPI_COLL_<NAME>` settings); an override that cannot run on
+//! the given input (a ring allreduce on a non-commutative operation, Bruck
+//! on unequal blocks) falls back to the table's choice.
+//!
+//! To add an input (say, the number of clusters a communicator spans, for
+//! cluster-aware algorithms), add a field to [`Input`] and use it in the
+//! rules below; nothing else changes.
+
+/// What the choice depends on.
+#[derive(Clone, Copy, Debug)]
+pub struct Input {
+    /// Processes in the communicator.
+    pub procs: i32,
+    /// Bytes each rank contributes (bcast: the message; gather, scatter,
+    /// allgather, alltoall: one block; reductions: the vector; v forms:
+    /// the total over all ranks).
+    pub bytes: u64,
+    /// Items in the vector (reductions): splitting algorithms need
+    /// count >= procs to pay off.
+    pub count: u64,
+    /// The reduction operation is commutative (true when there is none).
+    pub commutative: bool,
+    /// All blocks have the same size (false for the v and w forms).
+    pub equal_blocks: bool,
+    /// Clusters the communicator spans (1 until cluster-aware algorithms land).
+    pub clusters: u32,
+}
+
+impl Input {
+    pub fn new(procs: i32, bytes: u64) -> Input {
+        Input { procs, bytes, count: bytes, commutative: true, equal_blocks: true, clusters: 1 }
+    }
+
+    fn pow2(&self) -> bool {
+        self.procs & (self.procs - 1) == 0
+    }
+}
+
+/// Declares an algorithm enum with its setting names ("auto" is not one).
+macro_rules! algorithms {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            /// Every algorithm's setting name.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            pub fn name(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn from_name(s: &str) -> Option<$name> {
+                match s { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+    };
+}
+
+algorithms!(
+    /// Barrier.
+    Barrier { Dissemination = "dissemination", Tree = "tree" }
+);
+algorithms!(
+    /// Bcast.
+    Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline" }
+);
+algorithms!(
+    /// Gather and scatter (the v forms are always linear).
+    Rooted { Linear = "linear", Binomial = "binomial" }
+);
+algorithms!(
+    /// Allgather and allgatherv.
+    Allgather { Ring = "ring", RecursiveDoubling = "recursive_doubling", Bruck = "bruck" }
+);
+algorithms!(
+    /// Alltoall, alltoallv, alltoallw.
+    Alltoall { Pairwise = "pairwise", Scattered = "scattered", Bruck = "bruck" }
+);
+algorithms!(
+    /// Reduce.
+    Reduce { Binomial = "binomial", Rabenseifner = "rabenseifner" }
+);
+algorithms!(
+    /// Allreduce.
+    Allreduce { RecursiveDoubling = "recursive_doubling", Rabenseifner = "rabenseifner", Ring = "ring", ReduceBcast = "reduce_bcast" }
+);
+algorithms!(
+    /// Reduce_scatter and reduce_scatter_block.
+    ReduceScatter { RecursiveHalving = "recursive_halving", Ring = "ring", ReduceScatterv = "reduce_scatterv" }
+);
+algorithms!(
+    /// Scan and exscan.
+    Scan { RecursiveDoubling = "recursive_doubling", Linear = "linear" }
+);
+
+/// Bytes of each piece of a pipelined broadcast.
+pub const BCAST_SEGMENT: u64 = 64 * 1024;
+
+/// Default bound on the peers an alltoall exchanges with at once.
+pub const ALLTOALL_INFLIGHT: i32 = 8;
+
+// ---- the table ------------------------------------------------------------------
+
+const KIB: u64 = 1024;
+
+fn barrier_table(_: &Input) -> Barrier {
+    Barrier::Dissemination
+}
+
+fn bcast_table(i: &Input) -> Bcast {
+    if i.bytes < 12 * KIB || i.procs <= 4 {
+        Bcast::Binomial
+    } else if i.bytes < 2048 * KIB {
+        Bcast::ScatterAllgather
+    } else {
+        Bcast::Pipeline
+    }
+}
+
+fn rooted_table(i: &Input) -> Rooted {
+    if i.bytes <= 2 * KIB && i.procs > 2 {
+        Rooted::Binomial
+    } else {
+        Rooted::Linear
+    }
+}
+
+fn allgather_table(i: &Input) -> Allgather {
+    let total = i.bytes.saturating_mul(i.procs as u64);
+    if !i.equal_blocks {
+        if total < 80 * KIB {
+            Allgather::RecursiveDoubling
+        } else {
+            Allgather::Ring
+        }
+    } else if total < 80 * KIB && i.pow2() {
+        Allgather::RecursiveDoubling
+    } else if total < 80 * KIB {
+        Allgather::Bruck
+    } else {
+        Allgather::Ring
+    }
+}
+
+fn alltoall_table(i: &Input) -> Alltoall {
+    if i.equal_blocks && i.bytes <= 256 && i.procs >= 8 {
+        Alltoall::Bruck
+    } else if i.equal_blocks && i.bytes >= 32 * KIB {
+        Alltoall::Pairwise
+    } else {
+        Alltoall::Scattered
+    }
+}
+
+fn reduce_table(i: &Input) -> Reduce {
+    if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
+        Reduce::Binomial
+    } else {
+        Reduce::Rabenseifner
+    }
+}
+
+fn allreduce_table(i: &Input) -> Allreduce {
+    if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
+        Allreduce::RecursiveDoubling
+    } else if i.commutative && !i.pow2() && i.bytes >= 1024 * KIB {
+        Allreduce::Ring
+    } else {
+        Allreduce::Rabenseifner
+    }
+}
+
+fn reduce_scatter_table(i: &Input) -> ReduceScatter {
+    if !i.commutative {
+        ReduceScatter::ReduceScatterv
+    } else if i.bytes < 512 * KIB {
+        ReduceScatter::RecursiveHalving
+    } else {
+        ReduceScatter::Ring
+    }
+}
+
+fn scan_table(_: &Input) -> Scan {
+    Scan::RecursiveDoubling
+}
+
+// ---- overrides ------------------------------------------------------------------------
+
+/// The user's forced choices (None: the table decides) and tunables.
+#[derive(Clone, Debug)]
+pub struct Selector {
+    pub barrier: Option<Barrier>,
+    pub bcast: Option<Bcast>,
+    pub gather: Option<Rooted>,
+    pub scatter: Option<Rooted>,
+    pub allgather: Option<Allgather>,
+    pub alltoall: Option<Alltoall>,
+    pub reduce: Option<Reduce>,
+    pub allreduce: Option<Allreduce>,
+    pub reduce_scatter: Option<ReduceScatter>,
+    pub scan: Option<Scan>,
+    /// Peers in flight in the scattered alltoall.
+    pub alltoall_inflight: i32,
+}
+
+impl Default for Selector {
+    fn default() -> Selector {
+        Selector {
+            barrier: None,
+            bcast: None,
+            gather: None,
+            scatter: None,
+            allgather: None,
+            alltoall: None,
+            reduce: None,
+            allreduce: None,
+            reduce_scatter: None,
+            scan: None,
+            alltoall_inflight: ALLTOALL_INFLIGHT,
+        }
+    }
+}
+
+/// The setting that overrides each collective, and its algorithm names.
+pub const SETTINGS: &[(&str, &[&str])] = &[
+    ("GRIDMPI_COLL_BARRIER", Barrier::NAMES),
+    ("GRIDMPI_COLL_BCAST", Bcast::NAMES),
+    ("GRIDMPI_COLL_GATHER", Rooted::NAMES),
+    ("GRIDMPI_COLL_SCATTER", Rooted::NAMES),
+    ("GRIDMPI_COLL_ALLGATHER", Allgather::NAMES),
+    ("GRIDMPI_COLL_ALLTOALL", Alltoall::NAMES),
+    ("GRIDMPI_COLL_REDUCE", Reduce::NAMES),
+    ("GRIDMPI_COLL_ALLREDUCE", Allreduce::NAMES),
+    ("GRIDMPI_COLL_REDUCE_SCATTER", ReduceScatter::NAMES),
+    ("GRIDMPI_COLL_SCAN", Scan::NAMES),
+];
+
+fn parse<T>(value: &str, from_name: fn(&str) -> Option<T>, setting: &str) -> Result<Option<T>, String> {
+    if value.is_empty() || value == "auto" {
+        return Ok(None);
+    }
+    from_name(value).map(Some).ok_or_else(|| format!("{setting}: unknown algorithm {value:?}"))
+}
+
+impl Selector {
+    /// Read the overrides through `get(setting name)` (the text of a
+    /// `GRIDMPI_COLL_*` setting of [`SETTINGS`]; "auto" or "" for none).
+    /// Tunables keep their defaults; the caller sets them.
+    pub fn from_settings(get: impl Fn(&str) -> String) -> Result<Selector, String> {
+        let g = |n: &str| get(n);
+        Ok(Selector {
+            barrier: parse(&g("GRIDMPI_COLL_BARRIER"), Barrier::from_name, "GRIDMPI_COLL_BARRIER")?,
+            bcast: parse(&g("GRIDMPI_COLL_BCAST"), Bcast::from_name, "GRIDMPI_COLL_BCAST")?,
+            gather: parse(&g("GRIDMPI_COLL_GATHER"), Rooted::from_name, "GRIDMPI_COLL_GATHER")?,
+            scatter: parse(&g("GRIDMPI_COLL_SCATTER"), Rooted::from_name, "GRIDMPI_COLL_SCATTER")?,
+            allgather: parse(&g("GRIDMPI_COLL_ALLGATHER"), Allgather::from_name, "GRIDMPI_COLL_ALLGATHER")?,
+            alltoall: parse(&g("GRIDMPI_COLL_ALLTOALL"), Alltoall::from_name, "GRIDMPI_COLL_ALLTOALL")?,
+            reduce: parse(&g("GRIDMPI_COLL_REDUCE"), Reduce::from_name, "GRIDMPI_COLL_REDUCE")?,
+            allreduce: parse(&g("GRIDMPI_COLL_ALLREDUCE"), Allreduce::from_name, "GRIDMPI_COLL_ALLREDUCE")?,
+            reduce_scatter: parse(&g("GRIDMPI_COLL_REDUCE_SCATTER"), ReduceScatter::from_name, "GRIDMPI_COLL_REDUCE_SCATTER")?,
+            scan: parse(&g("GRIDMPI_COLL_SCAN"), Scan::from_name, "GRIDMPI_COLL_SCAN")?,
+            alltoall_inflight: ALLTOALL_INFLIGHT,
+        })
+    }
+
+    pub fn barrier(&self, i: &Input) -> Barrier {
+        self.barrier.unwrap_or_else(|| barrier_table(i))
+    }
+
+    pub fn bcast(&self, i: &Input) -> Bcast {
+        self.bcast.unwrap_or_else(|| bcast_table(i))
+    }
+
+    /// Gather; `i.equal_blocks` false (gatherv) always gives linear.
+    pub fn gather(&self, i: &Input) -> Rooted {
+        if !i.equal_blocks {
+            return Rooted::Linear;
+        }
+        self.gather.unwrap_or_else(|| rooted_table(i))
+    }
+
+    pub fn scatter(&self, i: &Input) -> Rooted {
+        if !i.equal_blocks {
+            return Rooted::Linear;
+        }
+        self.scatter.unwrap_or_else(|| rooted_table(i))
+    }
+
+    pub fn allgather(&self, i: &Input) -> Allgather {
+        self.allgather.unwrap_or_else(|| allgather_table(i))
+    }
+
+    pub fn alltoall(&self, i: &Input) -> Alltoall {
+        match self.alltoall {
+            Some(Alltoall::Bruck) if !i.equal_blocks => alltoall_table(i),
+            Some(a) => a,
+            None => alltoall_table(i),
+        }
+    }
+
+    pub fn reduce(&self, i: &Input) -> Reduce {
+        self.reduce.unwrap_or_else(|| reduce_table(i))
+    }
+
+    pub fn allreduce(&self, i: &Input) -> Allreduce {
+        match self.allreduce {
+            Some(Allreduce::Ring) if !i.commutative => allreduce_table(i),
+            Some(a) => a,
+            None => allreduce_table(i),
+        }
+    }
+
+    pub fn reduce_scatter(&self, i: &Input) -> ReduceScatter {
+        match self.reduce_scatter {
+            Some(ReduceScatter::Ring | ReduceScatter::RecursiveHalving) if !i.commutative => reduce_scatter_table(i),
+            Some(a) => a,
+            None => reduce_scatter_table(i),
+        }
+    }
+
+    pub fn scan(&self, i: &Input) -> Scan {
+        self.scan.unwrap_or_else(|| scan_table(i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_parse_and_fall_back_when_invalid() {
+        let s = Selector::from_settings(|n| match n {
+            "GRIDMPI_COLL_ALLREDUCE" => "ring".into(),
+            "GRIDMPI_COLL_ALLTOALL" => "bruck".into(),
+            _ => "auto".into(),
+        })
+        .unwrap();
+        let mut i = Input::new(8, 1 << 20);
+        assert_eq!(s.allreduce(&i), Allreduce::Ring);
+        i.commutative = false;
+        assert_ne!(s.allreduce(&i), Allreduce::Ring);
+        assert_eq!(s.alltoall(&i), Alltoall::Bruck);
+        i.equal_blocks = false;
+        assert_ne!(s.alltoall(&i), Alltoall::Bruck);
+        assert!(Selector::from_settings(|n| if n == "GRIDMPI_COLL_BCAST" { "nope".into() } else { String::new() }).is_err());
+    }
+
+    #[test]
+    fn the_table_picks_by_size() {
+        let s = Selector::default();
+        assert_eq!(s.bcast(&Input::new(16, 100)), Bcast::Binomial);
+        assert_eq!(s.bcast(&Input::new(16, 100_000)), Bcast::ScatterAllgather);
+        assert_eq!(s.allreduce(&Input::new(16, 8)), Allreduce::RecursiveDoubling);
+        assert_eq!(s.allreduce(&Input::new(16, 1 << 20)), Allreduce::Rabenseifner);
+        assert_eq!(s.alltoall(&Input::new(16, 8)), Alltoall::Bruck);
+        let mut nc = Input::new(16, 1 << 20);
+        nc.commutative = false;
+        assert_eq!(s.reduce_scatter(&nc), ReduceScatter::ReduceScatterv);
+    }
+}

@@ -1,0 +1,340 @@
+//! Collective operations, on intra- and intercommunicators.
+//!
+//! Each collective is one "plan" function: it checks the arguments (under
+//! the lock) and returns a [`Build`], which makes the collective's schedule
+//! from the engine's algorithms (the one chosen by the table in
+//! `coll_select`) each time it is started. The three forms share it:
+//! MPI_X starts the schedule and waits, MPI_IX starts it and returns its
+//! request, MPI_X_init keeps the Build and starts it at each MPI_Start.
+//!
+//! Schedule messages travel on the communicator's collective context with
+//! the collective's sequence number as tag, so they never match the user's
+//! point-to-point messages nor another collective's. A persistent
+//! collective takes its sequence number at initialisation (when every rank
+//! calls it in the same order) and reuses it at every start, so starts need
+//! not be ordered across ranks.
+
+use super::*;
+use crate::objects::*;
+use crate::state::{self, api, Target};
+use gridmpi_engine::coll::inter::Role;
+use gridmpi_engine::coll::select::{self as sel, Input, Selector};
+use gridmpi_engine::coll::{barrier, bcast, inter};
+use gridmpi_engine::sched::{CommView, Schedule};
+use gridmpi_engine::ReqId;
+
+mod gathers;
+mod reductions;
+
+pub use gathers::*;
+pub use reductions::*;
+
+/// What a collective's schedule is built from when it starts.
+pub struct Env<'a> {
+    /// The communicator (for an intercommunicator: the remote group).
+    pub view: CommView,
+    /// For an intercommunicator: the local group, on its local context.
+    pub local: Option<CommView>,
+    pub tag: i32,
+    pub sel: &'a Selector,
+}
+
+impl Env<'_> {
+    pub fn v(&self) -> CommView {
+        self.view.clone()
+    }
+
+    pub fn local(&self) -> CommView {
+        self.local.clone().expect("an intercommunicator's local view")
+    }
+
+    /// An empty schedule (nothing to do here).
+    pub fn nothing(&self) -> Schedule {
+        Schedule::new(self.v(), self.tag)
+    }
+}
+
+/// Makes a collective's schedule; its arguments were checked when it was made.
+pub type Build = Box<dyn Fn(&Env) -> Schedule + Send + Sync>;
+
+/// The views a collective on `c` runs on.
+pub fn coll_views(c: &Comm) -> (CommView, Option<CommView>) {
+    match &c.remote {
+        None => (super::env::coll_view(c), None),
+        Some(remote) => {
+            let mine: Arc<[u32]> = c.group.pids.clone().into();
+            let local_ctx = c.local_ctx.unwrap_or(c.ctx);
+            (
+                CommView { ctx: c.ctx + 1, rank: c.rank, size: remote.size(), pids: remote.pids.clone().into(), local_pids: Some(mine.clone()) },
+                Some(CommView { ctx: local_ctx + 1, rank: c.rank, size: c.size(), pids: mine, local_pids: None }),
+            )
+        }
+    }
+}
+
+/// Build and start a collective's schedule on `comm`; `tag` is a reserved
+/// sequence number (persistent collectives) or None for the next one.
+fn start(st: &mut State, comm: MPI_Comm, build: &Build, tag: Option<i32>) -> R<ReqId> {
+    let sel = super::coll_select::selector(st);
+    let c = st.comm_mut(comm)?;
+    let tag = match tag {
+        Some(t) => t,
+        None => c.next_coll_tag(),
+    };
+    let (view, local) = coll_views(c);
+    let s = build(&Env { view, local, tag, sel });
+    let r = st.rt.engine.start_schedule(s);
+    st.progress()?;
+    Ok(r)
+}
+
+/// Start a collective of the library's own on `comm` (next sequence number).
+pub(crate) fn start_internal(st: &mut State, comm: MPI_Comm, build: &Build) -> R<ReqId> {
+    start(st, comm, build, None)
+}
+
+/// The error a finished schedule reported, as an MPI error.
+pub fn schedule_error(msg: String) -> crate::errors::MpiError {
+    let class = if msg.contains("truncated") { MPI_ERR_TRUNCATE } else { MPI_ERR_OP };
+    err(class, msg)
+}
+
+/// The blocking form: start and wait.
+pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) -> R<Build>) -> c_int {
+    api(name, Target::Comm(comm), || {
+        let r = state::with(|st| {
+            let b = plan(st)?;
+            start(st, comm, &b, None)
+        })?;
+        super::env::wait_engine(r)?;
+        match state::with(|st| Ok(st.rt.engine.take_schedule_error(r)))? {
+            Some(msg) => Err(schedule_error(msg)),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The nonblocking form: start and return the request.
+pub fn nonblocking(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request, plan: impl FnOnce(&State) -> R<Build>) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let b = plan(st)?;
+            let r = start(st, comm, &b, None)?;
+            Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Coll, comm }))
+        })?;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
+        Ok(())
+    })
+}
+
+/// The persistent form: a request that starts the collective at each
+/// MPI_Start.
+pub fn persistent(name: &'static str, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request, plan: impl FnOnce(&State) -> R<Build>) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            if info != MPI_INFO_NULL {
+                st.info(info)?;
+            }
+            let build = Arc::new(plan(st)?);
+            let tag = st.comm_mut(comm)?.next_coll_tag();
+            let start = move || state::with(|st| start(st, comm, &build, Some(tag)));
+            Ok(st.reqs.insert(ReqEntry::Persistent { spec: PersistentSpec::Coll { start: Arc::new(start) }, active: None }))
+        })?;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
+        Ok(())
+    })
+}
+
+// ---- argument helpers ---------------------------------------------------------------
+
+/// What a collective needs to know about its communicator.
+#[derive(Clone, Copy, Debug)]
+pub struct CommShape {
+    pub rank: i32,
+    /// Local group size.
+    pub size: i32,
+    /// Remote group size, for an intercommunicator.
+    pub remote: Option<i32>,
+}
+
+impl CommShape {
+    pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
+        let c = st.comm(comm)?;
+        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()) })
+    }
+
+    /// The group the buffers' blocks refer to: the remote group of an
+    /// intercommunicator, else the communicator's.
+    pub fn peers(&self) -> i32 {
+        self.remote.unwrap_or(self.size)
+    }
+
+    pub fn intra_only(&self, what: &str) -> R<()> {
+        if self.remote.is_some() {
+            return Err(err(MPI_ERR_COMM, format!("{what} is not defined on intercommunicators")));
+        }
+        Ok(())
+    }
+}
+
+/// The root argument of a rooted collective.
+#[derive(Clone, Copy, Debug)]
+pub enum RootOf {
+    Intra(i32),
+    Inter(Role),
+}
+
+pub fn root_of(c: &CommShape, root: c_int) -> R<RootOf> {
+    match c.remote {
+        None if (0..c.size).contains(&root) => Ok(RootOf::Intra(root)),
+        None => Err(err(MPI_ERR_ROOT, format!("invalid root {root} (communicator has {} ranks)", c.size))),
+        Some(_) if root == MPI_ROOT => Ok(RootOf::Inter(Role::Root)),
+        Some(_) if root == MPI_PROC_NULL => Ok(RootOf::Inter(Role::Idle)),
+        Some(q) if (0..q).contains(&root) => Ok(RootOf::Inter(Role::Remote(root))),
+        Some(q) => Err(err(
+            MPI_ERR_ROOT,
+            format!("invalid root {root} on an intercommunicator (MPI_ROOT, MPI_PROC_NULL or a remote rank below {q})"),
+        )),
+    }
+}
+
+pub fn in_place<T>(p: *const T) -> bool {
+    p as *const c_void == IN_PLACE as *const c_void
+}
+
+/// MPI_IN_PLACE is not allowed on intercommunicators.
+pub fn no_in_place_inter<T>(c: &CommShape, p: *const T) -> R<()> {
+    if c.remote.is_some() && in_place(p) {
+        return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE cannot be used on an intercommunicator"));
+    }
+    Ok(())
+}
+
+/// MPI_IN_PLACE is only allowed at the root of a rooted collective.
+pub fn in_place_only_at_root<T>(is_root: bool, p: *const T) -> R<()> {
+    if !is_root && in_place(p) {
+        return Err(err(MPI_ERR_BUFFER, "MPI_IN_PLACE is only allowed at the root"));
+    }
+    Ok(())
+}
+
+/// `count` items of `dt` at `base` plus `displ` extents of `dt`.
+pub fn block_at(base: *const c_void, displ: i64, count: u64, dt: &Arc<Datatype>) -> R<UserBuf> {
+    let off = displ.checked_mul(dt.extent()).ok_or_else(|| err(MPI_ERR_ARG, format!("displacement {displ} overflows")))?;
+    user_buf((base as *const u8).wrapping_offset(off as isize) as *const c_void, count, dt.clone())
+}
+
+/// `count` items of `dt` at `base` plus `bytes`.
+pub fn block_at_bytes(base: *const c_void, bytes: i64, count: u64, dt: &Arc<Datatype>) -> R<UserBuf> {
+    user_buf((base as *const u8).wrapping_offset(bytes as isize) as *const c_void, count, dt.clone())
+}
+
+/// `n` equal blocks of `count` items of `dt`, one after the other.
+pub fn blocks(base: *const c_void, n: i32, count: u64, dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
+    (0..n as i64).map(|r| block_at(base, r * count as i64, count, dt)).collect()
+}
+
+/// A C array argument of `n` elements.
+pub fn array<'a, T>(p: *const T, n: i32, what: &str) -> R<&'a [T]> {
+    if n <= 0 {
+        return Ok(&[]);
+    }
+    check_ptr(p, what)?;
+    // SAFETY: the standard makes the caller pass `n` elements.
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// A counts array argument: `n` non-negative counts.
+pub fn counts(p: *const c_int, n: i32, what: &str) -> R<Vec<u64>> {
+    array(p, n, what)?
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| if c < 0 { Err(err(MPI_ERR_COUNT, format!("{what}[{i}] = {c} is negative"))) } else { Ok(c as u64) })
+        .collect()
+}
+
+/// Per-rank blocks from counts and displacements (in extents of `dt`).
+pub fn blocks_v(base: *const c_void, counts: &[u64], displs: &[c_int], dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
+    counts.iter().zip(displs).map(|(&c, &d)| block_at(base, d as i64, c, dt)).collect()
+}
+
+/// A datatype array argument, resolved.
+pub fn types(st: &State, p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<Arc<Datatype>>> {
+    array(p, n, what)?.iter().map(|&t| st.dtype(t)).collect()
+}
+
+// ---- barrier and broadcast ---------------------------------------------------------------
+
+fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    if c.remote.is_some() {
+        return Ok(Box::new(|e| inter::barrier(e.v(), e.local(), e.tag)));
+    }
+    let input = Input::new(c.size, 0);
+    Ok(Box::new(move |e| match e.sel.barrier(&input) {
+        sel::Barrier::Dissemination => barrier::dissemination(e.v(), e.tag),
+        sel::Barrier::Tree => barrier::tree(e.v(), e.tag),
+    }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
+    blocking("MPI_Barrier", comm, |st| plan_barrier(st, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking("MPI_Ibarrier", comm, request, |st| plan_barrier(st, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Barrier_init", comm, info, request, |st| plan_barrier(st, comm))
+}
+
+fn plan_bcast(st: &State, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    if let RootOf::Inter(Role::Idle) = root {
+        return Ok(Box::new(|e| e.nothing()));
+    }
+    let buf = user_buf(buffer, check_count(count)?, st.dtype(datatype)?)?;
+    match root {
+        RootOf::Inter(role) => Ok(Box::new(move |e| inter::bcast(e.v(), e.local(), e.tag, buf.clone(), role))),
+        RootOf::Intra(root) => {
+            let input = Input::new(c.size, buf.len());
+            Ok(Box::new(move |e| match e.sel.bcast(&input) {
+                sel::Bcast::Binomial => bcast::binomial(e.v(), e.tag, buf.clone(), root),
+                sel::Bcast::ScatterAllgather => bcast::scatter_allgather(e.v(), e.tag, buf.clone(), root),
+                sel::Bcast::Pipeline => bcast::pipeline(e.v(), e.tag, buf.clone(), root, sel::BCAST_SEGMENT),
+            }))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    blocking("MPI_Bcast", comm, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking("MPI_Ibcast", comm, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bcast_init(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Bcast_init", comm, info, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+}

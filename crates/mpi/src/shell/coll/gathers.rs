@@ -1,0 +1,616 @@
+//! Gather(v), scatter(v), allgather(v), alltoall(v,w): the collectives that
+//! move blocks, in their blocking, nonblocking and persistent forms.
+
+use super::*;
+use gridmpi_engine::coll::select::{Allgather, Alltoall, Rooted};
+use gridmpi_engine::coll::{allgather, alltoall, gather, scatter};
+
+// ---- gather ------------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn plan_gather(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let send = || -> R<UserBuf> { user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?) };
+    let recv_blocks = || -> R<(Vec<UserBuf>, u64)> {
+        let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
+        Ok((blocks(recvbuf, c.peers(), rc, &rdt)?, rc * rdt.size()))
+    };
+    match root {
+        RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
+        RootOf::Inter(Role::Root) => {
+            let (bl, _) = recv_blocks()?;
+            Ok(Box::new(move |e| inter::gather(e.v(), e.local(), e.tag, None, &bl, Role::Root)))
+        }
+        RootOf::Inter(role) => {
+            let send = send()?;
+            Ok(Box::new(move |e| inter::gather(e.v(), e.local(), e.tag, Some(send.clone()), &[], role)))
+        }
+        RootOf::Intra(root) => {
+            let is_root = c.rank == root;
+            in_place_only_at_root(is_root, sendbuf)?;
+            let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
+            let (bl, block) = match (is_root, &send) {
+                (true, _) => recv_blocks()?,
+                (false, Some(s)) => (Vec::new(), s.len()),
+                (false, None) => unreachable!(),
+            };
+            let input = Input::new(c.size, block);
+            Ok(Box::new(move |e| match e.sel.gather(&input) {
+                Rooted::Linear => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
+                Rooted::Binomial => gather::binomial(e.v(), e.tag, send.clone(), &bl, block, root),
+            }))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gather(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Gather", comm, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igather(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Igather", comm, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gather_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Gather_init", comm, info, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_gatherv(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let send = || -> R<UserBuf> { user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?) };
+    let recv_blocks = || -> R<Vec<UserBuf>> {
+        let rc = counts(recvcounts, c.peers(), "recvcounts")?;
+        blocks_v(recvbuf, &rc, array(displs, c.peers(), "displs")?, &st.dtype(recvtype)?)
+    };
+    match root {
+        RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
+        RootOf::Inter(Role::Root) => {
+            let bl = recv_blocks()?;
+            Ok(Box::new(move |e| inter::gather(e.v(), e.local(), e.tag, None, &bl, Role::Root)))
+        }
+        RootOf::Inter(role) => {
+            let send = send()?;
+            Ok(Box::new(move |e| inter::gather(e.v(), e.local(), e.tag, Some(send.clone()), &[], role)))
+        }
+        RootOf::Intra(root) => {
+            let is_root = c.rank == root;
+            in_place_only_at_root(is_root, sendbuf)?;
+            let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
+            let bl = if is_root { recv_blocks()? } else { Vec::new() };
+            Ok(Box::new(move |e| gather::linear(e.v(), e.tag, send.clone(), &bl, root)))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Gatherv", comm, |st| plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igatherv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Igatherv", comm, request, |st| {
+        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Gatherv_init", comm, info, request, |st| {
+        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+    })
+}
+
+// ---- scatter -----------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn plan_scatter(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    no_in_place_inter(&c, recvbuf)?;
+    let recv = || -> R<UserBuf> { user_buf(recvbuf, check_count(recvcount)?, st.dtype(recvtype)?) };
+    let send_blocks = || -> R<(Vec<UserBuf>, u64)> {
+        let (sc, sdt) = (check_count(sendcount)?, st.dtype(sendtype)?);
+        Ok((blocks(sendbuf, c.peers(), sc, &sdt)?, sc * sdt.size()))
+    };
+    match root {
+        RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
+        RootOf::Inter(Role::Root) => {
+            let (bl, _) = send_blocks()?;
+            Ok(Box::new(move |e| inter::scatter(e.v(), e.local(), e.tag, &bl, None, Role::Root)))
+        }
+        RootOf::Inter(role) => {
+            let recv = recv()?;
+            Ok(Box::new(move |e| inter::scatter(e.v(), e.local(), e.tag, &[], Some(recv.clone()), role)))
+        }
+        RootOf::Intra(root) => {
+            let is_root = c.rank == root;
+            in_place_only_at_root(is_root, recvbuf)?;
+            let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
+            let (bl, block) = match (is_root, &recv) {
+                (true, _) => send_blocks()?,
+                (false, Some(r)) => (Vec::new(), r.len()),
+                (false, None) => unreachable!(),
+            };
+            let input = Input::new(c.size, block);
+            Ok(Box::new(move |e| match e.sel.scatter(&input) {
+                Rooted::Linear => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
+                Rooted::Binomial => scatter::binomial(e.v(), e.tag, &bl, recv.clone(), block, root),
+            }))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatter(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scatter", comm, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatter(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscatter", comm, request, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatter_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scatter_init", comm, info, request, |st| {
+        plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_scatterv(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    no_in_place_inter(&c, recvbuf)?;
+    let recv = || -> R<UserBuf> { user_buf(recvbuf, check_count(recvcount)?, st.dtype(recvtype)?) };
+    let send_blocks = || -> R<Vec<UserBuf>> {
+        let sc = counts(sendcounts, c.peers(), "sendcounts")?;
+        blocks_v(sendbuf, &sc, array(displs, c.peers(), "displs")?, &st.dtype(sendtype)?)
+    };
+    match root {
+        RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
+        RootOf::Inter(Role::Root) => {
+            let bl = send_blocks()?;
+            Ok(Box::new(move |e| inter::scatter(e.v(), e.local(), e.tag, &bl, None, Role::Root)))
+        }
+        RootOf::Inter(role) => {
+            let recv = recv()?;
+            Ok(Box::new(move |e| inter::scatter(e.v(), e.local(), e.tag, &[], Some(recv.clone()), role)))
+        }
+        RootOf::Intra(root) => {
+            let is_root = c.rank == root;
+            in_place_only_at_root(is_root, recvbuf)?;
+            let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
+            let bl = if is_root { send_blocks()? } else { Vec::new() };
+            Ok(Box::new(move |e| scatter::linear(e.v(), e.tag, &bl, recv.clone(), root)))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv(
+    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scatterv", comm, |st| plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatterv(
+    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscatterv", comm, request, |st| {
+        plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv_init(
+    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scatterv_init", comm, info, request, |st| {
+        plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+    })
+}
+
+// ---- allgather ---------------------------------------------------------------------------
+
+/// Allgather(v) on the blocks of the receive buffer.
+fn allgather_build(c: &CommShape, mine: Option<UserBuf>, bl: Vec<UserBuf>, input: Input) -> Build {
+    if c.remote.is_some() {
+        let mine = mine.expect("intercommunicator send buffer");
+        return Box::new(move |e| inter::allgather(e.v(), e.local(), e.tag, mine.clone(), &bl));
+    }
+    Box::new(move |e| match e.sel.allgather(&input) {
+        Allgather::Ring => allgather::ring(e.v(), e.tag, mine.clone(), &bl),
+        Allgather::RecursiveDoubling => allgather::recursive_doubling(e.v(), e.tag, mine.clone(), &bl),
+        Allgather::Bruck => allgather::bruck(e.v(), e.tag, mine.clone(), &bl),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_allgather(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
+    let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
+    let bl = blocks(recvbuf, c.peers(), rc, &rdt)?;
+    Ok(allgather_build(&c, mine, bl, Input::new(c.size, rc * rdt.size())))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgather(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allgather", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgather(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallgather", comm, request, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgather_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allgather_init", comm, info, request, |st| {
+        plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_allgatherv(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
+    let rdt = st.dtype(recvtype)?;
+    let rc = counts(recvcounts, c.peers(), "recvcounts")?;
+    let bl = blocks_v(recvbuf, &rc, array(displs, c.peers(), "displs")?, &rdt)?;
+    let total: u64 = rc.iter().sum::<u64>() * rdt.size();
+    let input = Input { equal_blocks: false, ..Input::new(c.size, total / c.peers().max(1) as u64) };
+    Ok(allgather_build(&c, mine, bl, input))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allgatherv", comm, |st| plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgatherv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallgatherv", comm, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allgatherv_init", comm, info, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+    })
+}
+
+// ---- alltoall ----------------------------------------------------------------------------
+
+/// Alltoall(v,w) on per-peer blocks; `send` None for MPI_IN_PLACE.
+/// `block`: the common block size in bytes (alltoall only, for Bruck).
+fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>, input: Input, block: u64) -> Build {
+    if c.remote.is_some() {
+        let send = send.expect("intercommunicator send buffer");
+        return Box::new(move |e| inter::alltoall(e.v(), e.local(), e.tag, &send, &recv));
+    }
+    Box::new(move |e| {
+        let mut s = e.nothing();
+        let send = match &send {
+            Some(b) => b.clone(),
+            None => alltoall::in_place_sources(&mut s, &recv),
+        };
+        s.append(match e.sel.alltoall(&input) {
+            Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
+            Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
+            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block),
+        });
+        s
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_alltoall(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
+    let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
+    let send = if in_place(sendbuf) { None } else { Some(blocks(sendbuf, c.peers(), check_count(sendcount)?, &st.dtype(sendtype)?)?) };
+    let block = rc * rdt.size();
+    Ok(alltoall_build(&c, send, recv, Input::new(c.size, block), block))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoall(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoall(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoall", comm, request, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoall_init(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoall_init", comm, info, request, |st| {
+        plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+    })
+}
+
+/// Input of the v and w forms: only what every rank knows alike.
+fn uneven(c: &CommShape) -> Input {
+    Input { equal_blocks: false, ..Input::new(c.size, 0) }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_alltoallv(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let q = c.peers();
+    no_in_place_inter(&c, sendbuf)?;
+    let recv = blocks_v(recvbuf, &counts(recvcounts, q, "recvcounts")?, array(rdispls, q, "rdispls")?, &st.dtype(recvtype)?)?;
+    let send = if in_place(sendbuf) {
+        None
+    } else {
+        Some(blocks_v(sendbuf, &counts(sendcounts, q, "sendcounts")?, array(sdispls, q, "sdispls")?, &st.dtype(sendtype)?)?)
+    };
+    Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoallv", comm, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallv(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoallv", comm, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv_init(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoallv_init", comm, info, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+    })
+}
+
+/// Blocks with byte displacements and per-block types (the w forms).
+pub fn blocks_w(st: &State, base: *const c_void, counts_p: *const c_int, displs: &[i64], types_p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<UserBuf>> {
+    let cs = counts(counts_p, n, &format!("{what}counts"))?;
+    let ts = types(st, types_p, n, &format!("{what}types"))?;
+    (0..n as usize).map(|i| block_at_bytes(base, displs[i], cs[i], &ts[i])).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_alltoallw(
+    st: &State,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let q = c.peers();
+    no_in_place_inter(&c, sendbuf)?;
+    let rd: Vec<i64> = array(rdispls, q, "rdispls")?.iter().map(|&d| d as i64).collect();
+    let recv = blocks_w(st, recvbuf, recvcounts, &rd, recvtypes, q, "recv")?;
+    let send = if in_place(sendbuf) {
+        None
+    } else {
+        let sd: Vec<i64> = array(sdispls, q, "sdispls")?.iter().map(|&d| d as i64).collect();
+        Some(blocks_w(st, sendbuf, sendcounts, &sd, sendtypes, q, "send")?)
+    };
+    Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoallw", comm, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallw(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoallw", comm, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw_init(
+    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoallw_init", comm, info, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+    })
+}

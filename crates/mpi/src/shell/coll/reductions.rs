@@ -1,0 +1,324 @@
+//! Reduce, allreduce, reduce_scatter(_block), scan, exscan, in their
+//! blocking, nonblocking and persistent forms. (MPI_Reduce_local is in
+//! op.rs with the operations.)
+
+use super::*;
+use gridmpi_engine::coll::select::{Allreduce, Reduce, ReduceScatter, Scan};
+use gridmpi_engine::coll::{allreduce, reduce, reduce_scatter, scan};
+use gridmpi_engine::sched::Reducer;
+
+/// The selection input of a reduction over `n` items of `dt`.
+fn reduction_input(size: i32, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> Input {
+    Input { count: n, commutative: op.is_commutative(), ..Input::new(size, n * dt.size()) }
+}
+
+// ---- reduce ------------------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn plan_reduce(
+    st: &State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let root = root_of(&c, root)?;
+    no_in_place_inter(&c, sendbuf)?;
+    if let RootOf::Inter(Role::Idle) = root {
+        return Ok(Box::new(|e| e.nothing()));
+    }
+    let n = check_count(count)?;
+    let dt = st.dtype(datatype)?;
+    let red = st.reducer(op, datatype)?;
+    match root {
+        RootOf::Inter(role) => {
+            let (input, recv) = match role {
+                Role::Root => (None, Some(user_buf(recvbuf, n, dt)?)),
+                _ => (Some(user_buf(sendbuf, n, dt)?), None),
+            };
+            Ok(Box::new(move |e| inter::reduce(e.v(), e.local(), e.tag, input.clone(), recv.clone(), red.clone(), role)))
+        }
+        RootOf::Intra(root) => {
+            in_place_only_at_root(c.rank == root, sendbuf)?;
+            let recv = if c.rank == root { Some(user_buf(recvbuf, n, dt.clone())?) } else { None };
+            let input = match (&recv, in_place(sendbuf)) {
+                (Some(r), true) => r.clone(),
+                _ => user_buf(sendbuf, n, dt.clone())?,
+            };
+            let sel_in = reduction_input(c.size, n, &dt, &red);
+            Ok(Box::new(move |e| match e.sel.reduce(&sel_in) {
+                Reduce::Binomial => reduce::binomial(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
+                Reduce::Rabenseifner => reduce::rabenseifner(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
+            }))
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce", comm, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_init", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+}
+
+// ---- allreduce ---------------------------------------------------------------------------
+
+fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let n = check_count(count)?;
+    let dt = st.dtype(datatype)?;
+    let red = st.reducer(op, datatype)?;
+    let recv = user_buf(recvbuf, n, dt.clone())?;
+    let input = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, n, dt.clone())?) };
+    if c.remote.is_some() {
+        let input = input.expect("checked: not in place");
+        return Ok(Box::new(move |e| inter::allreduce(e.v(), e.local(), e.tag, input.clone(), recv.clone(), red.clone())));
+    }
+    let sel_in = reduction_input(c.size, n, &dt, &red);
+    Ok(Box::new(move |e| {
+        let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
+        match e.sel.allreduce(&sel_in) {
+            Allreduce::RecursiveDoubling => allreduce::recursive_doubling(v, t, i, r, o),
+            Allreduce::Rabenseifner => allreduce::rabenseifner(v, t, i, r, o),
+            Allreduce::Ring => allreduce::ring(v, t, i, r, o),
+            Allreduce::ReduceBcast => allreduce::reduce_bcast(v, t, i, r, o),
+        }
+    }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allreduce(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allreduce", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallreduce(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallreduce", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allreduce_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allreduce_init", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+// ---- reduce_scatter ------------------------------------------------------------------------
+
+/// Reduce_scatter over our group's `counts` (items of `datatype` per rank).
+fn plan_reduce_scatter_counts(
+    st: &State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Vec<u64>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    no_in_place_inter(&c, sendbuf)?;
+    let dt = st.dtype(datatype)?;
+    let red = st.reducer(op, datatype)?;
+    let total: u64 = counts.iter().sum();
+    let recv = user_buf(recvbuf, counts[c.rank as usize], dt.clone())?;
+    // In place, the input vector is the receive buffer.
+    let input = user_buf(if in_place(sendbuf) { recvbuf } else { sendbuf }, total, dt.clone())?;
+    if c.remote.is_some() {
+        return Ok(Box::new(move |e| inter::reduce_scatter(e.v(), e.local(), e.tag, input.clone(), recv.clone(), &counts, red.clone())));
+    }
+    let sel_in = reduction_input(c.size, total, &dt, &red);
+    Ok(Box::new(move |e| {
+        let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
+        match e.sel.reduce_scatter(&sel_in) {
+            ReduceScatter::RecursiveHalving => reduce_scatter::recursive_halving(v, t, i, r, &counts, o),
+            ReduceScatter::Ring => reduce_scatter::ring(v, t, i, r, &counts, o),
+            ReduceScatter::ReduceScatterv => reduce_scatter::reduce_scatterv(v, t, i, r, &counts, o),
+        }
+    }))
+}
+
+fn plan_reduce_scatter(
+    st: &State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let cs = counts(recvcounts, c.size, "recvcounts")?;
+    plan_reduce_scatter_counts(st, sendbuf, recvbuf, cs, datatype, op, comm)
+}
+
+fn plan_reduce_scatter_block(
+    st: &State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    let n = check_count(recvcount)?;
+    plan_reduce_scatter_counts(st, sendbuf, recvbuf, vec![n; c.size as usize], datatype, op, comm)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce_scatter", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce_scatter", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_scatter_init", comm, info, request, |st| {
+        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce_scatter_block", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce_scatter_block", comm, request, |st| {
+        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_scatter_block_init", comm, info, request, |st| {
+        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
+    })
+}
+
+// ---- scan and exscan ---------------------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+fn plan_scan(
+    st: &State,
+    what: &str,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    exclusive: bool,
+) -> R<Build> {
+    let c = CommShape::of(st, comm)?;
+    c.intra_only(what)?;
+    let n = check_count(count)?;
+    let dt = st.dtype(datatype)?;
+    let red = st.reducer(op, datatype)?;
+    let recv = user_buf(recvbuf, n, dt.clone())?;
+    let input = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, n, dt.clone())?) };
+    let sel_in = reduction_input(c.size, n, &dt, &red);
+    Ok(Box::new(move |e| {
+        let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
+        match e.sel.scan(&sel_in) {
+            Scan::RecursiveDoubling => scan::recursive_doubling(v, t, i, r, o, exclusive),
+            Scan::Linear => scan::linear(v, t, i, r, o, exclusive),
+        }
+    }))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scan(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scan", comm, |st| plan_scan(st, "MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscan(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscan", comm, request, |st| plan_scan(st, "MPI_Iscan", sendbuf, recvbuf, count, datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scan_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scan_init", comm, info, request, |st| plan_scan(st, "MPI_Scan_init", sendbuf, recvbuf, count, datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Exscan(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Exscan", comm, |st| plan_scan(st, "MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, true))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iexscan(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iexscan", comm, request, |st| plan_scan(st, "MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, comm, true))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Exscan_init(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Exscan_init", comm, info, request, |st| {
+        plan_scan(st, "MPI_Exscan_init", sendbuf, recvbuf, count, datatype, op, comm, true)
+    })
+}
