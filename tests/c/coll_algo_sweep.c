@@ -526,14 +526,13 @@ static void rs_setup(void)
     mine = counts[rank];
     buffer(&sbuf, T, total);
     put(sbuf, T, 0, total, rank, SALT, 0);
-    /* In place the receive buffer holds the whole input vector. */
+    /* In place the receive buffer holds the whole input vector; only the
+     * result part is defined afterwards. */
     buffer(&rbuf, T, INPLACE ? total : mine);
-    rints = ints_of(T, INPLACE ? total : mine);
+    rints = INPLACE ? (size_t)mine * ext_of[T] : ints_of(T, mine);
     if (INPLACE)
         put(rbuf, T, 0, total, rank, SALT, 0);
     buffer(&expect, T, INPLACE ? total : mine);
-    if (INPLACE)
-        put(expect, T, 0, total, rank, SALT, 0);
     put_red(expect, T, 0, mine, 0, size - 1, SALT, (size_t)displs[rank] * epi_of[T]);
 }
 static int rs_start(int f, MPI_Request *q)
@@ -606,10 +605,15 @@ static void check_determinism(void)
         in[i] = (rank % 2 ? 1e16 : 1.0) * (1.0 + i * 1e-3) / (rank + 1) + (rank == 3 ? -1e16 : 0.0);
     MPI_Allreduce(in, a, N, MPI_DOUBLE, MPI_SUM, comm);
     for (int rep = 0; rep < 3; rep++) {
+        MPI_Allreduce(in, b, N, MPI_DOUBLE, MPI_SUM, comm);
+        CHECK(memcmp(a, b, N * sizeof(double)) == 0, "Allreduce of doubles differs between repetitions");
+        /* GridMPI: the I-form is the same schedule, so the same bits
+         * (MPICH 5.0.2 picks another algorithm for it). */
         MPI_Request q;
         MPI_Iallreduce(in, b, N, MPI_DOUBLE, MPI_SUM, comm, &q);
         MPI_Wait(&q, MPI_STATUS_IGNORE);
-        CHECK(memcmp(a, b, N * sizeof(double)) == 0, "Allreduce of doubles differs between repetitions");
+        if (!TU_PEER_MPICH)
+            CHECK(memcmp(a, b, N * sizeof(double)) == 0, "Iallreduce of doubles differs from Allreduce");
     }
     /* Everyone has rank 0's bits. */
     memcpy(b, a, N * sizeof(double));

@@ -51,6 +51,8 @@ pub struct Comm {
     /// For an intercommunicator: an intracommunicator context over the
     /// local group, used inside intercommunicator collectives.
     pub local_ctx: Option<u32>,
+    /// Buffer for buffered sends on this communicator (MPI 4.1).
+    pub bsend: Option<BsendBuffer>,
 }
 
 impl Comm {
@@ -67,6 +69,7 @@ impl Comm {
             topo: None,
             coll_seq: 0,
             local_ctx: None,
+            bsend: None,
         }
     }
 
@@ -387,13 +390,33 @@ pub struct MsgEntry {
     pub msg: MsgId,
 }
 
-/// The buffer attached with MPI_Buffer_attach: a first-fit allocator over
-/// the user's memory.
+/// A buffer for buffered sends, attached to the process (MPI_Buffer_attach)
+/// or to one communicator (MPI_Comm_attach_buffer): a first-fit allocator
+/// over the user's memory, or, for MPI_BUFFER_AUTOMATIC, heap memory
+/// allocated per message.
 pub struct BsendBuffer {
     pub base: *mut u8,
     pub size: usize,
     /// Allocated blocks: (offset, len), sorted by offset.
     pub used: Vec<(usize, usize)>,
+    pub automatic: bool,
+}
+
+/// Whose attached buffer a buffered send uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufOwner {
+    Process,
+    Comm(MPI_Comm),
+}
+
+/// A buffered send in flight.
+pub struct BsendInflight {
+    pub r: ReqId,
+    pub owner: BufOwner,
+    /// Block offset in the owner's buffer (unused for automatic buffers).
+    pub off: usize,
+    /// The message copy, for automatic buffers.
+    pub heap: Option<Box<[u8]>>,
 }
 
 impl BsendBuffer {

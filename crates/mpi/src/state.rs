@@ -47,8 +47,11 @@ pub struct State {
     pub main_thread: std::thread::ThreadId,
     /// Threads sleeping in epoll; woken when another thread completes work.
     pub sleepers: usize,
-    /// Buffered sends in flight: (engine request, block in the attached buffer).
-    pub bsend_inflight: Vec<(ReqId, usize)>,
+    /// Buffered sends in flight.
+    pub bsend_inflight: Vec<BsendInflight>,
+    /// MPI_Buffer_iflush / MPI_Comm_iflush_buffer requests: complete when
+    /// the owner's buffered sends are.
+    pub flushes: Vec<(ReqId, BufOwner)>,
     /// MPI_Isendrecv requests.
     pub pairs: Vec<crate::shell::p2p::PairOp>,
     /// MPI_Comm_idup calls waiting for their context id.
@@ -242,6 +245,9 @@ impl State {
                 self.progress_pairs();
             }
             self.progress_idups();
+            if !self.bsend_inflight.is_empty() || !self.flushes.is_empty() {
+                self.progress_bsends();
+            }
             if !(a || b) {
                 break;
             }

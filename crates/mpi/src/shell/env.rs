@@ -55,6 +55,7 @@ fn init(required: c_int) -> R<c_int> {
         main_thread: std::thread::current().id(),
         sleepers: 0,
         bsend_inflight: Vec::new(),
+        flushes: Vec::new(),
         pairs: Vec::new(),
         pending_idups: Vec::new(),
         attr_storage: Box::new([0; 8]),
@@ -141,7 +142,7 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
         // Attributes on MPI_COMM_SELF are deleted first (MPI 4.1, 11.2.1).
         crate::shell::attr::delete_all_comm_attrs(MPI_COMM_SELF)?;
         // Buffered sends must drain.
-        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
+        state::wait_until(|st| Ok(st.bsend_pending_done(None)))?;
         // Every rank gets here before anyone tears down its transports.
         let r = state::with(|st| {
             st.rt.shutdown();

@@ -32,53 +32,89 @@ impl State {
         let (ctx, src) = (c.ctx, c.rank);
         let ub = user_buf(buf, count, dt)?;
         if mode == SendMode::Buffered {
-            return self.start_bsend(ub, ctx, src, pid, tag);
+            return self.start_bsend(ub, ctx, src, pid, tag, comm);
         }
         let engine_mode = if mode == SendMode::Sync { gridmpi_engine::SendMode::Sync } else { gridmpi_engine::SendMode::Standard };
         let r = self.rt.engine.isend(SendArgs { ctx, src, dest: pid, tag, buf: ub, mode: engine_mode });
         Ok(Started::Engine(r, ReqKind::Send))
     }
 
-    fn start_bsend(&mut self, ub: UserBuf, ctx: u32, src: i32, pid: u32, tag: i32) -> R<Started> {
+    fn start_bsend(&mut self, ub: UserBuf, ctx: u32, src: i32, pid: u32, tag: i32, comm: MPI_Comm) -> R<Started> {
         let len = ub.len() as usize;
         // Blocks of buffered sends that have completed are free again.
-        self.bsend_pending_done();
-        let Some(b) = self.bsend.as_mut() else {
-            return Err(err(MPI_ERR_BUFFER, "no buffer is attached (call MPI_Buffer_attach before MPI_Bsend)"));
+        self.bsend_pending_done(None);
+        // The communicator's own buffer, else the process's.
+        let owner = if self.comm(comm)?.bsend.is_some() { BufOwner::Comm(comm) } else { BufOwner::Process };
+        let b = match owner {
+            BufOwner::Comm(_) => self.comm_mut(comm)?.bsend.as_mut(),
+            BufOwner::Process => self.bsend.as_mut(),
         };
-        let Some(off) = b.alloc(len) else {
-            return Err(err(
-                MPI_ERR_BUFFER,
-                format!("the attached buffer ({} bytes) has no room for a {len}-byte message", b.size),
-            ));
+        let Some(b) = b else {
+            return Err(err(MPI_ERR_BUFFER, "no buffer is attached (call MPI_Buffer_attach or MPI_Comm_attach_buffer before MPI_Bsend)"));
         };
-        // SAFETY: the block lies inside the attached buffer, which the user
-        // keeps valid until MPI_Buffer_detach (which waits for us).
+        let (p, off, heap) = if b.automatic {
+            let mut v = vec![0u8; len].into_boxed_slice();
+            (v.as_mut_ptr(), 0, Some(v))
+        } else {
+            let Some(off) = b.alloc(len) else {
+                return Err(err(
+                    MPI_ERR_BUFFER,
+                    format!("the attached buffer ({} bytes) has no room for a {len}-byte message", b.size),
+                ));
+            };
+            // SAFETY: the block lies inside the attached buffer, which the
+            // user keeps valid until it is detached (which waits for us).
+            (unsafe { b.base.add(off) }, off, None)
+        };
+        // SAFETY: `p` has `len` bytes (the block or the heap copy).
         let copy = unsafe {
-            let p = b.base.add(off);
             ub.read_packed(0, std::slice::from_raw_parts_mut(p, len));
             UserBuf::new(p, len as u64, gridmpi_engine::sched::byte_type())
         };
         let r = self.rt.engine.isend(SendArgs { ctx, src, dest: pid, tag, buf: copy, mode: gridmpi_engine::SendMode::Standard });
-        self.bsend_inflight.push((r, off));
+        self.bsend_inflight.push(BsendInflight { r, owner, off, heap });
         Ok(Started::Done(ReqKind::Bsend { block: off }))
     }
 
-    /// Release attached-buffer blocks of finished buffered sends; true when none is left.
-    pub fn bsend_pending_done(&mut self) -> bool {
+    /// Release the blocks of finished buffered sends; true when none of
+    /// `owner`'s (or nobody's, for None) is left.
+    pub fn bsend_pending_done(&mut self, owner: Option<BufOwner>) -> bool {
         let engine = &mut self.rt.engine;
-        let bsend = &mut self.bsend;
-        self.bsend_inflight.retain(|&(r, off)| {
-            if engine.take(r).is_some() {
-                if let Some(b) = bsend.as_mut() {
-                    b.free(off);
-                }
+        let mut freed = Vec::new();
+        self.bsend_inflight.retain(|b| {
+            if engine.take(b.r).is_some() {
+                freed.push((b.owner, b.off, b.heap.is_some()));
                 false
             } else {
                 true
             }
         });
-        self.bsend_inflight.is_empty()
+        for (o, off, heap) in freed {
+            if heap {
+                continue;
+            }
+            let buf = match o {
+                BufOwner::Process => self.bsend.as_mut(),
+                BufOwner::Comm(c) => self.comm_mut(c).ok().and_then(|c| c.bsend.as_mut()),
+            };
+            if let Some(b) = buf {
+                b.free(off);
+            }
+        }
+        self.bsend_inflight.iter().all(|b| owner.is_some_and(|o| b.owner != o))
+    }
+
+    /// Reclaim buffered-send blocks and complete flush requests.
+    pub fn progress_bsends(&mut self) {
+        self.bsend_pending_done(None);
+        let flushes = std::mem::take(&mut self.flushes);
+        for (r, owner) in flushes {
+            if self.bsend_inflight.iter().any(|b| b.owner == owner) {
+                self.flushes.push((r, owner));
+            } else {
+                self.rt.engine.complete_external(r, Default::default());
+            }
+        }
     }
 
     pub fn start_recv(
@@ -598,22 +634,38 @@ pub struct PairOp {
     pub _keep: Option<Box<[u8]>>,
 }
 
-// ---- attached buffer ------------------------------------------------------------
+// ---- attached buffers --------------------------------------------------------
+
+fn new_buffer(buffer: *mut c_void, size: c_int) -> R<BsendBuffer> {
+    if buffer == BUFFER_AUTOMATIC {
+        return Ok(BsendBuffer { base: std::ptr::null_mut(), size: 0, used: Vec::new(), automatic: true });
+    }
+    if size < 0 {
+        return Err(err(MPI_ERR_ARG, format!("invalid buffer size {size}")));
+    }
+    Ok(BsendBuffer { base: buffer as *mut u8, size: size as usize, used: Vec::new(), automatic: false })
+}
+
+/// Hand a detached buffer back to the user (MPI_BUFFER_AUTOMATIC if it was).
+unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: *mut c_int) {
+    let (p, n) = match b {
+        Some(b) if b.automatic => (BUFFER_AUTOMATIC, 0),
+        Some(b) => (b.base as *mut c_void, b.size as c_int),
+        None => (std::ptr::null_mut(), 0),
+    };
+    *(buffer_addr as *mut *mut c_void) = p;
+    *size = n;
+}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
     api("MPI_Buffer_attach", Target::NoComm, || {
-        if size < 0 {
-            return Err(err(MPI_ERR_ARG, format!("invalid buffer size {size}")));
-        }
-        if buffer == BUFFER_AUTOMATIC {
-            return Err(err(MPI_ERR_BUFFER, "MPI_BUFFER_AUTOMATIC is not supported; attach a buffer"));
-        }
+        let b = new_buffer(buffer, size)?;
         state::with(|st| {
             if st.bsend.is_some() {
                 return Err(err(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)"));
             }
-            st.bsend = Some(BsendBuffer { base: buffer as *mut u8, size: size as usize, used: Vec::new() });
+            st.bsend = Some(b);
             Ok(())
         })
     })
@@ -624,35 +676,76 @@ pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut
     api("MPI_Buffer_detach", Target::NoComm, || {
         check_ptr(buffer_addr, "buffer_addr")?;
         check_ptr(size, "size")?;
-        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
+        state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Process))))?;
         let b = state::with(|st| Ok(st.bsend.take()))?;
-        match b {
-            Some(b) => {
-                *(buffer_addr as *mut *mut c_void) = b.base as *mut c_void;
-                *size = b.size as c_int;
-            }
-            None => {
-                *(buffer_addr as *mut *mut c_void) = std::ptr::null_mut();
-                *size = 0;
-            }
-        }
+        give_back(b, buffer_addr, size);
         Ok(())
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_flush() -> c_int {
-    api("MPI_Buffer_flush", Target::NoComm, || state::wait_until(|st| Ok(st.bsend_pending_done())))
+    api("MPI_Buffer_flush", Target::NoComm, || state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Process)))))
+}
+
+fn iflush(owner: BufOwner, comm: MPI_Comm, request: *mut MPI_Request) -> R<()> {
+    check_ptr(request, "request")?;
+    let h = state::with(|st| {
+        if let BufOwner::Comm(c) = owner {
+            st.comm(c)?;
+        }
+        let r = st.rt.engine.external_request();
+        st.flushes.push((r, owner));
+        st.progress_bsends();
+        Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Send, comm }))
+    })?;
+    // SAFETY: checked non-null.
+    unsafe { *request = h };
+    Ok(())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    api("MPI_Buffer_iflush", Target::NoComm, || {
-        check_ptr(request, "request")?;
-        // Buffered sends progress on their own; flushing completes when they do.
-        state::wait_until(|st| Ok(st.bsend_pending_done()))?;
-        let h = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_WORLD })))?;
-        *request = h;
+    api("MPI_Buffer_iflush", Target::NoComm, || iflush(BufOwner::Process, MPI_COMM_SELF, request))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_attach_buffer(comm: MPI_Comm, buffer: *mut c_void, size: c_int) -> c_int {
+    api("MPI_Comm_attach_buffer", Target::Comm(comm), || {
+        let b = new_buffer(buffer, size)?;
+        state::with(|st| {
+            let c = st.comm_mut(comm)?;
+            if c.bsend.is_some() {
+                return Err(err(MPI_ERR_BUFFER, "a buffer is already attached to this communicator (detach it first)"));
+            }
+            c.bsend = Some(b);
+            Ok(())
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_detach_buffer(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    api("MPI_Comm_detach_buffer", Target::Comm(comm), || {
+        check_ptr(buffer_addr, "buffer_addr")?;
+        check_ptr(size, "size")?;
+        state::with(|st| st.comm(comm).map(|_| ()))?;
+        state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Comm(comm)))))?;
+        let b = state::with(|st| Ok(st.comm_mut(comm)?.bsend.take()))?;
+        give_back(b, buffer_addr, size);
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
+    api("MPI_Comm_flush_buffer", Target::Comm(comm), || {
+        state::with(|st| st.comm(comm).map(|_| ()))?;
+        state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Comm(comm)))))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    api("MPI_Comm_iflush_buffer", Target::Comm(comm), || iflush(BufOwner::Comm(comm), comm, request))
 }
