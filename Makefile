@@ -4,11 +4,11 @@
 CARGO    ?= cargo
 BUILD    := build
 RELEASE  := target/release
-PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran
+PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 
-.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed demo bench clean
+.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed test-trace demo bench clean
 
 all: build
 
@@ -35,10 +35,11 @@ build:
 	@if command -v $(MPIFC) >/dev/null 2>&1; then \
 	    $(MPIFC) -c $(BUILD)/include/mpi.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi.o && rm -f $(BUILD)/include/mpi.o; \
 	else echo "no Fortran compiler ($(MPIFC)): the mpi module is not built"; fi
+	install -m 755 $(RELEASE)/gridmpi-trace $(BUILD)/bin/gridmpi-trace
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit test-c test-fortran test-compat test-testbed
+test: build test-unit test-c test-fortran test-compat test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -52,9 +53,12 @@ test-fortran: build
 test-compat: build
 	bash tests/compat/run.sh
 
-# Needs root (network namespaces); says what is missing otherwise.
+# Need root (network namespaces); they say what is missing otherwise.
 test-testbed: build
 	bash tests/testbed/run.sh
+
+test-trace: build
+	bash tests/trace/run.sh
 
 demo: build
 	bash demo/run.sh

@@ -1,4 +1,4 @@
-/* gridmpi-test: ranks=1,2,3,4,5,7,8 timeout=180 */
+/* gridmpi-test: ranks=1,2,3,4,5,6,7,8 timeout=180 */
 /*
  * Every intracommunicator collective, in its three forms (blocking, I-form
  * completed by MPI_Wait, persistent *_init started twice), on counts 0, 1,

@@ -23,7 +23,10 @@ lossy_link_reason() {
     for tool in ip nstat nft ethtool unshare hostname python3; do
         command -v $tool >/dev/null 2>&1 || missing="$missing $tool"
     done
-    [ -n "$missing" ] && echo "missing$missing (apt-get install iproute2 nftables ethtool util-linux hostname python3)"
+    if [ -n "$missing" ]; then
+        echo "missing$missing (apt-get install iproute2 nftables ethtool util-linux hostname python3)"
+    fi
+    return 0
 }
 
 lossy_link_up() { # NS_A NS_B PERCENT

@@ -62,6 +62,11 @@ finish() {
 }
 
 # ---------------------------------------------------------------- preflight
+if [ ! -x "$TRACE" ] && [ -z "${GRIDMPI_TRACE_TOOL:-}" ]; then
+    # Not installed by make build: use (or build) the workspace's binary.
+    [ -x "$ROOT/target/release/gridmpi-trace" ] || (cd "$ROOT" && cargo build -q --release -p gridmpi-trace)
+    TRACE="$ROOT/target/release/gridmpi-trace"
+fi
 missing=()
 for f in "$RUN" "$MPICC" "$TRACE" "$BUILD/lib/libmpi.so.12"; do
     [ -e "$f" ] || missing+=("$f")

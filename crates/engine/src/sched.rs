@@ -15,6 +15,13 @@
 //!
 //! Reductions are applied in an order fixed by the schedule, never by
 //! message arrival, so results are bit-identical from run to run.
+//!
+//! An intercommunicator schedule has a second view, [`Schedule::local`]:
+//! `Send`/`Recv` steps address the remote group, `SendLocal`/`RecvLocal`
+//! steps our own group on the communicator's local context. Schedules
+//! compose: [`Schedule::append`] runs one after another (an algorithm made
+//! of phases), [`Schedule::append_local`] runs an intracommunicator
+//! algorithm inside our group of an intercommunicator.
 
 use crate::buf::UserBuf;
 use crate::p2p::{Engine, Pid, RecvArgs, ReqId, SendArgs, SendMode, Status};

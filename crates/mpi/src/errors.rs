@@ -36,9 +36,11 @@ pub struct ErrorRegistry {
     /// Recent detailed messages, by slot (ring).
     messages: Vec<String>,
     next_slot: usize,
+    /// User classes ever added (values never reused); removed ones are gone from `live_classes`.
     user_classes: Vec<c_int>,
-    /// User codes: index -> class.
-    user_codes: Vec<c_int>,
+    live_classes: Vec<c_int>,
+    /// User codes: index -> class, None once removed.
+    user_codes: Vec<Option<c_int>>,
     /// Strings set by MPI_Add_error_string, by code or class.
     strings: HashMap<c_int, String>,
 }
@@ -49,6 +51,7 @@ impl Default for ErrorRegistry {
             messages: vec![String::new(); SLOTS],
             next_slot: 1,
             user_classes: Vec::new(),
+            live_classes: Vec::new(),
             user_codes: Vec::new(),
             strings: HashMap::new(),
         }
@@ -72,7 +75,7 @@ impl ErrorRegistry {
             return None;
         }
         if code >= FIRST_USER_CODE {
-            return self.user_codes.get((code - FIRST_USER_CODE) as usize).copied();
+            return self.user_codes.get((code - FIRST_USER_CODE) as usize).copied().flatten();
         }
         if code < 256 || code >= FIRST_USER_CLASS {
             return self.is_class(code).then_some(code);
@@ -83,7 +86,7 @@ impl ErrorRegistry {
     }
 
     fn is_class(&self, c: c_int) -> bool {
-        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || self.user_classes.contains(&c)
+        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || self.live_classes.contains(&c)
     }
 
     pub fn string_of(&self, code: c_int) -> Option<String> {
@@ -98,6 +101,10 @@ impl ErrorRegistry {
                 return Some(m.clone());
             }
         }
+        if code >= FIRST_USER_CLASS {
+            // User classes and codes have no string until one is added.
+            return Some(String::new());
+        }
         if let Some(s) = self.strings.get(&class) {
             return Some(s.clone());
         }
@@ -110,6 +117,7 @@ impl ErrorRegistry {
             return Err(err(MPI_ERR_OTHER, "no more error classes can be added"));
         }
         self.user_classes.push(c);
+        self.live_classes.push(c);
         Ok(c)
     }
 
@@ -117,7 +125,7 @@ impl ErrorRegistry {
         if !self.is_class(class) {
             return Err(err(MPI_ERR_ARG, format!("{class} is not an error class")));
         }
-        self.user_codes.push(class);
+        self.user_codes.push(Some(class));
         Ok(FIRST_USER_CODE + (self.user_codes.len() as c_int - 1))
     }
 
@@ -129,27 +137,31 @@ impl ErrorRegistry {
         Ok(())
     }
 
-    /// MPI_Remove_error_class: only the last added class without codes.
+    /// MPI_Remove_error_class: a user class with no codes and no string.
     pub fn remove_class(&mut self, class: c_int) -> R<()> {
-        if self.user_classes.last() != Some(&class) {
-            return Err(err(MPI_ERR_ARG, format!("{class} is not the most recently added error class")));
+        if !self.live_classes.contains(&class) {
+            return Err(err(MPI_ERR_ARG, format!("{class} is not a user-defined error class")));
         }
-        if self.user_codes.contains(&class) {
-            return Err(err(MPI_ERR_ARG, format!("error class {class} still has error codes")));
+        if self.user_codes.contains(&Some(class)) {
+            return Err(err(MPI_ERR_ARG, format!("error class {class} still has error codes (remove them first)")));
         }
-        self.user_classes.pop();
-        self.strings.remove(&class);
+        if self.strings.contains_key(&class) {
+            return Err(err(MPI_ERR_ARG, format!("error class {class} still has an error string (remove it first)")));
+        }
+        self.live_classes.retain(|&c| c != class);
         Ok(())
     }
 
-    /// MPI_Remove_error_code: only the last added code.
+    /// MPI_Remove_error_code: a user code with no string.
     pub fn remove_code(&mut self, code: c_int) -> R<()> {
-        let last = (!self.user_codes.is_empty()).then(|| FIRST_USER_CODE + (self.user_codes.len() as c_int - 1));
-        if last != Some(code) {
-            return Err(err(MPI_ERR_ARG, format!("{code} is not the most recently added error code")));
+        let i = (code - FIRST_USER_CODE) as usize;
+        if code < FIRST_USER_CODE || self.user_codes.get(i).copied().flatten().is_none() {
+            return Err(err(MPI_ERR_ARG, format!("{code} is not a user-defined error code")));
         }
-        self.user_codes.pop();
-        self.strings.remove(&code);
+        if self.strings.contains_key(&code) {
+            return Err(err(MPI_ERR_ARG, format!("error code {code} still has an error string (remove it first)")));
+        }
+        self.user_codes[i] = None;
         Ok(())
     }
 
@@ -270,7 +282,10 @@ mod tests {
         assert_eq!(r.string_of(code).unwrap(), "mine");
         assert!(r.set_string(MPI_ERR_TAG, "no".into()).is_err(), "predefined strings cannot be replaced");
         assert!(r.remove_class(class).is_err(), "a class with codes cannot be removed");
+        assert!(r.remove_code(code).is_err(), "a code with a string cannot be removed");
+        r.remove_string(code).unwrap();
         r.remove_code(code).unwrap();
+        assert!(r.remove_code(code).is_err(), "removed twice");
         r.remove_class(class).unwrap();
         assert_eq!(r.class_of(code), None);
     }

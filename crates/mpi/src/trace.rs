@@ -366,8 +366,8 @@ impl State {
         extract(&self.info, len, &mut vals);
         let c = &self.conns[i];
         let mut mask = 0u64;
-        for k in 0..NF {
-            if c.avail & (1 << k) != 0 && vals[k] != c.prev[k] {
+        for (k, (now, before)) in vals.iter().zip(&c.prev).enumerate() {
+            if c.avail & (1 << k) != 0 && now != before {
                 mask |= 1 << k;
             }
         }
@@ -386,9 +386,9 @@ impl State {
         let c = &mut self.conns[i];
         put_varint(&mut self.rec, c.id as u64);
         put_varint(&mut self.rec, mask);
-        for k in 0..NF {
+        for (k, (now, before)) in vals.iter().zip(&c.prev).enumerate() {
             if mask & (1 << k) != 0 {
-                put_varint(&mut self.rec, zigzag(vals[k].wrapping_sub(c.prev[k]) as i64));
+                put_varint(&mut self.rec, zigzag(now.wrapping_sub(*before) as i64));
             }
         }
         c.prev = vals;
@@ -405,9 +405,10 @@ impl State {
         active
     }
 
-    fn stats_text(&self, shared: &Shared) -> String {
+    fn stats_text(&self, shared: &Shared, cpu_us: Option<u64>) -> String {
+        let cpu = cpu_us.map_or(String::new(), |c| format!("cpu_us={c}\n"));
         format!(
-            "samples={}\nsample_records={}\ndropped={}\nsample_us={}\nrounds={}\nbytes={}\nduration_us={}\ntcp_info_len={}\n",
+            "samples={}\nsample_records={}\ndropped={}\nsample_us={}\n{cpu}rounds={}\nbytes={}\nduration_us={}\ntcp_info_len={}\n",
             self.samples,
             self.sample_records,
             self.dropped,
@@ -426,6 +427,8 @@ pub struct Tracer {
     shared: Arc<Shared>,
     sampler: Option<std::thread::JoinHandle<()>>,
     next_token: u64,
+    /// Collectives started through [`Tracer::coll_started`], by request.
+    running: std::collections::HashMap<gridmpi_engine::ReqId, u64>,
     path: PathBuf,
     me: Pid,
 }
@@ -510,7 +513,7 @@ impl Tracer {
             .name("gridmpi-trace".into())
             .spawn(move || run_sampler(s2, file, p2, me))
             .map_err(|e| format!("GRIDMPI_TRACE: cannot start the sampling thread: {e}"))?;
-        Ok(Tracer { shared, sampler: Some(sampler), next_token: 0, path, me })
+        Ok(Tracer { shared, sampler: Some(sampler), next_token: 0, running: std::collections::HashMap::new(), path, me })
     }
 
     /// The file this tracer writes.
@@ -623,6 +626,23 @@ impl Tracer {
         st.commit(kind::COLL_END);
     }
 
+    /// A collective's schedule started as engine request `req` (the same
+    /// marker as [`Tracer::coll_begin`], remembered by request so the end
+    /// can be reported where the request completes).
+    pub fn coll_started(&mut self, req: gridmpi_engine::ReqId, name: &str, ctx: u32, bytes: u64) {
+        let token = self.coll_begin(name, ctx, bytes);
+        self.running.insert(req, token);
+    }
+
+    /// The request of a collective started with [`Tracer::coll_started`]
+    /// completed (other requests are ignored, so this may be called for
+    /// every completed request).
+    pub fn coll_finished(&mut self, req: gridmpi_engine::ReqId) {
+        if let Some(token) = self.running.remove(&req) {
+            self.coll_end(token);
+        }
+    }
+
     /// Called from every progress pass. `busy` says whether data moved since
     /// the last call: it switches the sampler to the fine interval.
     #[inline]
@@ -649,10 +669,11 @@ impl Tracer {
     pub fn finish(&mut self) {
         let Some(handle) = self.sampler.take() else { return };
         let shared = self.shared.clone();
+        let cpu_us = thread_cpu_us(&handle);
         {
             let mut st = self.lock();
             st.sample_all(&shared, true);
-            let stats = st.stats_text(&shared);
+            let stats = st.stats_text(&shared, cpu_us);
             st.rec.clear();
             st.rec.extend_from_slice(stats.as_bytes());
             st.commit(kind::STATS);
@@ -669,6 +690,24 @@ impl Tracer {
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// CPU time the sampling thread has used so far (user + system).
+fn thread_cpu_us(handle: &std::thread::JoinHandle<()>) -> Option<u64> {
+    use std::os::unix::thread::JoinHandleExt;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the thread has not been joined, so its pthread_t is valid;
+    // clock and ts are valid out-pointers.
+    unsafe {
+        if libc::pthread_getcpuclockid(handle.as_pthread_t(), &mut clock) != 0 {
+            return None;
+        }
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        if libc::clock_gettime(clock, &mut ts) != 0 {
+            return None;
+        }
+        Some(ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000)
     }
 }
 
@@ -802,6 +841,10 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         t.coll_end(tok);
+        t.coll_started(gridmpi_engine::ReqId(7), "MPI_Ibcast", 9, 100);
+        t.coll_finished(gridmpi_engine::ReqId(8)); // not a collective: ignored
+        t.coll_finished(gridmpi_engine::ReqId(7));
+        assert!(t.running.is_empty());
         let fd = a.as_raw_fd();
         drop(a); // the runtime closes first; our duplicate still reads the counters
         t.conn_closed(1, fd);
@@ -834,7 +877,8 @@ mod tests {
             assert!(kinds.contains(&k), "record kind {k} missing: {kinds:?}");
         }
         let text = String::from_utf8_lossy(&data);
-        assert!(text.contains("rank=3") && text.contains("host=hostA") && text.contains("MPI_Alltoall"));
+        assert!(text.contains("rank=3") && text.contains("host=hostA") && text.contains("MPI_Alltoall") && text.contains("MPI_Ibcast"));
+        assert_eq!(kinds.iter().filter(|&&k| k == kind::COLL_END).count(), 2);
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -86,8 +86,12 @@ pub enum Cause {
     Rto,
     /// The receiver's window was closed.
     Receiver,
-    /// Loss recovery without a timeout (fast retransmit, tail loss probe).
+    /// Loss repaired without a timeout: fast retransmit, RACK, or a tail
+    /// loss probe (which waits ~200 ms when one segment is outstanding).
     Recovery,
+    /// Everything sent was acknowledged, yet data waits unsent in the
+    /// socket (pacing, or the sender's stack holding it back).
+    Unsent,
     /// Data outstanding, nothing acknowledged, no other explanation.
     Other,
 }
@@ -98,6 +102,7 @@ impl Cause {
             Cause::Rto => "rto",
             Cause::Receiver => "receiver",
             Cause::Recovery => "recovery",
+            Cause::Unsent => "unsent",
             Cause::Other => "other",
         }
     }
@@ -234,7 +239,9 @@ impl Job {
                 let cs = conn_stats(r, c, &idx, off);
                 rank_stalls.extend(cs.stalls.iter().map(|s| (s.start, s.end)));
                 for e in &cs.rto_events {
-                    rank_rtos.extend(std::iter::repeat(e.t).take(e.count as usize));
+                    for _ in 0..e.count {
+                        rank_rtos.push(e.t);
+                    }
                 }
                 conns.push(cs);
             }
@@ -265,13 +272,22 @@ impl Job {
         Some((r, r.conns.iter().find(|c| c.id == cs.id)?))
     }
 
-    /// Share of the job's wall time the samplers spent sampling (summed over
-    /// ranks, relative to one rank's time), from the STATS records.
+    /// Share of the ranks' wall time their samplers spent reading TCP_INFO
+    /// and, when recorded, the CPU time the sampling threads used in all
+    /// (waking, sampling, writing), from the STATS records.
     pub fn sampler_load(&self) -> Option<f64> {
+        self.stat_share("sample_us")
+    }
+
+    pub fn sampler_cpu(&self) -> Option<f64> {
+        self.stat_share("cpu_us")
+    }
+
+    fn stat_share(&self, name: &str) -> Option<f64> {
         let mut busy = 0.0;
         let mut wall = 0.0;
         for r in &self.ranks {
-            busy += r.stat("sample_us")? as f64;
+            busy += r.stat(name)? as f64;
             wall += r.stat("duration_us")? as f64;
         }
         (wall > 0.0).then(|| busy / wall)
@@ -422,6 +438,8 @@ fn find_stalls(r: &RankTrace, s: &[Sample], idx: &Idx, off: f64, srtt_s: f64) ->
                 Cause::Receiver
             } else if v(q, idx.ca_state) == CA_RECOVERY || v(q, idx.total_retrans) > v(p, idx.total_retrans) {
                 Cause::Recovery
+            } else if v(p, idx.unacked) == 0 && v(q, idx.unacked) == 0 {
+                Cause::Unsent
             } else {
                 Cause::Other
             };
@@ -432,7 +450,13 @@ fn find_stalls(r: &RankTrace, s: &[Sample], idx: &Idx, off: f64, srtt_s: f64) ->
         } else if let Some((st, c)) = run.take() {
             // The stall ends when progress shows: at this sample. An RTO that
             // fired since the previous sample is what ended it.
-            let c = if v(q, idx.total_rto) > v(p, idx.total_rto) { Cause::Rto } else { c };
+            let c = if v(q, idx.total_rto) > v(p, idx.total_rto) {
+                Cause::Rto
+            } else if v(q, idx.total_retrans) > v(p, idx.total_retrans) {
+                c.min(Cause::Recovery)
+            } else {
+                c
+            };
             close(&mut out, st, k, c);
         }
     }
@@ -506,11 +530,12 @@ fn spread(amount: f64, a: f64, b: f64, t_start: f64, bin: f64, out: &mut [f64]) 
     }
     let first = ((a - t_start) / bin).floor().max(0.0) as usize;
     let last = (((b - t_start) / bin).floor().max(0.0) as usize).min(n - 1);
-    for i in first.min(n - 1)..=last {
+    let first = first.min(n - 1);
+    for (i, slot) in out.iter_mut().enumerate().take(last + 1).skip(first) {
         let lo = t_start + i as f64 * bin;
         let hi = lo + bin;
         let part = (b.min(hi) - a.max(lo)).max(0.0) / (b - a);
-        out[i] += amount * part;
+        *slot += amount * part;
     }
 }
 

@@ -167,7 +167,7 @@ fn parse_kv(text: &str) -> BTreeMap<String, String> {
 /// Parse one rank's trace from its bytes.
 pub fn parse(path: &Path, data: &[u8]) -> Result<RankTrace, FormatError> {
     let err = |offset: usize, reason: &str| FormatError { path: path.to_path_buf(), offset, reason: reason.to_string() };
-    if data.len() < 8 || &data[..7] != &MAGIC[..7] {
+    if data.len() < 8 || data[..7] != MAGIC[..7] {
         return Err(err(0, "not a GridMPI trace file (bad magic)"));
     }
     if data[7] != MAGIC[7] {

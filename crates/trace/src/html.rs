@@ -28,7 +28,7 @@ fn esc(s: &str) -> String {
 
 /// Round tick positions covering [lo, hi].
 fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return vec![lo];
     }
     let raw = (hi - lo) / n.max(1) as f64;
@@ -112,40 +112,50 @@ impl Frame {
     }
 }
 
+type Pt = (f64, f64);
+
+/// The points of one pixel column: first, lowest, highest, last.
+struct Column {
+    x: i64,
+    first: Pt,
+    lo: Pt,
+    hi: Pt,
+    last: Pt,
+}
+
 /// Points of a step series reduced to at most a few per pixel column
 /// (first, min, max, last of each column), so drops stay visible.
-fn reduce(points: &[(f64, f64)], f: &Frame) -> Vec<(f64, f64)> {
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    let mut col: Option<(i64, (f64, f64), (f64, f64), (f64, f64), (f64, f64))> = None;
-    let flush = |out: &mut Vec<(f64, f64)>, c: (i64, (f64, f64), (f64, f64), (f64, f64), (f64, f64))| {
-        let (_, first, lo, hi, last) = c;
-        let mut pts = vec![first, lo, hi, last];
+fn reduce(points: &[Pt], f: &Frame) -> Vec<Pt> {
+    let mut out: Vec<Pt> = Vec::new();
+    let flush = |out: &mut Vec<Pt>, c: &Column| {
+        let mut pts = vec![c.first, c.lo, c.hi, c.last];
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         pts.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
         out.extend(pts);
     };
+    let mut col: Option<Column> = None;
     for &(t, val) in points {
-        let c = f.px(t).floor() as i64;
+        let x = f.px(t).floor() as i64;
         match &mut col {
-            Some(cur) if cur.0 == c => {
-                if val < cur.2 .1 {
-                    cur.2 = (t, val);
+            Some(cur) if cur.x == x => {
+                if val < cur.lo.1 {
+                    cur.lo = (t, val);
                 }
-                if val > cur.3 .1 {
-                    cur.3 = (t, val);
+                if val > cur.hi.1 {
+                    cur.hi = (t, val);
                 }
-                cur.4 = (t, val);
+                cur.last = (t, val);
             }
             _ => {
                 if let Some(cur) = col.take() {
-                    flush(&mut out, cur);
+                    flush(&mut out, &cur);
                 }
-                col = Some((c, (t, val), (t, val), (t, val), (t, val)));
+                col = Some(Column { x, first: (t, val), lo: (t, val), hi: (t, val), last: (t, val) });
             }
         }
     }
     if let Some(cur) = col {
-        flush(&mut out, cur);
+        flush(&mut out, &cur);
     }
     out
 }
@@ -200,6 +210,7 @@ fn cause_color(c: Cause) -> &'static str {
         Cause::Rto => "#d62728",
         Cause::Recovery => "#ff7f0e",
         Cause::Receiver => "#9467bd",
+        Cause::Unsent => "#8c564b",
         Cause::Other => "#7f7f7f",
     }
 }
@@ -314,7 +325,9 @@ fn overview(s: &mut String, job: &Job) {
     }
     let _ = write!(s, r##"<path d="M{:.1} 12l5 -9h-10z" fill="#d62728"/><text x="{:.1}" y="12" class="lg">RTO</text>"##, x + 5.0, x + 14.0);
     x += 50.0;
-    let _ = write!(s, r##"<rect x="{x:.1}" y="3" width="14" height="10" class="coll"/><text x="{:.1}" y="12" class="lg">collective (rank {})</text>"##, x + 18.0, job.calls.first().map_or(0, |c| c.rank));
+    if let Some(c) = job.calls.first() {
+        let _ = write!(s, r##"<rect x="{x:.1}" y="3" width="14" height="10" class="coll"/><text x="{:.1}" y="12" class="lg">collective (rank {})</text>"##, x + 18.0, c.rank);
+    }
     s.push_str("</svg>");
 }
 
@@ -399,7 +412,7 @@ fn timeline(s: &mut String, job: &Job) {
             let x = rf.px(e.t);
             let _ = write!(
                 s,
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#ff7f0e" stroke-width="1.2"><title>{} segment(s) retransmitted at {:.3} s</title></line>"##,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#333" stroke-width="1"><title>{} segment(s) retransmitted at {:.3} s</title></line>"##,
                 y + 2.0,
                 y + 9.0,
                 e.count,
@@ -421,7 +434,7 @@ fn timeline(s: &mut String, job: &Job) {
     let mut x = left;
     let _ = write!(s, r##"<rect x="{x:.1}" y="{:.1}" width="14" height="10" fill="#1f77b4" fill-opacity="0.6"/><text x="{:.1}" y="{ly:.1}" class="lg">throughput</text>"##, ly - 9.0, x + 18.0);
     x += 100.0;
-    for c in [Cause::Rto, Cause::Recovery, Cause::Receiver, Cause::Other] {
+    for c in [Cause::Rto, Cause::Recovery, Cause::Receiver, Cause::Unsent, Cause::Other] {
         let _ = write!(
             s,
             r##"<rect x="{x:.1}" y="{:.1}" width="14" height="6" fill="{}"/><text x="{:.1}" y="{ly:.1}" class="lg">stall: {}</text>"##,
@@ -430,11 +443,11 @@ fn timeline(s: &mut String, job: &Job) {
             x + 18.0,
             c.name()
         );
-        x += 110.0;
+        x += 104.0;
     }
     let _ = write!(s, r##"<path d="M{:.1} {:.1}l5 -9h-10z" fill="#d62728"/><text x="{:.1}" y="{ly:.1}" class="lg">RTO</text>"##, x + 5.0, ly + 1.0, x + 14.0);
     x += 55.0;
-    let _ = write!(s, r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#ff7f0e" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" class="lg">retransmission</text>"##, ly - 9.0, ly, x + 6.0);
+    let _ = write!(s, r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#333" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" class="lg">retransmission</text>"##, ly - 9.0, ly, x + 6.0);
     let _ = write!(s, r##"<text x="{:.1}" y="{ly:.1}" text-anchor="end" class="tk">time, s</text>"##, f.x + f.w);
     s.push_str("</svg>");
 }
@@ -500,7 +513,7 @@ fn conn_panel(s: &mut String, job: &Job, i: usize, c: &ConnStats, shown: bool) {
         let x = f.px(e.t);
         let _ = write!(
             s,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#ff7f0e" stroke-width="1.2"><title>{} segment(s) retransmitted at {:.3} s</title></line>"##,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="#333" stroke-width="1"><title>{} segment(s) retransmitted at {:.3} s</title></line>"##,
             f.y + f.h - 10.0,
             f.y + f.h,
             e.count,
@@ -534,7 +547,7 @@ fn conn_panel(s: &mut String, job: &Job, i: usize, c: &ConnStats, shown: bool) {
         ("M0 0h16", "stroke=\"#2ca02c\" stroke-dasharray=\"3 2\""),
         ("M0 0h16", "stroke=\"#9467bd\" stroke-width=\"2\""),
         ("M8 -6v10", "stroke=\"#d62728\" stroke-width=\"2\""),
-        ("M8 -6v10", "stroke=\"#ff7f0e\" stroke-width=\"2\""),
+        ("M8 -6v10", "stroke=\"#333\" stroke-width=\"1.5\""),
     ];
     let names = ["cwnd", "ssthresh", "sent (acked)", "received", "smoothed RTT", "RTO", "retransmission"];
     let mut x = LEFT;
@@ -544,7 +557,9 @@ fn conn_panel(s: &mut String, job: &Job, i: usize, c: &ConnStats, shown: bool) {
     }
     let _ = write!(s, r##"<rect x="{x:.1}" y="{:.1}" width="14" height="10" fill="#d62728" fill-opacity="0.15"/><text x="{:.1}" y="{ly:.1}" class="lg">Loss state (RTO recovery)</text>"##, ly - 9.0, x + 18.0);
     x += 190.0;
-    let _ = write!(s, r##"<rect x="{x:.1}" y="{:.1}" width="14" height="10" class="coll"/><text x="{:.1}" y="{ly:.1}" class="lg">collective</text>"##, ly - 9.0, x + 18.0);
+    if job.calls.iter().any(|k| k.rank == c.rank) {
+        let _ = write!(s, r##"<rect x="{x:.1}" y="{:.1}" width="14" height="10" class="coll"/><text x="{:.1}" y="{ly:.1}" class="lg">collective</text>"##, ly - 9.0, x + 18.0);
+    }
     let _ = write!(s, r##"<text x="{:.1}" y="{ly:.1}" text-anchor="end" class="tk">time, s</text>"##, W - RIGHT);
     s.push_str("</svg>");
     // Tuning applied to this connection.
@@ -610,6 +625,10 @@ pub fn render(job: &Job, title: &str) -> String {
     let _ = write!(s, "<h1>GridMPI trace: {}</h1>", esc(title));
     let iv = job.ranks.first().map_or(0, |r| r.interval_us);
     let load = job.sampler_load().map_or(String::new(), |l| format!(", sampling took {:.2}% of the ranks' time", l * 100.0));
+    let load = match job.sampler_cpu() {
+        Some(c) => format!("{load} ({:.2}% of a core per rank in all)", c * 100.0),
+        None => load,
+    };
     let _ = write!(
         s,
         r#"<p class="meta">{} ranks on {} hosts, {:.3} s, {} TCP connections; kernel {}; TCP_INFO every {} us while data moves{}.<br><b>{} retransmitted segments, {} RTOs; {} of connection time stalled, {} of it lost to RTOs</b> (kernel: {} in RTO recovery).</p>"#,
@@ -631,7 +650,7 @@ pub fn render(job: &Job, title: &str) -> String {
     }
     s.push_str("<h2>Throughput per rank</h2><p class=\"sub\">Bytes each rank sent over TCP and had acknowledged, summed over its connections.</p>");
     overview(&mut s, job);
-    s.push_str("<h2>Connections over time</h2><p class=\"sub\">One row per connection (rank → peer: what the rank sent). Blue: throughput; bars: stalls (data outstanding, nothing acknowledged) coloured by cause; ▼ RTO; | retransmission. Hover for details, click a row for its charts.</p>");
+    s.push_str("<h2>Connections over time</h2><p class=\"sub\">One row per connection (rank → peer: what the rank sent). Blue: throughput; bars: stalls (data waiting, nothing acknowledged) coloured by cause; ▼ RTO; | retransmission. Hover for details, click a row for its charts.</p>");
     timeline(&mut s, job);
     s.push_str("<h2>Connections</h2>");
     s.push_str(&table_html(&crate::summary::conn_table(job)));

@@ -206,7 +206,7 @@ pub fn render(job: &Job, dir: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "\nconnections (rank \u{2192} peer: what the rank sent; stalled: data outstanding and nothing acknowledged; lost to RTOs: stalls an RTO ended):"
+        "\nconnections (rank \u{2192} peer: what the rank sent; stalled: data waiting (unacknowledged or unsent) and nothing acknowledged; lost to RTOs: stalls an RTO ended):"
     );
     s.push_str(&conn_table(job).render());
     if job.colls.is_empty() {
@@ -222,7 +222,7 @@ pub fn render(job: &Job, dir: &str) -> String {
         }
     }
     if !causes.is_empty() {
-        let parts: Vec<String> = [Cause::Rto, Cause::Recovery, Cause::Receiver, Cause::Other]
+        let parts: Vec<String> = [Cause::Rto, Cause::Recovery, Cause::Receiver, Cause::Unsent, Cause::Other]
             .iter()
             .filter_map(|k| causes.get(k).map(|t| format!("{} {}", k.name(), secs(*t))))
             .collect();
@@ -231,9 +231,10 @@ pub fn render(job: &Job, dir: &str) -> String {
     if let Some(load) = job.sampler_load() {
         let samples: u64 = job.ranks.iter().filter_map(|r| r.stat("samples")).sum();
         let dropped: u64 = job.ranks.iter().filter_map(|r| r.stat("dropped")).sum();
+        let cpu = job.sampler_cpu().map_or(String::new(), |c| format!(", its thread used {:.2}% of a core per rank", c * 100.0));
         let _ = writeln!(
             s,
-            "tracer: {samples} TCP_INFO reads, sampling took {:.2}% of the ranks' time, {dropped} samples dropped",
+            "tracer: {samples} TCP_INFO reads, sampling took {:.2}% of the ranks' time{cpu}, {dropped} samples dropped",
             load * 100.0
         );
     }

@@ -165,6 +165,7 @@ pub fn bruck(view: CommView, tag: i32, mine: Option<UserBuf>, blocks: &[UserBuf]
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
 

@@ -177,6 +177,7 @@ pub fn reduce_bcast(view: CommView, tag: i32, input: Option<UserBuf>, recv: User
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::reduce::tests::reference;
     use super::super::sim::{self, Rng, TBuf};

@@ -122,6 +122,7 @@ pub fn bruck(view: CommView, tag: i32, send: &[UserBuf], recv: &[UserBuf], block
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
     use crate::sched::Schedule;

@@ -133,6 +133,7 @@ pub fn pipeline(view: CommView, tag: i32, buf: UserBuf, root: i32, segment: u64)
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
 

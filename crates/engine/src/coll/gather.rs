@@ -76,6 +76,7 @@ pub fn binomial(view: CommView, tag: i32, send: Option<UserBuf>, blocks: &[UserB
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
 
@@ -93,7 +94,7 @@ mod tests {
                         // gatherv (algo 2): rank r sends count + r items.
                         let cnt = |r: usize| if algo == 2 { count + r as u64 } else { count };
                         // The root may receive as another type of the same bytes.
-                        let fits = (0..n).all(|r| cnt(r) * dt.size() % 16 == 0);
+                        let fits = (0..n).all(|r| (cnt(r) * dt.size()) & 15 == 0);
                         let rdt = sim::test_type(if fits { rng.below(2) } else { 0 });
                         let mut sends: Vec<TBuf> = (0..n).map(|r| TBuf::new(cnt(r), &dt)).collect();
                         let vals: Vec<Vec<u64>> =

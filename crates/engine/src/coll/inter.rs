@@ -202,6 +202,7 @@ pub fn reduce_scatter(remote: CommView, local: CommView, tag: i32, input: UserBu
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
     use super::Role;

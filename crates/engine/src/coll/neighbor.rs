@@ -28,6 +28,7 @@ pub fn exchange(view: CommView, tag: i32, sends: &[(i32, UserBuf)], recvs: &[(i3
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
 

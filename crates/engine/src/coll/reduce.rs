@@ -60,7 +60,7 @@ pub fn binomial(view: CommView, tag: i32, input: UserBuf, recv: Option<UserBuf>,
 }
 
 /// The segment of items [lo, hi) out of `n` that new rank `nr` of `p2`
-/// owns after recursive halving (see [`halving`]).
+/// owns after recursive halving (see `halving`).
 pub fn halving_segment(nr: i32, p2: i32, n: u64) -> (u64, u64) {
     let (mut lo, mut hi) = (0, n);
     let mut mask = 1;
@@ -184,6 +184,7 @@ pub fn rabenseifner(view: CommView, tag: i32, input: UserBuf, recv: Option<UserB
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 pub(crate) mod tests {
     use super::super::sim::{self, Rng, TBuf};
 

@@ -1,6 +1,6 @@
 //! Reduce_scatter and reduce_scatter_block: the elementwise reduction of
 //! every rank's `input` (sum(counts) items), of which rank r gets items
-//! [displ(r), displ(r) + counts[r]) in `recv`. For MPI_IN_PLACE, `input`
+//! `[displ(r), displ(r) + counts[r])` in `recv`. For MPI_IN_PLACE, `input`
 //! is the receive buffer seen as the whole vector: every algorithm reads
 //! the input before it writes `recv`.
 
@@ -132,6 +132,7 @@ pub fn reduce_scatterv(view: CommView, tag: i32, input: UserBuf, recv: UserBuf, 
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::reduce::tests::reference;
     use super::super::sim::{self, Rng, TBuf};

@@ -107,6 +107,7 @@ pub fn linear(view: CommView, tag: i32, input: Option<UserBuf>, recv: UserBuf, o
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::super::sim::{self, Rng, TBuf};
 

@@ -17,8 +17,8 @@ pub struct Input {
     /// Processes in the communicator.
     pub procs: i32,
     /// Bytes each rank contributes (bcast: the message; gather, scatter,
-    /// allgather, alltoall: one block; reductions: the vector; v forms:
-    /// the total over all ranks).
+    /// allgather, alltoall: one block; reductions: the vector; allgatherv:
+    /// the average block; alltoallv/w: 0, as their counts differ by rank).
     pub bytes: u64,
     /// Items in the vector (reductions): splitting algorithms need
     /// count >= procs to pay off.

@@ -16,6 +16,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub struct Rng(pub u64);
+
+#[allow(clippy::should_implement_trait)]
 impl Rng {
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
@@ -31,9 +33,13 @@ impl Rng {
     }
 }
 
+/// Frames in flight from one engine to another.
+type Link = VecDeque<(Header, Vec<u8>)>;
+
 struct Net {
     engines: Vec<Engine>,
-    links: Vec<Vec<VecDeque<(Header, Vec<u8>)>>>,
+    /// links[from][to]
+    links: Vec<Vec<Link>>,
     rng: Rng,
 }
 
@@ -292,8 +298,11 @@ impl Reducer for Add {
     }
 }
 
+/// A reduction's per-element function.
+pub type ElementOp = fn(u64, u64) -> u64;
+
 /// A test reducer (0: Affine, 1: Add) and its element function.
-pub fn test_op(k: u64) -> (Arc<dyn Reducer>, fn(u64, u64) -> u64) {
+pub fn test_op(k: u64) -> (Arc<dyn Reducer>, ElementOp) {
     if k == 0 {
         (Arc::new(Affine), affine)
     } else {

@@ -38,7 +38,7 @@ pub fn byte_area(s: &mut Schedule, buf: &UserBuf) -> (UserBuf, bool) {
     }
 }
 
-/// Prefix sums: offsets[i] = sum of lens[..i]; one more entry than lens.
+/// Prefix sums: `offsets[i]` = sum of `lens[..i]`; one more entry than `lens`.
 pub fn offsets(lens: &[u64]) -> Vec<u64> {
     let mut v = Vec::with_capacity(lens.len() + 1);
     let mut at = 0;

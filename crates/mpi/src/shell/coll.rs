@@ -159,12 +159,27 @@ pub struct CommShape {
     pub size: i32,
     /// Remote group size, for an intercommunicator.
     pub remote: Option<i32>,
+    /// Clusters (sites) the communicator's processes are in.
+    pub clusters: u32,
 }
 
 impl CommShape {
     pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
         let c = st.comm(comm)?;
-        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()) })
+        let mut seen: Vec<u32> = Vec::new();
+        for &pid in c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter())) {
+            let k = st.cluster_of(pid);
+            if !seen.contains(&k) {
+                seen.push(k);
+            }
+        }
+        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()), clusters: seen.len() as u32 })
+    }
+
+    /// The algorithm table's input for `bytes` per rank (see
+    /// `gridmpi_engine::coll::select::Input` for what `bytes` means).
+    pub fn input(&self, bytes: u64) -> Input {
+        Input { clusters: self.clusters, ..Input::new(self.size, bytes) }
     }
 
     /// The group the buffers' blocks refer to: the remote group of an
@@ -274,7 +289,7 @@ fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
     if c.remote.is_some() {
         return Ok(Box::new(|e| inter::barrier(e.v(), e.local(), e.tag)));
     }
-    let input = Input::new(c.size, 0);
+    let input = c.input(0);
     Ok(Box::new(move |e| match e.sel.barrier(&input) {
         sel::Barrier::Dissemination => barrier::dissemination(e.v(), e.tag),
         sel::Barrier::Tree => barrier::tree(e.v(), e.tag),
@@ -306,7 +321,7 @@ fn plan_bcast(st: &State, buffer: *mut c_void, count: c_int, datatype: MPI_Datat
     match root {
         RootOf::Inter(role) => Ok(Box::new(move |e| inter::bcast(e.v(), e.local(), e.tag, buf.clone(), role))),
         RootOf::Intra(root) => {
-            let input = Input::new(c.size, buf.len());
+            let input = c.input(buf.len());
             Ok(Box::new(move |e| match e.sel.bcast(&input) {
                 sel::Bcast::Binomial => bcast::binomial(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::ScatterAllgather => bcast::scatter_allgather(e.v(), e.tag, buf.clone(), root),

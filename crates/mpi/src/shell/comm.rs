@@ -294,7 +294,7 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -
 pub unsafe extern "C" fn PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
     api("MPI_Comm_dup_with_info", Target::Comm(comm), || {
         check_ptr(newcomm, "newcomm")?;
-        let kv = state::with(|st| Ok(st.info(info)?.entries.clone()))?;
+        let kv = state::with(|st| st.info_entries_or_empty(info))?;
         *newcomm = dup(comm, Some(kv))?;
         Ok(())
     })
@@ -385,7 +385,7 @@ pub unsafe extern "C" fn PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
     api("MPI_Comm_idup_with_info", Target::Comm(comm), || {
-        let kv = state::with(|st| Ok(st.info(info)?.entries.clone()))?;
+        let kv = state::with(|st| st.info_entries_or_empty(info))?;
         idup(comm, Some(kv), newcomm, request)
     })
 }
@@ -469,8 +469,15 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
                 None
             };
             let host_color = || st.rt.local_pids()[0] as c_int;
+            // HW_UNGUIDED must give a strict subset of the parent: the host
+            // if the parent spans several hosts, else nothing.
+            let spans_hosts = {
+                let local = st.rt.local_pids();
+                c.group.pids.iter().any(|p| !local.contains(p))
+            };
             Ok(match split_type {
                 MPI_UNDEFINED => MPI_UNDEFINED,
+                MPI_COMM_TYPE_HW_UNGUIDED if !spans_hosts => MPI_UNDEFINED,
                 MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => host_color(),
                 MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => match hw.as_deref() {
                     Some("mpi_shared_memory") => host_color(),
@@ -481,6 +488,11 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
             })
         })?;
         *newcomm = split(comm, color, key)?;
+        // Say what the new communicator groups by (MPI 4.0: the info argument
+        // of the hardware split types carries mpi_hw_resource_type back).
+        if *newcomm != MPI_COMM_NULL && info != MPI_INFO_NULL && matches!(split_type, MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_HW_GUIDED) {
+            state::with(|st| st.info_set(info, "mpi_hw_resource_type", "mpi_shared_memory"))?;
+        }
         Ok(())
     })
 }
@@ -571,6 +583,47 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
         *newcomm = state::with(|st| {
             st.next_ctx = st.next_ctx.max(ctx + 2);
             st.add_comm(comm, Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL), false)
+        })?;
+        Ok(())
+    })
+}
+
+/// MPI_Comm_create_from_group (MPI 4.0): collective over the group's members
+/// only, with no parent communicator; concurrent calls are told apart by
+/// their string tags.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
+    api("MPI_Comm_create_from_group", Target::NoComm, || {
+        check_ptr(newcomm, "newcomm")?;
+        let tagstr = read_cstr(stringtag)?;
+        let (g, me, proposal, kv) = state::with(|st| {
+            let g = st.group(group)?;
+            match errhandler {
+                MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
+                h if st.errhs.get(h).is_some() => {}
+                h => return Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
+            }
+            Ok((g, st.rt.me, st.next_ctx, st.info_entries_or_empty(info)?))
+        })?;
+        let Some(rank) = g.rank_of(me) else {
+            return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
+        };
+        // The members agree on the world's collective context, with a tag
+        // no sequenced collective uses, derived from the string tag.
+        let h = crate::auth::sha256(tagstr.as_bytes());
+        let tag = SIDE_TAG | (u32::from_le_bytes([h[0], h[1], h[2], h[3]]) & 0x3fff_ffff) as i32;
+        let view = CommView { ctx: 1, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
+        let mut v = [proposal];
+        allreduce_max(view, tag, &mut v)?;
+        let ctx = v[0];
+        *newcomm = state::with(|st| {
+            st.next_ctx = st.next_ctx.max(ctx + 2);
+            let mut c = Comm::new(ctx, g.clone(), rank, errhandler);
+            c.info = kv;
+            if let Some(e) = st.errhs.get_mut(errhandler) {
+                e.refs += 1;
+            }
+            Ok(st.comms.insert(c))
         })?;
         Ok(())
     })
@@ -715,7 +768,7 @@ pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     api("MPI_Comm_get_name", Target::Comm(comm), || {
-        let n = state::with(|st| Ok(st.comm(comm)?.name.clone()))?;
+        let n = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { state::with(|st| Ok(st.comm(comm)?.name.clone()))? };
         write_cstr(comm_name, MPI_MAX_OBJECT_NAME as usize, &n, resultlen);
         Ok(())
     })

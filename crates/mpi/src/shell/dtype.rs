@@ -293,9 +293,8 @@ pub unsafe extern "C" fn PMPI_Type_get_value_index(value_type: MPI_Datatype, ind
                     }
                 }
             }
-            if !Datatype::is_predefined_pair(vb, ib) && ib.class() == gridmpi_datatype::TypeClass::SignedInt {
-                return Ok(st.new_type(Datatype::value_index(vb, ib), true));
-            }
+            // Only the predefined pairs (as MPICH): other combinations give
+            // MPI_DATATYPE_NULL.
             Ok(MPI_DATATYPE_NULL)
         })?;
         *pair_type = h;
@@ -513,6 +512,10 @@ pub unsafe extern "C" fn PMPI_Type_set_name(datatype: MPI_Datatype, type_name: *
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     api("MPI_Type_get_name", Target::NoComm, || {
+        if datatype == MPI_DATATYPE_NULL {
+            write_cstr(type_name, MPI_MAX_OBJECT_NAME as usize, "MPI_DATATYPE_NULL", resultlen);
+            return Ok(());
+        }
         let name = state::with(|st| {
             if let Some((_, n)) = st.predef.get(datatype) {
                 return Ok(st.predef.names.get(&datatype).cloned().unwrap_or_else(|| n.to_string()));

@@ -12,6 +12,24 @@ impl State {
         self.infos.get(h).ok_or_else(|| err(MPI_ERR_INFO, format!("invalid info handle {h:#x}")))
     }
 
+    /// The entries of an info object; MPI_INFO_NULL means none.
+    pub fn info_entries_or_empty(&self, h: MPI_Info) -> R<Vec<(String, String)>> {
+        if h == MPI_INFO_NULL {
+            return Ok(Vec::new());
+        }
+        Ok(self.info_view(h)?.entries)
+    }
+
+    /// Set a key (the library's own writes, e.g. results passed back in an info).
+    pub fn info_set(&mut self, h: MPI_Info, k: &str, v: &str) -> R<()> {
+        let i = self.info_mut(h)?;
+        match i.entries.iter_mut().find(|(ek, _)| ek == k) {
+            Some(e) => e.1 = v.to_string(),
+            None => i.entries.push((k.to_string(), v.to_string())),
+        }
+        Ok(())
+    }
+
     fn info_mut(&mut self, h: MPI_Info) -> R<&mut Info> {
         if h == MPI_INFO_ENV {
             return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));

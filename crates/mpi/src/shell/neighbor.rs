@@ -140,6 +140,8 @@ fn plan_alltoallw(
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
+    // MPI_Aint is i64 here, but not on every target.
+    #[allow(clippy::unnecessary_cast)]
     let bytes = |p: *const MPI_Aint, n: i32, what: &str| -> R<Vec<i64>> { Ok(array(p, n, what)?.iter().map(|&d| d as i64).collect()) };
     neighborhood(
         st,

@@ -587,6 +587,10 @@ pub unsafe extern "C" fn PMPI_Request_get_status_any(count: c_int, array_of_requ
         }
         *flag = (!active) as c_int;
         *indx = MPI_UNDEFINED;
+        if !active {
+            // An empty status, MPI_ERROR included.
+            put_status_full(status, &empty_status());
+        }
         Ok(())
     })
 }
@@ -636,7 +640,10 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
             }
         })?;
         if let Some((Some(c), extra, done)) = greq {
-            c(extra, done as c_int);
+            let rc = c(extra, done as c_int);
+            if rc != MPI_SUCCESS {
+                return Err(crate::errors::MpiError { class: MPI_ERR_OTHER, msg: "the generalized request's cancel function failed".into(), code: Some(rc) });
+            }
         }
         Ok(())
     })

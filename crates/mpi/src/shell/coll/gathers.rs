@@ -46,7 +46,7 @@ fn plan_gather(
                 (false, Some(s)) => (Vec::new(), s.len()),
                 (false, None) => unreachable!(),
             };
-            let input = Input::new(c.size, block);
+            let input = c.input(block);
             Ok(Box::new(move |e| match e.sel.gather(&input) {
                 Rooted::Linear => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
                 Rooted::Binomial => gather::binomial(e.v(), e.tag, send.clone(), &bl, block, root),
@@ -194,7 +194,7 @@ fn plan_scatter(
                 (false, Some(r)) => (Vec::new(), r.len()),
                 (false, None) => unreachable!(),
             };
-            let input = Input::new(c.size, block);
+            let input = c.input(block);
             Ok(Box::new(move |e| match e.sel.scatter(&input) {
                 Rooted::Linear => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
                 Rooted::Binomial => scatter::binomial(e.v(), e.tag, &bl, recv.clone(), block, root),
@@ -333,7 +333,7 @@ fn plan_allgather(
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
     let bl = blocks(recvbuf, c.peers(), rc, &rdt)?;
-    Ok(allgather_build(&c, mine, bl, Input::new(c.size, rc * rdt.size())))
+    Ok(allgather_build(&c, mine, bl, c.input(rc * rdt.size())))
 }
 
 #[no_mangle]
@@ -382,7 +382,7 @@ fn plan_allgatherv(
     let rc = counts(recvcounts, c.peers(), "recvcounts")?;
     let bl = blocks_v(recvbuf, &rc, array(displs, c.peers(), "displs")?, &rdt)?;
     let total: u64 = rc.iter().sum::<u64>() * rdt.size();
-    let input = Input { equal_blocks: false, ..Input::new(c.size, total / c.peers().max(1) as u64) };
+    let input = Input { equal_blocks: false, ..c.input(total / c.peers().max(1) as u64) };
     Ok(allgather_build(&c, mine, bl, input))
 }
 
@@ -457,7 +457,7 @@ fn plan_alltoall(
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
     let send = if in_place(sendbuf) { None } else { Some(blocks(sendbuf, c.peers(), check_count(sendcount)?, &st.dtype(sendtype)?)?) };
     let block = rc * rdt.size();
-    Ok(alltoall_build(&c, send, recv, Input::new(c.size, block), block))
+    Ok(alltoall_build(&c, send, recv, c.input(block), block))
 }
 
 #[no_mangle]
@@ -489,7 +489,7 @@ pub unsafe extern "C" fn PMPI_Alltoall_init(
 
 /// Input of the v and w forms: only what every rank knows alike.
 fn uneven(c: &CommShape) -> Input {
-    Input { equal_blocks: false, ..Input::new(c.size, 0) }
+    Input { equal_blocks: false, ..c.input(0) }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -8,8 +8,8 @@ use gridmpi_engine::coll::{allreduce, reduce, reduce_scatter, scan};
 use gridmpi_engine::sched::Reducer;
 
 /// The selection input of a reduction over `n` items of `dt`.
-fn reduction_input(size: i32, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> Input {
-    Input { count: n, commutative: op.is_commutative(), ..Input::new(size, n * dt.size()) }
+fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> Input {
+    Input { count: n, commutative: op.is_commutative(), ..c.input(n * dt.size()) }
 }
 
 // ---- reduce ------------------------------------------------------------------------------
@@ -49,7 +49,7 @@ fn plan_reduce(
                 (Some(r), true) => r.clone(),
                 _ => user_buf(sendbuf, n, dt.clone())?,
             };
-            let sel_in = reduction_input(c.size, n, &dt, &red);
+            let sel_in = reduction_input(&c, n, &dt, &red);
             Ok(Box::new(move |e| match e.sel.reduce(&sel_in) {
                 Reduce::Binomial => reduce::binomial(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
                 Reduce::Rabenseifner => reduce::rabenseifner(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
@@ -95,7 +95,7 @@ fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, coun
         let input = input.expect("checked: not in place");
         return Ok(Box::new(move |e| inter::allreduce(e.v(), e.local(), e.tag, input.clone(), recv.clone(), red.clone())));
     }
-    let sel_in = reduction_input(c.size, n, &dt, &red);
+    let sel_in = reduction_input(&c, n, &dt, &red);
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
         match e.sel.allreduce(&sel_in) {
@@ -153,7 +153,7 @@ fn plan_reduce_scatter_counts(
     if c.remote.is_some() {
         return Ok(Box::new(move |e| inter::reduce_scatter(e.v(), e.local(), e.tag, input.clone(), recv.clone(), &counts, red.clone())));
     }
-    let sel_in = reduction_input(c.size, total, &dt, &red);
+    let sel_in = reduction_input(&c, total, &dt, &red);
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
         match e.sel.reduce_scatter(&sel_in) {
@@ -265,7 +265,7 @@ fn plan_scan(
     let red = st.reducer(op, datatype)?;
     let recv = user_buf(recvbuf, n, dt.clone())?;
     let input = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, n, dt.clone())?) };
-    let sel_in = reduction_input(c.size, n, &dt, &red);
+    let sel_in = reduction_input(&c, n, &dt, &red);
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
         match e.sel.scan(&sel_in) {
