@@ -263,6 +263,9 @@ pub struct Engine {
     completions: u64,
     pub(crate) executor: crate::sched::Executor,
     pub(crate) schedule_errors: Vec<(ReqId, String)>,
+    /// When set, the requests of schedules that finished are recorded here
+    /// (for the trace's collective markers).
+    pub finished_schedules: Option<Vec<ReqId>>,
 }
 
 fn matches(want_src: Option<i32>, want_tag: Option<i32>, src: i32, tag: i32) -> bool {
@@ -285,6 +288,7 @@ impl Engine {
             completions: 0,
             executor: Default::default(),
             schedule_errors: Vec::new(),
+            finished_schedules: None,
         }
     }
 

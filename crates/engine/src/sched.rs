@@ -102,6 +102,18 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Bytes this process sends in the schedule (for the trace).
+    pub fn bytes_sent(&self) -> u64 {
+        self.rounds
+            .iter()
+            .flat_map(|r| r.comm.iter())
+            .map(|s| match s {
+                Step::Send { buf, .. } => buf.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     pub fn new(view: CommView, tag: i32) -> Schedule {
         Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new() }
     }
@@ -268,6 +280,9 @@ impl Engine {
                 let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: None };
                 if let Some(msg) = run.failed {
                     self.schedule_errors.push((run.req, msg));
+                }
+                if let Some(f) = self.finished_schedules.as_mut() {
+                    f.push(run.req);
                 }
                 self.complete_external(run.req, status);
                 return true;

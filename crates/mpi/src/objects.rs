@@ -375,7 +375,7 @@ pub enum PersistentSpec {
     Send { buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
     Recv { buf: *mut c_void, count: c_int, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm },
     /// A persistent collective: the schedule is rebuilt on each start.
-    Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync> },
+    Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync>, comm: MPI_Comm },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -354,6 +354,9 @@ impl Runtime {
         }
         let tcp_routes = routes.iter().any(|&r| r == Route::Tcp);
         let tracer = crate::trace::Tracer::from_config(&config, me, &card.host)?;
+        if tracer.is_some() {
+            engine.finished_schedules = Some(Vec::new());
+        }
         Ok(Runtime {
             engine,
             me,

@@ -245,6 +245,16 @@ impl State {
                 self.progress_pairs();
             }
             self.progress_idups();
+            if let Some(done) = self.rt.engine.finished_schedules.as_mut() {
+                if !done.is_empty() {
+                    let done = std::mem::take(done);
+                    if let Some(t) = self.rt.tracer.as_mut() {
+                        for r in done {
+                            t.coll_finished(r);
+                        }
+                    }
+                }
+            }
             if !self.bsend_inflight.is_empty() || !self.flushes.is_empty() {
                 self.progress_bsends();
             }

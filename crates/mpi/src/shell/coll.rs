@@ -74,7 +74,7 @@ pub fn coll_views(c: &Comm) -> (CommView, Option<CommView>) {
 
 /// Build and start a collective's schedule on `comm`; `tag` is a reserved
 /// sequence number (persistent collectives) or None for the next one.
-fn start(st: &mut State, comm: MPI_Comm, build: &Build, tag: Option<i32>) -> R<ReqId> {
+fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Option<i32>) -> R<ReqId> {
     let sel = super::coll_select::selector(st);
     let c = st.comm_mut(comm)?;
     let tag = match tag {
@@ -82,15 +82,20 @@ fn start(st: &mut State, comm: MPI_Comm, build: &Build, tag: Option<i32>) -> R<R
         None => c.next_coll_tag(),
     };
     let (view, local) = coll_views(c);
+    let ctx = view.ctx;
     let s = build(&Env { view, local, tag, sel });
+    let bytes = if st.rt.tracer.is_some() { s.bytes_sent() } else { 0 };
     let r = st.rt.engine.start_schedule(s);
+    if let Some(t) = st.rt.tracer.as_mut() {
+        t.coll_started(r, name, ctx, bytes);
+    }
     st.progress()?;
     Ok(r)
 }
 
 /// Start a collective of the library's own on `comm` (next sequence number).
 pub(crate) fn start_internal(st: &mut State, comm: MPI_Comm, build: &Build) -> R<ReqId> {
-    start(st, comm, build, None)
+    start(st, "internal", comm, build, None)
 }
 
 /// The error a finished schedule reported, as an MPI error.
@@ -104,7 +109,7 @@ pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) ->
     api(name, Target::Comm(comm), || {
         let r = state::with(|st| {
             let b = plan(st)?;
-            start(st, comm, &b, None)
+            start(st, name, comm, &b, None)
         })?;
         super::env::wait_engine(r)?;
         match state::with(|st| Ok(st.rt.engine.take_schedule_error(r)))? {
@@ -120,7 +125,7 @@ pub fn nonblocking(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let b = plan(st)?;
-            let r = start(st, comm, &b, None)?;
+            let r = start(st, name, comm, &b, None)?;
             Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Coll, comm }))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
@@ -140,8 +145,8 @@ pub fn persistent(name: &'static str, comm: MPI_Comm, info: MPI_Info, request: *
             }
             let build = Arc::new(plan(st)?);
             let tag = st.comm_mut(comm)?.next_coll_tag();
-            let start = move || state::with(|st| start(st, comm, &build, Some(tag)));
-            Ok(st.reqs.insert(ReqEntry::Persistent { spec: PersistentSpec::Coll { start: Arc::new(start) }, active: None }))
+            let start = move || state::with(|st| start(st, name, comm, &build, Some(tag)));
+            Ok(st.reqs.insert(ReqEntry::Persistent { spec: PersistentSpec::Coll { start: Arc::new(start), comm }, active: None }))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
         unsafe { *request = h };
@@ -218,7 +223,7 @@ pub fn root_of(c: &CommShape, root: c_int) -> R<RootOf> {
 }
 
 pub fn in_place<T>(p: *const T) -> bool {
-    p as *const c_void == IN_PLACE as *const c_void
+    std::ptr::eq(p as *const c_void, IN_PLACE)
 }
 
 /// MPI_IN_PLACE is not allowed on intercommunicators.

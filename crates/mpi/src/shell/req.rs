@@ -30,7 +30,10 @@ impl State {
     pub fn request_comm(&self, h: MPI_Request) -> MPI_Comm {
         match self.reqs.get(h) {
             Some(ReqEntry::Active { comm, .. }) | Some(ReqEntry::Null { comm, .. }) => *comm,
-            Some(ReqEntry::Persistent { spec: PersistentSpec::Send { comm, .. } | PersistentSpec::Recv { comm, .. }, .. }) => *comm,
+            Some(ReqEntry::Persistent {
+                spec: PersistentSpec::Send { comm, .. } | PersistentSpec::Recv { comm, .. } | PersistentSpec::Coll { comm, .. },
+                ..
+            }) => *comm,
             _ => MPI_COMM_WORLD,
         }
     }
@@ -84,9 +87,15 @@ impl State {
             ReqEntry::Persistent { active, spec } => {
                 let Some(r) = *active else { return Ok(Poll::Inactive) };
                 let is_recv = matches!(spec, PersistentSpec::Recv { .. });
+                let is_coll = matches!(spec, PersistentSpec::Coll { .. });
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 *active = None;
-                let s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
+                let mut s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
+                if is_coll {
+                    if let Some(msg) = self.rt.engine.take_schedule_error(r) {
+                        s.MPI_ERROR = self.errors.code_for(MPI_ERR_TRUNCATE, format!("collective (rank {}): {msg}", self.rt.me));
+                    }
+                }
                 Ok(Poll::Done(s))
             }
             ReqEntry::Greq { r, .. } => {
@@ -659,7 +668,7 @@ pub fn start_persistent(h: MPI_Request) -> R<()> {
         None => Err(err(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))),
     })?;
     let r = match spec {
-        PersistentSpec::Coll { start } => start()?,
+        PersistentSpec::Coll { start, .. } => start()?,
         PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode } => state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
             Ok(match s {
