@@ -605,7 +605,14 @@ def main():
                 out_raw)
     with open(out_md, "w") as f:
         f.write(md)
-    log("wrote %s and %s" % (out_md, out_raw))
+    # Every run is also kept under bench/build/history/, so a noisy re-run
+    # never loses the numbers of a quiet one.
+    hist = os.path.join(BUILD_DIR, "history")
+    os.makedirs(hist, exist_ok=True)
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    shutil.copy(out_md, os.path.join(hist, "%s-%s" % (stamp, os.path.basename(out_md))))
+    shutil.copy(out_raw, os.path.join(hist, "%s-%s" % (stamp, os.path.basename(out_raw))))
+    log("wrote %s and %s (copies in %s)" % (out_md, out_raw, rel_to_repo(hist)))
     bad = any(r["status"] != "ok" or r["errors"] for sec in runs.values() for r in sec.values())
     return 1 if bad or compile_errors else 0
 
@@ -759,6 +766,10 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     w("".join(failures) if failures else "None.\n")
     w("\n")
     return "".join(o)
+
+
+def rel_to_repo(p):
+    return os.path.relpath(p, REPO)
 
 
 def objs_prefix(args, k):

@@ -36,6 +36,11 @@ pub trait Reducer: Send + Sync {
     /// `left` and `inout` must each hold `count` items laid out as `dt`.
     unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, dt: &Arc<Datatype>) -> Result<(), String>;
     fn is_commutative(&self) -> bool;
+    /// The reduction runs a user's function, which may call MPI: the
+    /// executor then hands it to the caller to run outside its lock.
+    fn calls_user_code(&self) -> bool {
+        false
+    }
 }
 
 /// What a collective needs to know about its communicator.
@@ -222,12 +227,43 @@ pub(crate) struct Running {
     /// The request the user waits on.
     pub(crate) req: ReqId,
     failed: Option<String>,
+    /// The current round's steps not yet done (local steps run in order,
+    /// then the communication starts).
+    local: std::collections::VecDeque<Step>,
+    comm: Vec<Step>,
+    /// A user-function reduction handed out with [`Engine::take_user_steps`]
+    /// and not yet reported done.
+    waiting_user: bool,
+}
+
+/// A reduction with a user's function, to be run by the caller outside any
+/// lock (the function may call MPI itself), then reported with
+/// [`Engine::user_step_done`].
+pub struct UserStep {
+    pub id: u64,
+    pub op: Arc<dyn Reducer>,
+    pub left: UserBuf,
+    pub inout: UserBuf,
+}
+
+impl UserStep {
+    /// Run the reduction.
+    ///
+    /// # Safety
+    /// The schedule's buffers must still be valid: they are while the step is
+    /// outstanding (its schedule cannot finish before `user_step_done`).
+    pub unsafe fn run(&self) -> Result<(), String> {
+        self.op.reduce(self.left.base() as *const u8, self.inout.base(), self.inout.count(), self.inout.datatype())
+    }
 }
 
 /// Schedules in progress.
 #[derive(Default)]
 pub struct Executor {
     running: Slab<Running>,
+    /// User-function reductions waiting to be run by the caller: (running id, step).
+    user_steps: Vec<(u32, UserStep)>,
+    next_user_id: u64,
 }
 
 impl Engine {
@@ -235,7 +271,16 @@ impl Engine {
     pub fn start_schedule(&mut self, sched: Schedule) -> ReqId {
         let req = self.external_request();
         let mut ex = std::mem::take(&mut self.executor);
-        let id = ex.running.insert(Running { sched, next_round: 0, pending: Vec::new(), req, failed: None });
+        let id = ex.running.insert(Running {
+            sched,
+            next_round: 0,
+            pending: Vec::new(),
+            req,
+            failed: None,
+            local: Default::default(),
+            comm: Vec::new(),
+            waiting_user: false,
+        });
         self.advance(&mut ex, id);
         self.executor = ex;
         req
@@ -265,7 +310,7 @@ impl Engine {
         let mut moved = false;
         loop {
             let run = ex.running.get_mut(id).unwrap();
-            if !run.pending.iter().all(|&r| self.is_complete(r)) {
+            if run.waiting_user || !run.pending.iter().all(|&r| self.is_complete(r)) {
                 return moved;
             }
             for r in run.pending.drain(..) {
@@ -275,6 +320,79 @@ impl Engine {
                     }
                 }
             }
+            // Local steps of the current round, in order.
+            if run.failed.is_none() {
+                if let Some(step) = run.local.pop_front() {
+                    moved = true;
+                    match step {
+                        Step::Reduce { op, left, inout } if op.calls_user_code() => {
+                            let uid = ex.next_user_id;
+                            ex.next_user_id += 1;
+                            run.waiting_user = true;
+                            ex.user_steps.push((id, UserStep { id: uid, op, left, inout }));
+                            return true;
+                        }
+                        Step::Reduce { op, left, inout } => {
+                            let count = inout.count();
+                            // SAFETY: schedule buffers are valid for the collective's
+                            // duration (user buffers by MPI's rules, temps owned here).
+                            let r = unsafe { op.reduce(left.base() as *const u8, inout.base(), count, inout.datatype()) };
+                            if let Err(e) = r {
+                                run.failed.get_or_insert(e);
+                            }
+                        }
+                        Step::Copy { from, to } => {
+                            // SAFETY: as above; schedules never copy between overlapping buffers.
+                            unsafe { to.copy_from(&from) };
+                        }
+                        _ => unreachable!("communication in a local step list"),
+                    }
+                    continue;
+                }
+            }
+            // Then the round's communication.
+            if !run.comm.is_empty() && run.failed.is_none() {
+                moved = true;
+                let comm = std::mem::take(&mut run.comm);
+                let tag = run.sched.tag;
+                let mut started = Vec::with_capacity(comm.len());
+                for step in comm {
+                    let run = ex.running.get(id).unwrap();
+                    let (view, local) = (&run.sched.view, run.sched.local.as_ref());
+                    let local = || local.expect("a local-group step in a schedule without a local view");
+                    let send = |v: &CommView, to: i32, buf| SendArgs {
+                        ctx: v.ctx,
+                        src: v.rank,
+                        dest: v.pid(to),
+                        tag,
+                        buf,
+                        mode: SendMode::Standard,
+                    };
+                    let r = match step {
+                        Step::Send { to, buf } => {
+                            let a = send(view, to, buf);
+                            self.isend(a)
+                        }
+                        Step::SendLocal { to, buf } => {
+                            let a = send(local(), to, buf);
+                            self.isend(a)
+                        }
+                        Step::Recv { from, buf } => {
+                            let ctx = view.ctx;
+                            self.irecv(RecvArgs { ctx, src: Some(from), tag: Some(tag), buf })
+                        }
+                        Step::RecvLocal { from, buf } => {
+                            let ctx = local().ctx;
+                            self.irecv(RecvArgs { ctx, src: Some(from), tag: Some(tag), buf })
+                        }
+                        _ => unreachable!("local step in a communication list"),
+                    };
+                    started.push(r);
+                }
+                ex.running.get_mut(id).unwrap().pending = started;
+                continue;
+            }
+            // The round is done: finish, or load the next one.
             if run.next_round == run.sched.rounds.len() || run.failed.is_some() {
                 let run = ex.running.remove(id).unwrap();
                 let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: None };
@@ -290,54 +408,39 @@ impl Engine {
             moved = true;
             let round = std::mem::take(&mut run.sched.rounds[run.next_round]);
             run.next_round += 1;
-            for step in round.local {
-                match step {
-                    Step::Reduce { op, left, inout } => {
-                        let count = inout.count();
-                        // SAFETY: schedule buffers are valid for the collective's
-                        // duration (user buffers by MPI's rules, temps owned here).
-                        let r = unsafe {
-                            op.reduce(left.base() as *const u8, inout.base(), count, inout.datatype())
-                        };
-                        if let Err(e) = r {
-                            run.failed.get_or_insert(e);
-                        }
-                    }
-                    Step::Copy { from, to } => {
-                        // SAFETY: as above; schedules never copy between overlapping buffers.
-                        unsafe { to.copy_from(&from) };
-                    }
-                    _ => unreachable!("communication in a local step list"),
+            run.local = round.local.into();
+            run.comm = round.comm;
+        }
+    }
+
+    /// User-function reductions to run outside the lock (see [`UserStep`]).
+    pub fn take_user_steps(&mut self) -> Vec<UserStep> {
+        let mut ex = std::mem::take(&mut self.executor);
+        let out = ex.user_steps.iter_mut().map(|(_, s)| UserStep { id: s.id, op: s.op.clone(), left: s.left.clone(), inout: s.inout.clone() }).collect();
+        // Keep the records (to find the schedule on completion) but hand each out once.
+        ex.user_steps.iter_mut().for_each(|(_, s)| s.id |= 1 << 63);
+        self.executor = ex;
+        out
+    }
+
+    pub fn has_user_steps(&self) -> bool {
+        self.executor.user_steps.iter().any(|(_, s)| s.id & (1 << 63) == 0)
+    }
+
+    /// A step from [`Engine::take_user_steps`] has run.
+    pub fn user_step_done(&mut self, id: u64, result: Result<(), String>) {
+        let mut ex = std::mem::take(&mut self.executor);
+        if let Some(i) = ex.user_steps.iter().position(|(_, s)| s.id & !(1 << 63) == id) {
+            let (rid, _) = ex.user_steps.swap_remove(i);
+            if let Some(run) = ex.running.get_mut(rid) {
+                run.waiting_user = false;
+                if let Err(e) = result {
+                    run.failed.get_or_insert(e);
                 }
             }
-            let tag = run.sched.tag;
-            let mut started = Vec::with_capacity(round.comm.len());
-            for step in round.comm {
-                let (view, local) = (&run.sched.view, run.sched.local.as_ref());
-                let local = || local.expect("a local-group step in a schedule without a local view");
-                let send = |v: &CommView, to: i32, buf| SendArgs {
-                    ctx: v.ctx,
-                    src: v.rank,
-                    dest: v.pid(to),
-                    tag,
-                    buf,
-                    mode: SendMode::Standard,
-                };
-                let r = match step {
-                    Step::Send { to, buf } => self.isend(send(view, to, buf)),
-                    Step::SendLocal { to, buf } => self.isend(send(local(), to, buf)),
-                    Step::Recv { from, buf } => {
-                        self.irecv(RecvArgs { ctx: view.ctx, src: Some(from), tag: Some(tag), buf })
-                    }
-                    Step::RecvLocal { from, buf } => {
-                        self.irecv(RecvArgs { ctx: local().ctx, src: Some(from), tag: Some(tag), buf })
-                    }
-                    _ => unreachable!("local step in a communication list"),
-                };
-                started.push(r);
-            }
-            ex.running.get_mut(id).unwrap().pending = started;
+            self.advance(&mut ex, rid);
         }
+        self.executor = ex;
     }
 
     /// Errors of finished schedules, by request (taken once).

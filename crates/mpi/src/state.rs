@@ -87,11 +87,41 @@ fn not_running() -> MpiError {
     }
 }
 
-/// Run `f` on the state, under the lock.
+/// Run `f` on the state, under the lock. Reductions with user functions
+/// that became ready meanwhile run afterwards, without the lock.
 pub fn with<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
     let mut g = lock();
     let st = g.as_mut().ok_or_else(not_running)?;
-    f(st)
+    let out = f(st);
+    let user_work = st.rt.engine.has_user_steps();
+    drop(g);
+    if user_work {
+        run_user_steps()?;
+    }
+    out
+}
+
+/// Run the user-function reductions of collective schedules with the lock
+/// released (the functions may call MPI), then let the schedules go on.
+pub fn run_user_steps() -> R<()> {
+    loop {
+        let steps = {
+            let mut g = lock();
+            let st = g.as_mut().ok_or_else(not_running)?;
+            st.rt.engine.take_user_steps()
+        };
+        if steps.is_empty() {
+            return Ok(());
+        }
+        for s in steps {
+            // SAFETY: the step's schedule stays alive until it is reported done.
+            let r = unsafe { s.run() };
+            let mut g = lock();
+            let st = g.as_mut().ok_or_else(not_running)?;
+            st.rt.engine.user_step_done(s.id, r);
+            st.progress()?;
+        }
+    }
 }
 
 /// Make progress until `done` says so, releasing the lock while sleeping.
@@ -102,6 +132,11 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         let mut g = lock();
         let st = g.as_mut().ok_or_else(not_running)?;
         st.progress()?;
+        if st.rt.engine.has_user_steps() {
+            drop(g);
+            run_user_steps()?;
+            continue;
+        }
         if done(st)? {
             return Ok(());
         }

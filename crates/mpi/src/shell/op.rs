@@ -122,6 +122,10 @@ impl Reducer for UserReducer {
     fn is_commutative(&self) -> bool {
         self.commute
     }
+
+    fn calls_user_code(&self) -> bool {
+        true
+    }
 }
 
 impl State {
