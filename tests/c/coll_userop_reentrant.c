@@ -72,5 +72,6 @@ int main(int argc, char **argv)
 
     CHECK(size == 1 || calls > 0, "the user op was never called");
     CHECK_MPI(MPI_Op_free(&op));
+    MPI_Finalize();
     return test_finish();
 }
