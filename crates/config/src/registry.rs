@@ -152,6 +152,13 @@ pub static SETTINGS: &[Setting] = &[
         scope: Scope::Library,
         help: "socket buffers of WAN connections (auto: 4x the bandwidth-delay product when the WAN is known, else kernel autotuning)",
     },
+    Setting {
+        name: "GRIDMPI_PACE_SHARE",
+        kind: Kind::Float,
+        default: "0.9",
+        scope: Scope::Library,
+        help: "pacing by pattern: share of the WAN bandwidth that the paced flows of a collective's WAN phase aim at together (0: no pacing)",
+    },
     // ---- errors and debugging ------------------------------------------
     Setting {
         name: "GRIDMPI_DEBUG",
@@ -235,14 +242,14 @@ pub static SETTINGS: &[Setting] = &[
     // ---- collectives ---------------------------------------------------
     Setting {
         name: "GRIDMPI_COLL_BARRIER",
-        kind: Kind::Choice(&["auto", "dissemination", "tree"]),
+        kind: Kind::Choice(&["auto", "dissemination", "tree", "wan"]),
         default: "auto",
         scope: Scope::Library,
         help: "barrier algorithm (auto: dissemination)",
     },
     Setting {
         name: "GRIDMPI_COLL_BCAST",
-        kind: Kind::Choice(&["auto", "binomial", "scatter_allgather", "pipeline"]),
+        kind: Kind::Choice(&["auto", "binomial", "scatter_allgather", "pipeline", "wan"]),
         default: "auto",
         scope: Scope::Library,
         help: "bcast algorithm (auto: binomial below 12k or up to 4 ranks, scatter_allgather below 2m, pipeline above)",
@@ -270,7 +277,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_ALLTOALL",
-        kind: Kind::Choice(&["auto", "pairwise", "scattered", "bruck"]),
+        kind: Kind::Choice(&["auto", "pairwise", "scattered", "bruck", "wan"]),
         default: "auto",
         scope: Scope::Library,
         help: "alltoall(v,w) algorithm (auto: bruck for blocks up to 256 bytes on 8+ ranks, pairwise from 32k, else scattered; bruck is alltoall only)",
@@ -284,14 +291,14 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_REDUCE",
-        kind: Kind::Choice(&["auto", "binomial", "rabenseifner"]),
+        kind: Kind::Choice(&["auto", "binomial", "rabenseifner", "wan"]),
         default: "auto",
         scope: Scope::Library,
         help: "reduce algorithm (auto: binomial up to 2k or fewer items than ranks, else rabenseifner)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLREDUCE",
-        kind: Kind::Choice(&["auto", "recursive_doubling", "rabenseifner", "ring", "reduce_bcast"]),
+        kind: Kind::Choice(&["auto", "recursive_doubling", "rabenseifner", "ring", "reduce_bcast", "wan"]),
         default: "auto",
         scope: Scope::Library,
         help: "allreduce algorithm (auto: recursive_doubling up to 2k, ring from 1m on non-2^k ranks, else rabenseifner; ring needs a commutative op)",

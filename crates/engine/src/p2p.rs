@@ -150,6 +150,10 @@ pub enum Action {
     /// Read `len` bytes at `remote_addr` of process `peer` into `dst` (from
     /// packed offset 0), then call [`Engine::remote_read_done`] with `req`.
     RemoteRead { peer: Pid, remote_addr: u64, len: u64, dst: UserBuf, req: ReqId },
+    /// Cap the sending rate to `peer` at `bytes_per_sec` (Some), or release
+    /// one cap (None): a collective's WAN phase starts or ends. Caps nest;
+    /// frames queued after this action are sent under it.
+    Pace { peer: Pid, bytes_per_sec: Option<u64> },
 }
 
 /// A peer broke the protocol. The runtime reports it and ends the job.
@@ -887,6 +891,13 @@ impl Engine {
             self.finish(r);
         }
         Ok(())
+    }
+
+    /// Ask the runtime to pace (or release the pacing of) a connection.
+    pub fn pace(&mut self, peer: Pid, bytes_per_sec: Option<u64>) {
+        if peer != self.me {
+            self.actions.push_back(Action::Pace { peer, bytes_per_sec });
+        }
     }
 
     /// The next thing for the runtime to do.

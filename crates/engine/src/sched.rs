@@ -81,6 +81,47 @@ pub enum Step {
 pub struct Round {
     pub local: Vec<Step>,
     pub comm: Vec<Step>,
+    /// Pace the connections to these ranks at these rates (bytes/s) while
+    /// the round's communication runs (WAN phases; see coll/wan.rs). The
+    /// runtime caps the sockets' pacing rate and restores it once the data
+    /// has drained.
+    pub pace: Vec<(i32, u64)>,
+}
+
+/// Which cluster (site) every rank of a communicator is in, and the WAN
+/// between them, for cluster-aware algorithms.
+#[derive(Clone, Debug)]
+pub struct Sites {
+    /// Cluster index of each rank (0..count).
+    pub of_rank: Arc<[u32]>,
+    pub count: u32,
+    /// Bottleneck bandwidth between clusters (bits/s), if known.
+    pub wan_bps: Option<u64>,
+    /// Fraction of the WAN bandwidth a paced phase aims at (e.g. 0.9); 0
+    /// disables pacing.
+    pub pace_share: f64,
+}
+
+impl Sites {
+    pub fn cluster(&self, rank: i32) -> u32 {
+        self.of_rank[rank as usize]
+    }
+
+    /// Ranks of cluster `c`, in rank order.
+    pub fn members(&self, c: u32) -> Vec<i32> {
+        (0..self.of_rank.len() as i32).filter(|&r| self.of_rank[r as usize] == c).collect()
+    }
+
+    /// The per-connection pacing rate in bytes/s when `flows` connections
+    /// share the WAN in one direction; None when the bandwidth is unknown or
+    /// pacing is off.
+    pub fn pace_rate(&self, flows: usize) -> Option<u64> {
+        let bw = self.wan_bps?;
+        if self.pace_share <= 0.0 || flows == 0 {
+            return None;
+        }
+        Some(((bw as f64 / 8.0) * self.pace_share / flows as f64).max(1.0) as u64)
+    }
 }
 
 /// Scratch memory owned by a schedule, 16-byte aligned.
@@ -136,6 +177,29 @@ impl Schedule {
         self.temps.extend(other.temps);
     }
 
+    /// Run `other`, built on a sub-view of this schedule's view whose rank
+    /// `i` is our rank `members[i]` (see coll/wan.rs), after this schedule's
+    /// rounds: its ranks are renumbered to ours, so every message carries
+    /// the sender's real rank and phases on different sub-views never
+    /// match each other's messages.
+    pub fn append_mapped(&mut self, other: Schedule, members: &[i32]) {
+        let m = |r: i32| members[r as usize];
+        for round in other.rounds {
+            let comm = round
+                .comm
+                .into_iter()
+                .map(|step| match step {
+                    Step::Send { to, buf } => Step::Send { to: m(to), buf },
+                    Step::Recv { from, buf } => Step::Recv { from: m(from), buf },
+                    s => s,
+                })
+                .collect();
+            let pace = round.pace.into_iter().map(|(r, rate)| (m(r), rate)).collect();
+            self.rounds.push(Round { local: round.local, comm, pace });
+        }
+        self.temps.extend(other.temps);
+    }
+
     /// Run `other`, built on this intercommunicator schedule's local view,
     /// after this schedule's rounds: its sends and receives become
     /// local-group ones.
@@ -151,7 +215,8 @@ impl Schedule {
                     s => s,
                 })
                 .collect();
-            self.rounds.push(Round { local: round.local, comm });
+            // Pacing hints name ranks of the other view: local-group rounds go unpaced.
+            self.rounds.push(Round { local: round.local, comm, pace: Vec::new() });
         }
         self.temps.extend(other.temps);
     }
@@ -234,6 +299,10 @@ pub(crate) struct Running {
     /// A user-function reduction handed out with [`Engine::take_user_steps`]
     /// and not yet reported done.
     waiting_user: bool,
+    /// Peers paced for the current round.
+    paced: Vec<Pid>,
+    /// The current round's pacing, applied when its communication starts.
+    pace: Vec<(i32, u64)>,
 }
 
 /// A reduction with a user's function, to be run by the caller outside any
@@ -280,6 +349,8 @@ impl Engine {
             local: Default::default(),
             comm: Vec::new(),
             waiting_user: false,
+            paced: Vec::new(),
+            pace: Vec::new(),
         });
         self.advance(&mut ex, id);
         self.executor = ex;
@@ -320,6 +391,9 @@ impl Engine {
                     }
                 }
             }
+            for peer in run.paced.drain(..) {
+                self.pace(peer, None);
+            }
             // Local steps of the current round, in order.
             if run.failed.is_none() {
                 if let Some(step) = run.local.pop_front() {
@@ -354,6 +428,13 @@ impl Engine {
             if !run.comm.is_empty() && run.failed.is_none() {
                 moved = true;
                 let comm = std::mem::take(&mut run.comm);
+                // Pace first, so the rate is in place before the first byte.
+                let paces = std::mem::take(&mut run.pace);
+                let pids: Vec<(Pid, u64)> = paces.iter().map(|&(r, rate)| (run.sched.view.pid(r), rate)).collect();
+                run.paced = pids.iter().map(|p| p.0).collect();
+                for (pid, rate) in pids {
+                    self.pace(pid, Some(rate));
+                }
                 let tag = run.sched.tag;
                 let mut started = Vec::with_capacity(comm.len());
                 for step in comm {
@@ -410,6 +491,7 @@ impl Engine {
             run.next_round += 1;
             run.local = round.local.into();
             run.comm = round.comm;
+            run.pace = round.pace;
         }
     }
 

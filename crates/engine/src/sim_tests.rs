@@ -67,6 +67,7 @@ impl Net {
                         self.engines[i].transmitted(r);
                     }
                 }
+                Action::Pace { .. } => {}
                 Action::RemoteRead { remote_addr, len, dst, req, .. } => {
                     // Same address space: the "remote" buffer is readable here.
                     let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };

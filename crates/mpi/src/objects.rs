@@ -136,7 +136,9 @@ pub fn check_recv_tag(tag: c_int) -> R<Option<i32>> {
     Ok(Some(tag))
 }
 
-pub fn check_count(count: c_int) -> R<u64> {
+/// A count argument of either binding (C `int`, or `MPI_Count` in the
+/// large-count `_c` functions), checked non-negative.
+pub fn check_count(count: i64) -> R<u64> {
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("invalid count {count} (must not be negative)")));
     }
@@ -372,8 +374,8 @@ pub enum ReqKind {
 
 #[derive(Clone)]
 pub enum PersistentSpec {
-    Send { buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
-    Recv { buf: *mut c_void, count: c_int, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm },
+    Send { buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
+    Recv { buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm },
     /// A persistent collective: the schedule is rebuilt on each start.
     Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync>, comm: MPI_Comm },
 }

@@ -106,6 +106,11 @@ pub struct Runtime {
     pub tracer: Option<crate::trace::Tracer>,
     /// Which cluster every rank is in, and the WAN between clusters.
     pub map: ClusterMap,
+    /// Pacing caps in force per peer (nested; the smallest applies).
+    pace_caps: std::collections::HashMap<Pid, Vec<u64>>,
+    /// Peers whose cap was released, waiting for their unsent data to
+    /// drain before the socket's rate is restored.
+    pace_restores: Vec<Pid>,
 }
 
 // SAFETY: the runtime is only used under the global lock; the raw pointers
@@ -377,6 +382,8 @@ impl Runtime {
             tcp_routes,
             tracer,
             map,
+            pace_caps: Default::default(),
+            pace_restores: Vec::new(),
         })
     }
 
@@ -423,21 +430,31 @@ impl Runtime {
         Ok(any)
     }
 
-    /// Hand connection events to the tracer and let it sample.
+    /// Handle connection events (pacing of new connections, the tracer),
+    /// lift drained pacing caps, and let the tracer sample.
     fn observe(&mut self, busy: bool) {
-        let Some(tr) = self.tracer.as_mut() else {
-            if let Some(t) = self.tcp.as_mut() {
-                t.events.clear();
-            }
-            return;
+        if !self.pace_restores.is_empty() {
+            self.restore_pacing();
+        }
+        let events = match self.tcp.as_mut() {
+            Some(t) if !t.events.is_empty() => std::mem::take(&mut t.events),
+            _ => Vec::new(),
         };
-        if let Some(t) = self.tcp.as_mut() {
-            for ev in t.events.drain(..) {
-                match ev {
-                    tcp::ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.cards[peer as usize].host),
-                    tcp::ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
-                    tcp::ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
+        for ev in &events {
+            if let tcp::ConnEvent::Opened { peer, .. } = ev {
+                if let Some(cap) = self.pace_caps.get(peer).and_then(|c| c.iter().min().copied()) {
+                    if let Some(t) = self.tcp.as_mut() {
+                        t.set_pacing(*peer, Some(cap));
+                    }
                 }
+            }
+        }
+        let Some(tr) = self.tracer.as_mut() else { return };
+        for ev in events {
+            match ev {
+                tcp::ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.cards[peer as usize].host),
+                tcp::ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
+                tcp::ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
             }
         }
         tr.tick(busy);
@@ -495,6 +512,10 @@ impl Runtime {
                 }
                 Route::Me => Err(Fatal("internal error: a frame addressed to ourselves".into())),
             },
+            Action::Pace { peer, bytes_per_sec } => {
+                self.pace(peer, bytes_per_sec);
+                Ok(())
+            }
             Action::RemoteRead { peer, remote_addr, len, dst, req } => {
                 self.scratch_runs.clear();
                 dst.runs(0, len, usize::MAX, &mut self.scratch_runs);
@@ -511,6 +532,46 @@ impl Runtime {
                 Ok(())
             }
         }
+    }
+
+    /// Apply (Some) or release (None) a pacing cap on the TCP connection to
+    /// `peer`. Shared-memory peers are never paced.
+    fn pace(&mut self, peer: Pid, rate: Option<u64>) {
+        if self.routes[peer as usize] != Route::Tcp {
+            return;
+        }
+        let caps = self.pace_caps.entry(peer).or_default();
+        match rate {
+            Some(r) => {
+                caps.push(r);
+                self.pace_restores.retain(|&p| p != peer);
+            }
+            None => {
+                caps.pop();
+                if caps.is_empty() {
+                    self.pace_caps.remove(&peer);
+                    self.pace_restores.push(peer);
+                    return;
+                }
+            }
+        }
+        let cap = self.pace_caps.get(&peer).and_then(|c| c.iter().min().copied());
+        if let Some(t) = self.tcp.as_mut() {
+            // Not yet connected: applied when the connection opens (observe).
+            t.set_pacing(peer, cap);
+        }
+    }
+
+    /// Lift released caps once the socket has sent what was written under them.
+    fn restore_pacing(&mut self) {
+        let Some(t) = self.tcp.as_mut() else { return };
+        self.pace_restores.retain(|&peer| match t.unsent_bytes(peer) {
+            Some(n) if n > 0 => true,
+            _ => {
+                t.set_pacing(peer, None);
+                false
+            }
+        });
     }
 
     fn fatal_peer(&self, peer: Pid, msg: &str) -> Fatal {

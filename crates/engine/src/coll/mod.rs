@@ -25,6 +25,7 @@ pub mod scan;
 pub mod scatter;
 pub mod select;
 pub mod util;
+pub mod wan;
 
 #[cfg(test)]
 pub mod sim;

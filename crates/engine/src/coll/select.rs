@@ -27,7 +27,8 @@ pub struct Input {
     pub commutative: bool,
     /// All blocks have the same size (false for the v and w forms).
     pub equal_blocks: bool,
-    /// Clusters the communicator spans (1 until cluster-aware algorithms land).
+    /// Clusters the communicator spans: above 1, the cluster-aware (WAN)
+    /// algorithms of coll/wan.rs apply.
     pub clusters: u32,
 }
 
@@ -65,11 +66,11 @@ macro_rules! algorithms {
 
 algorithms!(
     /// Barrier.
-    Barrier { Dissemination = "dissemination", Tree = "tree" }
+    Barrier { Dissemination = "dissemination", Tree = "tree", Wan = "wan" }
 );
 algorithms!(
     /// Bcast.
-    Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline" }
+    Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline", Wan = "wan" }
 );
 algorithms!(
     /// Gather and scatter (the v forms are always linear).
@@ -81,15 +82,15 @@ algorithms!(
 );
 algorithms!(
     /// Alltoall, alltoallv, alltoallw.
-    Alltoall { Pairwise = "pairwise", Scattered = "scattered", Bruck = "bruck" }
+    Alltoall { Pairwise = "pairwise", Scattered = "scattered", Bruck = "bruck", Wan = "wan" }
 );
 algorithms!(
     /// Reduce.
-    Reduce { Binomial = "binomial", Rabenseifner = "rabenseifner" }
+    Reduce { Binomial = "binomial", Rabenseifner = "rabenseifner", Wan = "wan" }
 );
 algorithms!(
     /// Allreduce.
-    Allreduce { RecursiveDoubling = "recursive_doubling", Rabenseifner = "rabenseifner", Ring = "ring", ReduceBcast = "reduce_bcast" }
+    Allreduce { RecursiveDoubling = "recursive_doubling", Rabenseifner = "rabenseifner", Ring = "ring", ReduceBcast = "reduce_bcast", Wan = "wan" }
 );
 algorithms!(
     /// Reduce_scatter and reduce_scatter_block.
@@ -110,11 +111,22 @@ pub const ALLTOALL_INFLIGHT: i32 = 8;
 
 const KIB: u64 = 1024;
 
-fn barrier_table(_: &Input) -> Barrier {
+// Across clusters, the cluster-aware algorithms (coll/wan.rs) come first:
+// they cross the WAN the fewest times and pace its flows. Reductions use
+// them for commutative operations only (their combination order follows
+// clusters, not ranks).
+
+fn barrier_table(i: &Input) -> Barrier {
+    if i.clusters > 1 {
+        return Barrier::Wan;
+    }
     Barrier::Dissemination
 }
 
 fn bcast_table(i: &Input) -> Bcast {
+    if i.clusters > 1 {
+        return Bcast::Wan;
+    }
     if i.bytes < 12 * KIB || i.procs <= 4 {
         Bcast::Binomial
     } else if i.bytes < 2048 * KIB {
@@ -150,6 +162,9 @@ fn allgather_table(i: &Input) -> Allgather {
 }
 
 fn alltoall_table(i: &Input) -> Alltoall {
+    if i.clusters > 1 {
+        return Alltoall::Wan;
+    }
     if i.equal_blocks && i.bytes <= 256 && i.procs >= 8 {
         Alltoall::Bruck
     } else if i.equal_blocks && i.bytes >= 32 * KIB {
@@ -160,6 +175,9 @@ fn alltoall_table(i: &Input) -> Alltoall {
 }
 
 fn reduce_table(i: &Input) -> Reduce {
+    if i.clusters > 1 && i.commutative {
+        return Reduce::Wan;
+    }
     if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
         Reduce::Binomial
     } else {
@@ -168,6 +186,9 @@ fn reduce_table(i: &Input) -> Reduce {
 }
 
 fn allreduce_table(i: &Input) -> Allreduce {
+    if i.clusters > 1 && i.commutative {
+        return Allreduce::Wan;
+    }
     if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
         Allreduce::RecursiveDoubling
     } else if i.commutative && !i.pow2() && i.bytes >= 1024 * KIB {
@@ -271,11 +292,19 @@ impl Selector {
     }
 
     pub fn barrier(&self, i: &Input) -> Barrier {
-        self.barrier.unwrap_or_else(|| barrier_table(i))
+        match self.barrier {
+            Some(Barrier::Wan) if i.clusters < 2 => barrier_table(i),
+            Some(a) => a,
+            None => barrier_table(i),
+        }
     }
 
     pub fn bcast(&self, i: &Input) -> Bcast {
-        self.bcast.unwrap_or_else(|| bcast_table(i))
+        match self.bcast {
+            Some(Bcast::Wan) if i.clusters < 2 => bcast_table(i),
+            Some(a) => a,
+            None => bcast_table(i),
+        }
     }
 
     /// Gather; `i.equal_blocks` false (gatherv) always gives linear.
@@ -300,18 +329,24 @@ impl Selector {
     pub fn alltoall(&self, i: &Input) -> Alltoall {
         match self.alltoall {
             Some(Alltoall::Bruck) if !i.equal_blocks => alltoall_table(i),
+            Some(Alltoall::Wan) if i.clusters < 2 => alltoall_table(i),
             Some(a) => a,
             None => alltoall_table(i),
         }
     }
 
     pub fn reduce(&self, i: &Input) -> Reduce {
-        self.reduce.unwrap_or_else(|| reduce_table(i))
+        match self.reduce {
+            Some(Reduce::Wan) if i.clusters < 2 || !i.commutative => reduce_table(i),
+            Some(a) => a,
+            None => reduce_table(i),
+        }
     }
 
     pub fn allreduce(&self, i: &Input) -> Allreduce {
         match self.allreduce {
             Some(Allreduce::Ring) if !i.commutative => allreduce_table(i),
+            Some(Allreduce::Wan) if i.clusters < 2 || !i.commutative => allreduce_table(i),
             Some(a) => a,
             None => allreduce_table(i),
         }

@@ -33,6 +33,11 @@ impl Rng {
     }
 }
 
+thread_local! {
+    /// Pacing actions seen by [`run`]: (rank, peer pid, rate or release).
+    pub static PACES: std::cell::RefCell<Vec<(usize, Pid, Option<u64>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Frames in flight from one engine to another.
 type Link = VecDeque<(Header, Vec<u8>)>;
 
@@ -81,6 +86,7 @@ impl Net {
                         self.engines[i].transmitted(r);
                     }
                 }
+                Action::Pace { peer, bytes_per_sec } => PACES.with(|p| p.borrow_mut().push((i, peer, bytes_per_sec))),
                 Action::RemoteRead { remote_addr, len, dst, req, .. } => {
                     let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };
                     let ok = self.rng.below(4) != 0;

@@ -37,6 +37,8 @@ pub struct Env<'a> {
     pub local: Option<CommView>,
     pub tag: i32,
     pub sel: &'a Selector,
+    /// The clusters of the communicator's ranks, when it spans several.
+    pub sites: Option<Arc<gridmpi_engine::sched::Sites>>,
 }
 
 impl Env<'_> {
@@ -83,7 +85,8 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     };
     let (view, local) = coll_views(c);
     let ctx = view.ctx;
-    let s = build(&Env { view, local, tag, sel });
+    let sites = if local.is_none() { comm_sites(st, comm) } else { None };
+    let s = build(&Env { view, local, tag, sel, sites });
     let bytes = if st.rt.tracer.is_some() { s.bytes_sent() } else { 0 };
     let r = st.rt.engine.start_schedule(s);
     if let Some(t) = st.rt.tracer.as_mut() {
@@ -91,6 +94,52 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     }
     st.progress()?;
     Ok(r)
+}
+
+/// The clusters of an intracommunicator's ranks (None within one cluster),
+/// with the WAN bandwidth between them (the smallest known) and the share
+/// of it paced WAN phases aim at.
+fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::Sites>> {
+    let c = st.comm(comm).ok()?;
+    let map = &st.rt.map;
+    let mut ids: Vec<u32> = Vec::new();
+    let of_rank: Vec<u32> = c
+        .group
+        .pids
+        .iter()
+        .map(|&p| {
+            let k = map.cluster_of(p);
+            match ids.iter().position(|&x| x == k) {
+                Some(i) => i as u32,
+                None => {
+                    ids.push(k);
+                    (ids.len() - 1) as u32
+                }
+            }
+        })
+        .collect();
+    if ids.len() < 2 {
+        return None;
+    }
+    let mut bw: Option<u64> = None;
+    let mut unknown = false;
+    for &a in &ids {
+        for &b in &ids {
+            if a != b {
+                match map.links[a as usize][b as usize].bandwidth_bps {
+                    Some(x) => bw = Some(bw.map_or(x, |y| y.min(x))),
+                    None => unknown = true,
+                }
+            }
+        }
+    }
+    let pace_share = st.rt.config.float("GRIDMPI_PACE_SHARE").unwrap_or(0.9).clamp(0.0, 1.0);
+    Some(Arc::new(gridmpi_engine::sched::Sites {
+        of_rank: of_rank.into(),
+        count: ids.len() as u32,
+        wan_bps: if unknown { None } else { bw },
+        pace_share,
+    }))
 }
 
 /// Start a collective of the library's own on `comm` (next sequence number).
@@ -269,17 +318,17 @@ pub fn array<'a, T>(p: *const T, n: i32, what: &str) -> R<&'a [T]> {
 }
 
 /// A counts array argument: `n` non-negative counts.
-pub fn counts(p: *const c_int, n: i32, what: &str) -> R<Vec<u64>> {
-    array(p, n, what)?
-        .iter()
+pub fn counts(p: Ints, n: i32, what: &str) -> R<Vec<u64>> {
+    p.read(n.into(), what)?
+        .into_iter()
         .enumerate()
-        .map(|(i, &c)| if c < 0 { Err(err(MPI_ERR_COUNT, format!("{what}[{i}] = {c} is negative"))) } else { Ok(c as u64) })
+        .map(|(i, c)| u64::try_from(c).map_err(|_| err(MPI_ERR_COUNT, format!("{what}[{i}] = {c} is negative"))))
         .collect()
 }
 
 /// Per-rank blocks from counts and displacements (in extents of `dt`).
-pub fn blocks_v(base: *const c_void, counts: &[u64], displs: &[c_int], dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
-    counts.iter().zip(displs).map(|(&c, &d)| block_at(base, d as i64, c, dt)).collect()
+pub fn blocks_v(base: *const c_void, counts: &[u64], displs: &[i64], dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
+    counts.iter().zip(displs).map(|(&c, &d)| block_at(base, d, c, dt)).collect()
 }
 
 /// A datatype array argument, resolved.
@@ -298,6 +347,10 @@ fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
     Ok(Box::new(move |e| match e.sel.barrier(&input) {
         sel::Barrier::Dissemination => barrier::dissemination(e.v(), e.tag),
         sel::Barrier::Tree => barrier::tree(e.v(), e.tag),
+        sel::Barrier::Wan => match &e.sites {
+            Some(sites) => gridmpi_engine::coll::wan::barrier(e.v(), sites, e.tag),
+            None => barrier::dissemination(e.v(), e.tag),
+        },
     }))
 }
 
@@ -316,7 +369,7 @@ pub unsafe extern "C" fn PMPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, reque
     persistent("MPI_Barrier_init", comm, info, request, |st| plan_barrier(st, comm))
 }
 
-fn plan_bcast(st: &State, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<Build> {
+fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     let root = root_of(&c, root)?;
     if let RootOf::Inter(Role::Idle) = root {
@@ -331,6 +384,10 @@ fn plan_bcast(st: &State, buffer: *mut c_void, count: c_int, datatype: MPI_Datat
                 sel::Bcast::Binomial => bcast::binomial(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::ScatterAllgather => bcast::scatter_allgather(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::Pipeline => bcast::pipeline(e.v(), e.tag, buf.clone(), root, sel::BCAST_SEGMENT),
+                sel::Bcast::Wan => match &e.sites {
+                    Some(sites) => gridmpi_engine::coll::wan::bcast(e.v(), sites, e.tag, buf.clone(), root),
+                    None => bcast::binomial(e.v(), e.tag, buf.clone(), root),
+                },
             }))
         }
     }
@@ -338,12 +395,22 @@ fn plan_bcast(st: &State, buffer: *mut c_void, count: c_int, datatype: MPI_Datat
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    blocking("MPI_Bcast", comm, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+    blocking("MPI_Bcast", comm, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
+    blocking("MPI_Bcast_c", comm, |st| plan_bcast(st, buffer, count, datatype, root, comm))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking("MPI_Ibcast", comm, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+    nonblocking("MPI_Ibcast", comm, request, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ibcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking("MPI_Ibcast_c", comm, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
 }
 
 #[no_mangle]
@@ -356,5 +423,18 @@ pub unsafe extern "C" fn PMPI_Bcast_init(
     info: MPI_Info,
     request: *mut MPI_Request,
 ) -> c_int {
-    persistent("MPI_Bcast_init", comm, info, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
+    persistent("MPI_Bcast_init", comm, info, request, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bcast_init_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Bcast_init_c", comm, info, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
 }

@@ -43,32 +43,23 @@ impl State {
     }
 }
 
-unsafe fn ints(n: c_int, p: *const c_int, what: &str) -> R<Vec<i64>> {
+/// `n` values of an array argument; `n` is the call's count argument.
+fn arr(n: i64, p: Ints, what: &str) -> R<Vec<i64>> {
     if n < 0 {
         return Err(err(MPI_ERR_COUNT, format!("invalid count {n}")));
     }
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    check_ptr(p, what)?;
-    Ok(std::slice::from_raw_parts(p, n as usize).iter().map(|&v| v as i64).collect())
+    p.read(n, what)
 }
 
-unsafe fn aints(n: c_int, p: *const MPI_Aint, what: &str) -> R<Vec<i64>> {
-    if n <= 0 {
-        return Ok(Vec::new());
-    }
-    check_ptr(p, what)?;
-    Ok(std::slice::from_raw_parts(p, n as usize).iter().map(|&v| v as i64).collect())
-}
-
-/// Build a new derived type from `old` with `f`.
-fn construct(name: &'static str, newtype: *mut MPI_Datatype, f: impl FnOnce(&mut State) -> R<Datatype>) -> c_int {
+/// Build a new derived type with `f`. `large`: called through a
+/// large-count (`_c`) constructor, whose arguments the envelope then
+/// reports as large counts (MPI_Type_get_envelope_c), as MPICH does.
+fn construct(name: &'static str, large: bool, newtype: *mut MPI_Datatype, f: impl FnOnce(&mut State) -> R<Datatype>) -> c_int {
     api(name, Target::NoComm, || {
         check_ptr(newtype, "newtype")?;
         let h = state::with(|st| {
             let dt = f(st)?;
-            Ok(st.new_type(dt, false))
+            Ok(st.new_type(if large { dt.with_large_counts() } else { dt }, false))
         })?;
         // SAFETY: checked non-null.
         unsafe { *newtype = h };
@@ -76,114 +67,191 @@ fn construct(name: &'static str, newtype: *mut MPI_Datatype, f: impl FnOnce(&mut
     })
 }
 
+fn contiguous(name: &'static str, large: bool, count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let old = st.dtype_any(oldtype, false)?;
+        Datatype::contiguous(count, &old).map_err(type_err)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_contiguous", newtype, |st| {
+    contiguous("MPI_Type_contiguous", false, count.into(), oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_contiguous_c(count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    contiguous("MPI_Type_contiguous_c", true, count, oldtype, newtype)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn vector(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
-        Datatype::contiguous(count as i64, &old).map_err(type_err)
+        Datatype::vector(count, blocklength, stride, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_vector", newtype, |st| {
+    vector("MPI_Type_vector", false, count.into(), blocklength.into(), stride.into(), oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_vector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    vector("MPI_Type_vector_c", true, count, blocklength, stride, oldtype, newtype)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hvector(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
-        Datatype::vector(count as i64, blocklength as i64, stride as i64, &old).map_err(type_err)
+        Datatype::hvector(count, blocklength, stride, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_hvector", newtype, |st| {
-        let old = st.dtype_any(oldtype, false)?;
-        Datatype::hvector(count as i64, blocklength as i64, stride as i64, &old).map_err(type_err)
-    })
+    hvector("MPI_Type_create_hvector", false, count.into(), blocklength.into(), stride, oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_hvector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    hvector("MPI_Type_create_hvector_c", true, count, blocklength, stride, oldtype, newtype)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_hvector", newtype, |st| {
+    construct("MPI_Type_hvector", false, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hvector_integer(count as i64, blocklength as i64, stride as i64, &old).map_err(type_err)
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_indexed", newtype, |st| {
-        let bl = ints(count, array_of_blocklengths, "array_of_blocklengths")?;
-        let d = ints(count, array_of_displacements, "array_of_displacements")?;
+#[allow(clippy::too_many_arguments)]
+fn indexed(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let bl = arr(count, blocklengths, "array_of_blocklengths")?;
+        let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::indexed(&bl, &d, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_hindexed", newtype, |st| {
-        let bl = ints(count, array_of_blocklengths, "array_of_blocklengths")?;
-        let d = aints(count, array_of_displacements, "array_of_displacements")?;
+pub unsafe extern "C" fn PMPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    indexed("MPI_Type_indexed", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_indexed_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    indexed("MPI_Type_indexed_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hindexed(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let bl = arr(count, blocklengths, "array_of_blocklengths")?;
+        let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hindexed(&bl, &d, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    hindexed("MPI_Type_create_hindexed", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    hindexed("MPI_Type_create_hindexed_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_hindexed(count: c_int, array_of_blocklengths: *mut c_int, array_of_displacements: *mut MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_hindexed", newtype, |st| {
-        let bl = ints(count, array_of_blocklengths, "array_of_blocklengths")?;
-        let d = aints(count, array_of_displacements, "array_of_displacements")?;
+    construct("MPI_Type_hindexed", false, newtype, |st| {
+        let bl = arr(count.into(), array_of_blocklengths.into(), "array_of_blocklengths")?;
+        let d = arr(count.into(), array_of_displacements.into(), "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hindexed_integer(&bl, &d, &old).map_err(type_err)
     })
 }
 
+#[allow(clippy::too_many_arguments)]
+fn indexed_block(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let d = arr(count, displacements, "array_of_displacements")?;
+        let old = st.dtype_any(oldtype, false)?;
+        Datatype::indexed_block(blocklength, &d, &old).map_err(type_err)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_indexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_indexed_block", newtype, |st| {
-        let d = ints(count, array_of_displacements, "array_of_displacements")?;
+    indexed_block("MPI_Type_create_indexed_block", false, count.into(), blocklength.into(), array_of_displacements.into(), oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    indexed_block("MPI_Type_create_indexed_block_c", true, count, blocklength, array_of_displacements.into(), oldtype, newtype)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hindexed_block(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
-        Datatype::indexed_block(blocklength as i64, &d, &old).map_err(type_err)
+        Datatype::hindexed_block(blocklength, &d, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_hindexed_block", newtype, |st| {
-        if count < 0 {
-            return Err(err(MPI_ERR_COUNT, format!("invalid count {count}")));
-        }
-        let d = aints(count, array_of_displacements, "array_of_displacements")?;
-        let old = st.dtype_any(oldtype, false)?;
-        Datatype::hindexed_block(blocklength as i64, &d, &old).map_err(type_err)
-    })
+    hindexed_block("MPI_Type_create_hindexed_block", false, count.into(), blocklength.into(), array_of_displacements.into(), oldtype, newtype)
 }
 
-unsafe fn struct_args(st: &State, count: c_int, bl: *const c_int, d: *const MPI_Aint, types: *const MPI_Datatype) -> R<(Vec<i64>, Vec<i64>, Vec<Arc<Datatype>>)> {
-    let bl = ints(count, bl, "array_of_blocklengths")?;
-    let d = aints(count, d, "array_of_displacements")?;
-    let mut ts = Vec::with_capacity(count.max(0) as usize);
-    if count > 0 {
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    hindexed_block("MPI_Type_create_hindexed_block_c", true, count, blocklength, array_of_displacements.into(), oldtype, newtype)
+}
+
+fn struct_args(st: &State, count: MPI_Count, bl: Ints, d: Ints, types: *const MPI_Datatype) -> R<(Vec<i64>, Vec<i64>, Vec<Arc<Datatype>>)> {
+    let bl = arr(count, bl, "array_of_blocklengths")?;
+    let d = arr(count, d, "array_of_displacements")?;
+    let mut ts = Vec::with_capacity(bl.len());
+    if !bl.is_empty() {
         check_ptr(types, "array_of_types")?;
-        for i in 0..count as usize {
-            ts.push(st.dtype_any(*types.add(i), false).map_err(|e| err(e.class, format!("array_of_types[{i}]: {}", e.msg)))?);
+        for i in 0..bl.len() {
+            // SAFETY: the standard makes the caller pass `count` types.
+            let t = unsafe { *types.add(i) };
+            ts.push(st.dtype_any(t, false).map_err(|e| err(e.class, format!("array_of_types[{i}]: {}", e.msg)))?);
         }
     }
     Ok((bl, d, ts))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_struct", newtype, |st| {
-        let (bl, d, ts) = struct_args(st, count, array_of_blocklengths, array_of_displacements, array_of_types)?;
+fn create_struct(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        let (bl, d, ts) = struct_args(st, count, blocklengths, displacements, types)?;
         Datatype::create_struct(&bl, &d, &ts).map_err(type_err)
     })
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    create_struct("MPI_Type_create_struct", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), array_of_types, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_struct_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    create_struct("MPI_Type_create_struct_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), array_of_types, newtype)
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_struct(count: c_int, array_of_blocklengths: *mut c_int, array_of_displacements: *mut MPI_Aint, array_of_types: *mut MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_struct", newtype, |st| {
-        let (bl, d, ts) = struct_args(st, count, array_of_blocklengths, array_of_displacements, array_of_types)?;
+    construct("MPI_Type_struct", false, newtype, |st| {
+        let (bl, d, ts) = struct_args(st, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), array_of_types)?;
         Datatype::struct_integer(&bl, &d, &ts).map_err(type_err)
     })
 }
@@ -192,45 +260,82 @@ fn order(o: c_int) -> R<Order> {
     Order::from_mpi(o).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid order {o} (use MPI_ORDER_C or MPI_ORDER_FORTRAN)")))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_subarray", newtype, |st| {
-        if ndims <= 0 {
-            return Err(err(MPI_ERR_DIMS, format!("invalid number of dimensions {ndims}")));
-        }
-        let s = ints(ndims, array_of_sizes, "array_of_sizes")?;
-        let ss = ints(ndims, array_of_subsizes, "array_of_subsizes")?;
-        let st_ = ints(ndims, array_of_starts, "array_of_starts")?;
+fn check_ndims(ndims: c_int) -> R<()> {
+    if ndims <= 0 {
+        return Err(err(MPI_ERR_DIMS, format!("invalid number of dimensions {ndims}")));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn subarray(name: &'static str, large: bool, ndims: c_int, sizes: Ints, subsizes: Ints, starts: Ints, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
+        check_ndims(ndims)?;
+        let n = ndims.into();
+        let s = arr(n, sizes, "array_of_sizes")?;
+        let ss = arr(n, subsizes, "array_of_subsizes")?;
+        let st_ = arr(n, starts, "array_of_starts")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::subarray(&s, &ss, &st_, order(order_)?, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_darray", newtype, |st| {
-        if ndims <= 0 {
-            return Err(err(MPI_ERR_DIMS, format!("invalid number of dimensions {ndims}")));
-        }
-        let g = ints(ndims, array_of_gsizes, "array_of_gsizes")?;
-        let dist = ints(ndims, array_of_distribs, "array_of_distribs")?
+pub unsafe extern "C" fn PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    subarray("MPI_Type_create_subarray", false, ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const MPI_Count, array_of_subsizes: *const MPI_Count, array_of_starts: *const MPI_Count, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    subarray("MPI_Type_create_subarray_c", true, ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn darray(
+    name: &'static str, large: bool, size: c_int, rank: c_int, ndims: c_int, gsizes: Ints, distribs: *const c_int, dargs: *const c_int,
+    psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype,
+) -> c_int {
+    construct(name, large, newtype, |st| {
+        check_ndims(ndims)?;
+        let n = ndims.into();
+        let g = arr(n, gsizes, "array_of_gsizes")?;
+        let dist = arr(n, distribs.into(), "array_of_distribs")?
             .into_iter()
             .enumerate()
             .map(|(i, v)| Distrib::from_mpi(v as i32).ok_or_else(|| err(MPI_ERR_ARG, format!("array_of_distribs[{i}] = {v} is not a distribution"))))
             .collect::<R<Vec<_>>>()?;
-        let da = ints(ndims, array_of_dargs, "array_of_dargs")?;
-        let p = ints(ndims, array_of_psizes, "array_of_psizes")?;
+        let da = arr(n, dargs.into(), "array_of_dargs")?;
+        let p = arr(n, psizes.into(), "array_of_psizes")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::darray(size as i64, rank as i64, &g, &dist, &da, &p, order(order_)?, &old).map_err(type_err)
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
-    construct("MPI_Type_create_resized", newtype, |st| {
+pub unsafe extern "C" fn PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    darray("MPI_Type_create_darray", false, size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const MPI_Count, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    darray("MPI_Type_create_darray_c", true, size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+}
+
+fn resized(name: &'static str, large: bool, oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
+    construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
-        Datatype::resized(&old, lb as i64, extent as i64).map_err(type_err)
+        Datatype::resized(&old, lb, extent).map_err(type_err)
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
+    resized("MPI_Type_create_resized", false, oldtype, lb, extent, newtype)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_create_resized_c(oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
+    resized("MPI_Type_create_resized_c", true, oldtype, lb, extent, newtype)
 }
 
 #[no_mangle]
@@ -355,70 +460,77 @@ fn with_type<T>(name: &'static str, h: MPI_Datatype, out: *mut T, f: impl FnOnce
     })
 }
 
-fn fit_int(v: i64) -> c_int {
-    if v > c_int::MAX as i64 || v < c_int::MIN as i64 {
-        MPI_UNDEFINED
-    } else {
-        v as c_int
-    }
+fn type_size(name: &'static str, datatype: MPI_Datatype, size: CountPtr) -> c_int {
+    api(name, Target::NoComm, || {
+        size.check("size")?;
+        let d = state::with(|st| st.dtype_any(datatype, false))?;
+        // SAFETY: checked non-null.
+        unsafe { size.put(d.size() as i64) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    with_type("MPI_Type_size", datatype, size, |d| Ok(fit_int(d.size() as i64)))
+    type_size("MPI_Type_size", datatype, size.into())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    with_type("MPI_Type_size_x", datatype, size, |d| Ok(d.size() as MPI_Count))
+    type_size("MPI_Type_size_x", datatype, size.into())
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
-    api("MPI_Type_get_extent", Target::NoComm, || {
-        check_ptr(lb, "lb")?;
-        check_ptr(extent, "extent")?;
+pub unsafe extern "C" fn PMPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    type_size("MPI_Type_size_c", datatype, size.into())
+}
+
+/// The (true) lower bound and extent: `MPI_Aint`s in the classic binding,
+/// `MPI_Count`s in the _x and _c ones (both 64-bit here).
+fn extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count, true_bounds: bool) -> c_int {
+    api(name, Target::NoComm, || {
+        let (lb_name, extent_name) = if true_bounds { ("true_lb", "true_extent") } else { ("lb", "extent") };
+        check_ptr(lb, lb_name)?;
+        check_ptr(extent, extent_name)?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
-        *lb = d.lb() as MPI_Aint;
-        *extent = d.extent() as MPI_Aint;
+        let (l, e) = if true_bounds { (d.true_lb(), d.true_extent()) } else { (d.lb(), d.extent()) };
+        // SAFETY: both checked non-null.
+        unsafe {
+            *lb = l;
+            *extent = e;
+        }
         Ok(())
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    api("MPI_Type_get_extent_x", Target::NoComm, || {
-        check_ptr(lb, "lb")?;
-        check_ptr(extent, "extent")?;
-        let d = state::with(|st| st.dtype_any(datatype, false))?;
-        *lb = d.lb();
-        *extent = d.extent();
-        Ok(())
-    })
+pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent_: *mut MPI_Aint) -> c_int {
+    extent("MPI_Type_get_extent", datatype, lb, extent_, false)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent_: *mut MPI_Count) -> c_int {
+    extent("MPI_Type_get_extent_x", datatype, lb, extent_, false)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent_: *mut MPI_Count) -> c_int {
+    extent("MPI_Type_get_extent_c", datatype, lb, extent_, false)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
-    api("MPI_Type_get_true_extent", Target::NoComm, || {
-        check_ptr(true_lb, "true_lb")?;
-        check_ptr(true_extent, "true_extent")?;
-        let d = state::with(|st| st.dtype_any(datatype, false))?;
-        *true_lb = d.true_lb() as MPI_Aint;
-        *true_extent = d.true_extent() as MPI_Aint;
-        Ok(())
-    })
+    extent("MPI_Type_get_true_extent", datatype, true_lb, true_extent, true)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    api("MPI_Type_get_true_extent_x", Target::NoComm, || {
-        check_ptr(true_lb, "true_lb")?;
-        check_ptr(true_extent, "true_extent")?;
-        let d = state::with(|st| st.dtype_any(datatype, false))?;
-        *true_lb = d.true_lb();
-        *true_extent = d.true_extent();
-        Ok(())
-    })
+    extent("MPI_Type_get_true_extent_x", datatype, true_lb, true_extent, true)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent_c(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
+    extent("MPI_Type_get_true_extent_c", datatype, true_lb, true_extent, true)
 }
 
 #[no_mangle]
@@ -436,39 +548,79 @@ pub unsafe extern "C" fn PMPI_Type_ub(datatype: MPI_Datatype, displacement: *mut
     with_type("MPI_Type_ub", datatype, displacement, |d| Ok(d.ub() as MPI_Aint))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_envelope(datatype: MPI_Datatype, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) -> c_int {
-    api("MPI_Type_get_envelope", Target::NoComm, || {
-        for (p, n) in [(num_integers, "num_integers"), (num_addresses, "num_addresses"), (num_datatypes, "num_datatypes"), (combiner, "combiner")] {
-            check_ptr(p, n)?;
+/// MPI_Type_get_envelope(_c). `num_large_counts` is None in the classic
+/// binding, which cannot describe a type with large-count arguments (built
+/// by a `_c` constructor): that is an MPI_ERR_TYPE error, as in MPICH.
+fn get_envelope(
+    name: &'static str, datatype: MPI_Datatype, num_integers: CountPtr, num_addresses: CountPtr, num_large_counts: Option<CountPtr>,
+    num_datatypes: CountPtr, combiner: *mut c_int,
+) -> c_int {
+    api(name, Target::NoComm, || {
+        num_integers.check("num_integers")?;
+        num_addresses.check("num_addresses")?;
+        if let Some(p) = num_large_counts {
+            p.check("num_large_counts")?;
         }
+        num_datatypes.check("num_datatypes")?;
+        check_ptr(combiner, "combiner")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
         let e = d.envelope();
-        if e.num_large_counts > 0 {
-            return Err(err(MPI_ERR_TYPE, "this datatype has counts too large for MPI_Type_get_envelope (use MPI_Type_get_envelope_c)"));
+        if num_large_counts.is_none() && e.num_large_counts > 0 {
+            return Err(err(MPI_ERR_TYPE, "this datatype was built with large counts (use MPI_Type_get_envelope_c)"));
         }
-        *num_integers = e.num_integers as c_int;
-        *num_addresses = e.num_addresses as c_int;
-        *num_datatypes = e.num_datatypes as c_int;
-        *combiner = e.combiner as i32;
+        // SAFETY: all checked non-null.
+        unsafe {
+            num_integers.put(e.num_integers as i64);
+            num_addresses.put(e.num_addresses as i64);
+            if let Some(p) = num_large_counts {
+                p.put(e.num_large_counts as i64);
+            }
+            num_datatypes.put(e.num_datatypes as i64);
+            *combiner = e.combiner as i32;
+        }
         Ok(())
     })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_contents(datatype: MPI_Datatype, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, array_of_integers: *mut c_int, array_of_addresses: *mut MPI_Aint, array_of_datatypes: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_get_contents", Target::NoComm, || {
-        let handles = state::with(|st| {
+pub unsafe extern "C" fn PMPI_Type_get_envelope(datatype: MPI_Datatype, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) -> c_int {
+    get_envelope("MPI_Type_get_envelope", datatype, num_integers.into(), num_addresses.into(), None, num_datatypes.into(), combiner)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_envelope_c(datatype: MPI_Datatype, num_integers: *mut MPI_Count, num_addresses: *mut MPI_Count, num_large_counts: *mut MPI_Count, num_datatypes: *mut MPI_Count, combiner: *mut c_int) -> c_int {
+    get_envelope("MPI_Type_get_envelope_c", datatype, num_integers.into(), num_addresses.into(), Some(num_large_counts.into()), num_datatypes.into(), combiner)
+}
+
+/// MPI_Type_get_contents(_c). `large_counts` (the array and its length) is
+/// None in the classic binding; see [`get_envelope`].
+#[allow(clippy::too_many_arguments)]
+fn get_contents(
+    name: &'static str, datatype: MPI_Datatype, max_integers: MPI_Count, max_addresses: MPI_Count, large_counts: Option<(MPI_Count, *mut MPI_Count)>,
+    max_datatypes: MPI_Count, array_of_integers: *mut c_int, array_of_addresses: *mut MPI_Aint, array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    api(name, Target::NoComm, || {
+        let (max_large, array_of_large_counts) = large_counts.unwrap_or((0, std::ptr::null_mut()));
+        let (is, ads, ls, hs) = state::with(|st| {
             let d = st.dtype_any(datatype, false)?;
             if d.is_named() {
-                return Err(err(MPI_ERR_TYPE, "MPI_Type_get_contents is not defined for named (predefined) datatypes"));
+                return Err(err(MPI_ERR_TYPE, format!("{name} is not defined for named (predefined) datatypes")));
             }
             let c = d.contents();
-            if (max_integers as usize) < c.integers.len() || (max_addresses as usize) < c.addresses.len() || (max_datatypes as usize) < c.datatypes.len() {
+            if large_counts.is_none() && !c.large_counts.is_empty() {
+                return Err(err(MPI_ERR_TYPE, "this datatype was built with large counts (use MPI_Type_get_contents_c)"));
+            }
+            let fits = |max: MPI_Count, n: usize| usize::try_from(max).is_ok_and(|m| m >= n);
+            if !fits(max_integers, c.integers.len())
+                || !fits(max_addresses, c.addresses.len())
+                || !fits(max_large, c.large_counts.len())
+                || !fits(max_datatypes, c.datatypes.len())
+            {
+                let large = if large_counts.is_some() { format!("{} large counts, ", c.large_counts.len()) } else { String::new() };
                 return Err(err(
                     MPI_ERR_ARG,
                     format!(
-                        "the arrays are too small: need {} integers, {} addresses, {} datatypes",
+                        "the arrays are too small: need {} integers, {} addresses, {large}{} datatypes",
                         c.integers.len(),
                         c.addresses.len(),
                         c.datatypes.len()
@@ -476,20 +628,42 @@ pub unsafe extern "C" fn PMPI_Type_get_contents(datatype: MPI_Datatype, max_inte
                 ));
             }
             let hs: Vec<MPI_Datatype> = c.datatypes.iter().map(|t| st.handle_for_child(t)).collect();
-            Ok((c.integers, c.addresses, hs))
+            Ok((c.integers, c.addresses, c.large_counts, hs))
         })?;
-        let (is, ads, hs) = handles;
-        for (i, v) in is.iter().enumerate() {
-            *array_of_integers.add(i) = *v;
-        }
-        for (i, v) in ads.iter().enumerate() {
-            *array_of_addresses.add(i) = *v as MPI_Aint;
-        }
-        for (i, v) in hs.iter().enumerate() {
-            *array_of_datatypes.add(i) = *v;
+        // SAFETY: the caller passes arrays of at least the max_* lengths,
+        // which hold these (checked above).
+        unsafe {
+            for (i, v) in is.iter().enumerate() {
+                *array_of_integers.add(i) = *v;
+            }
+            for (i, v) in ads.iter().enumerate() {
+                *array_of_addresses.add(i) = *v as MPI_Aint;
+            }
+            for (i, v) in ls.iter().enumerate() {
+                *array_of_large_counts.add(i) = *v;
+            }
+            for (i, v) in hs.iter().enumerate() {
+                *array_of_datatypes.add(i) = *v;
+            }
         }
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents(datatype: MPI_Datatype, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, array_of_integers: *mut c_int, array_of_addresses: *mut MPI_Aint, array_of_datatypes: *mut MPI_Datatype) -> c_int {
+    get_contents("MPI_Type_get_contents", datatype, max_integers.into(), max_addresses.into(), None, max_datatypes.into(), array_of_integers, array_of_addresses, array_of_datatypes)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents_c(
+    datatype: MPI_Datatype, max_integers: MPI_Count, max_addresses: MPI_Count, max_large_counts: MPI_Count, max_datatypes: MPI_Count,
+    array_of_integers: *mut c_int, array_of_addresses: *mut MPI_Aint, array_of_large_counts: *mut MPI_Count, array_of_datatypes: *mut MPI_Datatype,
+) -> c_int {
+    get_contents(
+        "MPI_Type_get_contents_c", datatype, max_integers, max_addresses, Some((max_large_counts, array_of_large_counts)), max_datatypes,
+        array_of_integers, array_of_addresses, array_of_datatypes,
+    )
 }
 
 #[no_mangle]

@@ -87,6 +87,121 @@ pub fn user_buf(ptr: *const c_void, count: u64, dt: Arc<Datatype>) -> R<UserBuf>
     Ok(unsafe { UserBuf::new(ptr as *mut u8, count, dt) })
 }
 
+// ---- the two C bindings ---------------------------------------------------------
+//
+// Every function with counts has a classic form taking C `int`s and a
+// large-count form (`MPI_X_c`, MPI 4.0) taking `MPI_Count` counts and
+// `MPI_Aint` displacements. Both are thin shells over one implementation
+// that takes the counts as `i64` (`MPI_Count`) and arrays as [`Ints`].
+
+/// An array of counts or displacements as a C binding passes it: `int`s
+/// in the classic functions, `MPI_Count` or `MPI_Aint` (both 64-bit here)
+/// in the large-count ones.
+#[derive(Clone, Copy, Debug)]
+pub enum Ints {
+    Int(*const c_int),
+    Wide(*const i64),
+}
+
+impl From<*const c_int> for Ints {
+    fn from(p: *const c_int) -> Ints {
+        Ints::Int(p)
+    }
+}
+
+impl From<*mut c_int> for Ints {
+    fn from(p: *mut c_int) -> Ints {
+        Ints::Int(p)
+    }
+}
+
+impl From<*const i64> for Ints {
+    fn from(p: *const i64) -> Ints {
+        Ints::Wide(p)
+    }
+}
+
+impl From<*mut i64> for Ints {
+    fn from(p: *mut i64) -> Ints {
+        Ints::Wide(p)
+    }
+}
+
+impl Ints {
+    /// The first `n` values, widened; nothing for `n <= 0`. A NULL array
+    /// with `n > 0` is an error naming `what`.
+    pub fn read(self, n: i64, what: &str) -> R<Vec<i64>> {
+        if n <= 0 {
+            return Ok(Vec::new());
+        }
+        let n = usize::try_from(n).map_err(|_| err(MPI_ERR_COUNT, format!("{what}: invalid length {n}")))?;
+        // SAFETY (both arms): the standard makes the caller pass `n` elements.
+        match self {
+            Ints::Int(p) => {
+                check_ptr(p, what)?;
+                Ok(unsafe { std::slice::from_raw_parts(p, n) }.iter().map(|&v| v as i64).collect())
+            }
+            Ints::Wide(p) => {
+                check_ptr(p, what)?;
+                Ok(unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+            }
+        }
+    }
+}
+
+/// A count for an `int` output of the classic binding: MPI_UNDEFINED when
+/// it does not fit (as MPI_Get_count, MPI_Type_size and MPICH's
+/// MPI_Pack_size and MPI_Buffer_detach report it).
+pub fn int_or_undefined(v: i64) -> c_int {
+    c_int::try_from(v).unwrap_or(MPI_UNDEFINED)
+}
+
+/// A pointer to a count (an output, or MPI_Pack's in/out position):
+/// `int *` in the classic binding, `MPI_Count *` in the large-count one.
+#[derive(Clone, Copy, Debug)]
+pub enum CountPtr {
+    Int(*mut c_int),
+    Wide(*mut MPI_Count),
+}
+
+impl From<*mut c_int> for CountPtr {
+    fn from(p: *mut c_int) -> CountPtr {
+        CountPtr::Int(p)
+    }
+}
+
+impl From<*mut i64> for CountPtr {
+    fn from(p: *mut i64) -> CountPtr {
+        CountPtr::Wide(p)
+    }
+}
+
+impl CountPtr {
+    pub fn check(self, what: &str) -> R<()> {
+        match self {
+            CountPtr::Int(p) => check_ptr(p, what),
+            CountPtr::Wide(p) => check_ptr(p, what),
+        }
+    }
+
+    /// Store `v` (checked non-null first); an `int` that cannot hold it
+    /// gets MPI_UNDEFINED.
+    pub unsafe fn put(self, v: i64) {
+        match self {
+            CountPtr::Int(p) => *p = int_or_undefined(v),
+            CountPtr::Wide(p) => *p = v,
+        }
+    }
+
+    /// The value (checked non-null first).
+    pub unsafe fn get(self) -> i64 {
+        match self {
+            CountPtr::Int(p) => (*p).into(),
+            CountPtr::Wide(p) => *p,
+        }
+    }
+}
+
 // ---- statuses ---------------------------------------------------------------
 
 pub fn empty_status() -> MPI_Status {

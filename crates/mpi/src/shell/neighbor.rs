@@ -42,10 +42,10 @@ fn neighborhood(
 fn plan_allgather(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -65,11 +65,11 @@ fn plan_allgather(
 fn plan_allgatherv(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -81,7 +81,7 @@ fn plan_allgatherv(
             let b = user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?;
             Ok(vec![b; n as usize])
         },
-        |n| blocks_v(recvbuf, &counts(recvcounts, n, "recvcounts")?, array(displs, n, "displs")?, &st.dtype(recvtype)?),
+        |n| blocks_v(recvbuf, &counts(recvcounts, n, "recvcounts")?, &displs.read(n.into(), "displs")?, &st.dtype(recvtype)?),
     )
 }
 
@@ -89,10 +89,10 @@ fn plan_allgatherv(
 fn plan_alltoall(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -109,12 +109,12 @@ fn plan_alltoall(
 fn plan_alltoallv(
     st: &State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -122,8 +122,8 @@ fn plan_alltoallv(
         st,
         comm,
         sendbuf,
-        |n| blocks_v(sendbuf, &counts(sendcounts, n, "sendcounts")?, array(sdispls, n, "sdispls")?, &st.dtype(sendtype)?),
-        |n| blocks_v(recvbuf, &counts(recvcounts, n, "recvcounts")?, array(rdispls, n, "rdispls")?, &st.dtype(recvtype)?),
+        |n| blocks_v(sendbuf, &counts(sendcounts, n, "sendcounts")?, &sdispls.read(n.into(), "sdispls")?, &st.dtype(sendtype)?),
+        |n| blocks_v(recvbuf, &counts(recvcounts, n, "recvcounts")?, &rdispls.read(n.into(), "rdispls")?, &st.dtype(recvtype)?),
     )
 }
 
@@ -131,24 +131,21 @@ fn plan_alltoallv(
 fn plan_alltoallw(
     st: &State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: Ints,
     sdispls: *const MPI_Aint,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: Ints,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
-    // MPI_Aint is i64 here, but not on every target.
-    #[allow(clippy::unnecessary_cast)]
-    let bytes = |p: *const MPI_Aint, n: i32, what: &str| -> R<Vec<i64>> { Ok(array(p, n, what)?.iter().map(|&d| d as i64).collect()) };
     neighborhood(
         st,
         comm,
         sendbuf,
-        |n| blocks_w(st, sendbuf, sendcounts, &bytes(sdispls, n, "sdispls")?, sendtypes, n, "send"),
-        |n| blocks_w(st, recvbuf, recvcounts, &bytes(rdispls, n, "rdispls")?, recvtypes, n, "recv"),
+        |n| blocks_w(st, sendbuf, sendcounts, &Ints::from(sdispls).read(n.into(), "sdispls")?, sendtypes, n, "send"),
+        |n| blocks_w(st, recvbuf, recvcounts, &Ints::from(rdispls).read(n.into(), "rdispls")?, recvtypes, n, "recv"),
     )
 }
 
@@ -159,7 +156,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Neighbor_allgather", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    blocking("MPI_Neighbor_allgather", comm, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_allgather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Neighbor_allgather_c", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -168,6 +173,16 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ineighbor_allgather", comm, request, |st| {
+        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ineighbor_allgather_c", comm, request, |st| {
         plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -179,6 +194,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgather_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Neighbor_allgather_init", comm, info, request, |st| {
+        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_allgather_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Neighbor_allgather_init_c", comm, info, request, |st| {
         plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -189,7 +215,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
     recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
     blocking("MPI_Neighbor_allgatherv", comm, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Neighbor_allgatherv_c", comm, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
     })
 }
 
@@ -200,7 +236,18 @@ pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ineighbor_allgatherv", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ineighbor_allgatherv_c", comm, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
     })
 }
 
@@ -211,7 +258,18 @@ pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Neighbor_allgatherv_init", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Neighbor_allgatherv_init_c", comm, info, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
     })
 }
 
@@ -220,7 +278,15 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Neighbor_alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    blocking("MPI_Neighbor_alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoall_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Neighbor_alltoall_c", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -229,6 +295,16 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ineighbor_alltoall", comm, request, |st| {
+        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoall_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ineighbor_alltoall_c", comm, request, |st| {
         plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -240,6 +316,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Neighbor_alltoall_init", comm, info, request, |st| {
+        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Neighbor_alltoall_init_c", comm, info, request, |st| {
         plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -250,7 +337,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
     blocking("MPI_Neighbor_alltoallv", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Neighbor_alltoallv_c", comm, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
@@ -261,7 +358,18 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ineighbor_alltoallv", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ineighbor_alltoallv_c", comm, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
@@ -272,7 +380,18 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Neighbor_alltoallv_init", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Neighbor_alltoallv_init_c", comm, info, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
@@ -282,7 +401,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
     blocking("MPI_Neighbor_alltoallw", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Neighbor_alltoallw_c", comm, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
     })
 }
 
@@ -293,7 +422,18 @@ pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ineighbor_alltoallw", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ineighbor_alltoallw_c", comm, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
     })
 }
 
@@ -304,6 +444,17 @@ pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Neighbor_alltoallw_init", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Neighbor_alltoallw_init_c", comm, info, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
     })
 }

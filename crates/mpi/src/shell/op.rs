@@ -92,7 +92,9 @@ pub struct UserReducer {
 
 #[derive(Clone, Copy)]
 pub enum UserFunc {
+    /// From MPI_Op_create: called on at most INT_MAX items at a time.
     Int(MPI_User_function),
+    /// From MPI_Op_create_c: called once on all the items.
     Big(MPI_User_function_c),
 }
 
@@ -105,10 +107,11 @@ impl Reducer for UserReducer {
                 let ext = _dt.extent() as usize;
                 let mut done = 0u64;
                 while done < count {
-                    let mut n = (count - done).min(c_int::MAX as u64) as c_int;
+                    let chunk = (count - done).min(c_int::MAX as u64);
+                    let mut n = chunk as c_int;
                     let off = (done as usize).wrapping_mul(ext);
                     f(left.wrapping_add(off) as *mut c_void, inout.wrapping_add(off) as *mut c_void, &mut n, &mut h);
-                    done += n.max(1) as u64;
+                    done += chunk;
                 }
             }
             UserFunc::Big(f) => {
@@ -163,15 +166,26 @@ fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
-    api("MPI_Op_create", Target::NoComm, || {
+/// MPI_Op_create(_c): `entry` is None when the user function is NULL.
+fn op_create(name: &'static str, entry: Option<OpEntry>, op: *mut MPI_Op) -> c_int {
+    api(name, Target::NoComm, || {
         check_ptr(op, "op")?;
-        let f = user_fn.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
-        let h = state::with(|st| Ok(st.ops.insert(OpEntry::User { func: f, commute: commute != 0 })))?;
-        *op = h;
+        let e = entry.ok_or_else(|| err(MPI_ERR_ARG, "user_fn is NULL"))?;
+        let h = state::with(|st| Ok(st.ops.insert(e)))?;
+        // SAFETY: checked non-null.
+        unsafe { *op = h };
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    op_create("MPI_Op_create", user_fn.map(|func| OpEntry::User { func, commute: commute != 0 }), op)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create_c(user_fn: Option<MPI_User_function_c>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    op_create("MPI_Op_create_c", user_fn.map(|func| OpEntry::UserBig { func, commute: commute != 0 }), op)
 }
 
 #[no_mangle]
@@ -206,9 +220,8 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) ->
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    api("MPI_Reduce_local", Target::NoComm, || {
+fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    api(name, Target::NoComm, || {
         let n = check_count(count)?;
         let (red, dt) = state::with(|st| Ok((st.reducer(op, datatype)?, st.dtype(datatype)?)))?;
         if n == 0 {
@@ -216,6 +229,17 @@ pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut 
         }
         check_ptr(inbuf, "inbuf")?;
         check_ptr(inoutbuf, "inoutbuf")?;
-        red.reduce(inbuf as *const u8, inoutbuf as *mut u8, n, &dt).map_err(|e| err(MPI_ERR_OP, e))
+        // SAFETY: the caller's buffers hold `count` items of the datatype.
+        unsafe { red.reduce(inbuf as *const u8, inoutbuf as *mut u8, n, &dt) }.map_err(|e| err(MPI_ERR_OP, e))
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count.into(), datatype, op)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op)
 }

@@ -17,7 +17,7 @@ impl State {
     pub fn start_send(
         &mut self,
         buf: *const c_void,
-        count: c_int,
+        count: MPI_Count,
         datatype: MPI_Datatype,
         dest: c_int,
         tag: c_int,
@@ -120,7 +120,7 @@ impl State {
     pub fn start_recv(
         &mut self,
         buf: *mut c_void,
-        count: c_int,
+        count: MPI_Count,
         datatype: MPI_Datatype,
         source: c_int,
         tag: c_int,
@@ -181,7 +181,7 @@ pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
 }
 
 /// Start, progress once, and if not done wait.
-fn blocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
+fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
     api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
@@ -197,7 +197,7 @@ fn blocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MPI_D
     })
 }
 
-fn nonblocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode, request: *mut MPI_Request) -> c_int {
+fn nonblocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode, request: *mut MPI_Request) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
@@ -213,40 +213,71 @@ fn nonblocking_send(name: &'static str, buf: *const c_void, count: c_int, dt: MP
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Send", buf, count, datatype, dest, tag, comm, SendMode::Standard)
+    blocking_send("MPI_Send", buf, count.into(), datatype, dest, tag, comm, SendMode::Standard)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Send_c", buf, count, datatype, dest, tag, comm, SendMode::Standard)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Ssend", buf, count, datatype, dest, tag, comm, SendMode::Sync)
+    blocking_send("MPI_Ssend", buf, count.into(), datatype, dest, tag, comm, SendMode::Sync)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Ssend_c", buf, count, datatype, dest, tag, comm, SendMode::Sync)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Rsend", buf, count, datatype, dest, tag, comm, SendMode::Ready)
+    blocking_send("MPI_Rsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Ready)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Rsend_c", buf, count, datatype, dest, tag, comm, SendMode::Ready)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Bsend", buf, count, datatype, dest, tag, comm, SendMode::Buffered)
+    blocking_send("MPI_Bsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Buffered)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Bsend_c", buf, count, datatype, dest, tag, comm, SendMode::Buffered)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Isend", buf, count, datatype, dest, tag, comm, SendMode::Standard, request)
+    nonblocking_send("MPI_Isend", buf, count.into(), datatype, dest, tag, comm, SendMode::Standard, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Isend_c", buf, count, datatype, dest, tag, comm, SendMode::Standard, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Issend", buf, count, datatype, dest, tag, comm, SendMode::Sync, request)
+    nonblocking_send("MPI_Issend", buf, count.into(), datatype, dest, tag, comm, SendMode::Sync, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Issend_c", buf, count, datatype, dest, tag, comm, SendMode::Sync, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Irsend", buf, count, datatype, dest, tag, comm, SendMode::Ready, request)
+    nonblocking_send("MPI_Irsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Ready, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, SendMode::Ready, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Ibsend", buf, count, datatype, dest, tag, comm, SendMode::Buffered, request)
+    nonblocking_send("MPI_Ibsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Buffered, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_send("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, SendMode::Buffered, request)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    api("MPI_Recv", Target::Comm(comm), || {
+fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
             let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
             if let Started::Engine(r, _) = s {
@@ -260,17 +291,34 @@ pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    api("MPI_Irecv", Target::Comm(comm), || {
+fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
             Ok(st.request_handle(s, comm))
         })?;
-        *request = h;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    blocking_recv("MPI_Recv", buf, count.into(), datatype, source, tag, comm, status)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    blocking_recv("MPI_Recv_c", buf, count, datatype, source, tag, comm, status)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_recv("MPI_Irecv", buf, count.into(), datatype, source, tag, comm, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    nonblocking_recv("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request)
 }
 
 // ---- persistent requests ------------------------------------------------------
@@ -308,34 +356,55 @@ fn persistent(name: &'static str, comm: MPI_Comm, spec: PersistentSpec, request:
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Send_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
+    persistent("MPI_Send_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Send_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Ssend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
+    persistent("MPI_Ssend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Ssend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Rsend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
+    persistent("MPI_Rsend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Rsend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Bsend_init", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
+    persistent("MPI_Bsend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Bsend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
 }
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Recv_init", comm, PersistentSpec::Recv { buf, count, dt: datatype, source, tag, comm }, request)
+    persistent("MPI_Recv_init", comm, PersistentSpec::Recv { buf, count: count.into(), dt: datatype, source, tag, comm }, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    persistent("MPI_Recv_init_c", comm, PersistentSpec::Recv { buf, count, dt: datatype, source, tag, comm }, request)
 }
 
 // ---- send-receive -------------------------------------------------------------
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+#[allow(clippy::too_many_arguments)]
+fn sendrecv(
+    name: &'static str,
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
     comm: MPI_Comm, status: *mut MPI_Status,
 ) -> c_int {
-    api("MPI_Sendrecv", Target::Comm(comm), || {
+    api(name, Target::Comm(comm), || {
         let (rs, ss) = state::with(|st| {
             let rs = st.start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
             let ss = st.start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)?;
@@ -347,25 +416,22 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv_replace(
-    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+#[allow(clippy::too_many_arguments)]
+fn sendrecv_replace(
+    name: &'static str,
+    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
     source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
 ) -> c_int {
-    api("MPI_Sendrecv_replace", Target::Comm(comm), || {
+    api(name, Target::Comm(comm), || {
         // Send from a packed copy, receive into the buffer.
         let (rs, ss, _copy) = state::with(|st| {
             let n = check_count(count)?;
             let dt = st.dtype(datatype)?;
             let ub = user_buf(buf, n, dt)?;
             let mut copy = vec![0u8; ub.len() as usize];
-            ub.read_packed(0, &mut copy);
-            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
-            let ss = match ss {
-                Ok(s) => s,
-                Err(e) if copy.len() > c_int::MAX as usize => return Err(err(MPI_ERR_COUNT, format!("message too large ({e:?})"))),
-                Err(e) => return Err(e),
-            };
+            // SAFETY: the caller's buffer holds `count` items of the datatype.
+            unsafe { ub.read_packed(0, &mut copy) };
+            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as MPI_Count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
             let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
             st.progress()?;
             Ok((rs, ss, copy))
@@ -373,6 +439,40 @@ pub unsafe extern "C" fn PMPI_Sendrecv_replace(
         finish_blocking(ss, std::ptr::null_mut())?;
         finish_blocking(rs, status)
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    sendrecv("MPI_Sendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    sendrecv("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    sendrecv_replace("MPI_Sendrecv_replace", buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace_c(
+    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
+) -> c_int {
+    sendrecv_replace("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
 // ---- probe --------------------------------------------------------------------
@@ -493,7 +593,7 @@ pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, 
     })
 }
 
-fn start_mrecv(st: &mut State, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message) -> R<Started> {
+fn start_mrecv(st: &mut State, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message) -> R<Started> {
     check_ptr(message, "message")?;
     let count = check_count(count)?;
     let dt = st.dtype(datatype)?;
@@ -507,36 +607,53 @@ fn start_mrecv(st: &mut State, buf: *mut c_void, count: c_int, datatype: MPI_Dat
     Ok(Started::Engine(r, ReqKind::Recv))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    api("MPI_Mrecv", Target::NoComm, || {
+fn mrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api(name, Target::NoComm, || {
         let s = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
         finish_blocking(s, status)
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    api("MPI_Imrecv", Target::NoComm, || {
+fn imrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    api(name, Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = start_mrecv(st, buf, count, datatype, message)?;
             Ok(st.request_handle(s, MPI_COMM_WORLD))
         })?;
-        *request = h;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
         Ok(())
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    mrecv("MPI_Mrecv", buf, count.into(), datatype, message, status)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    mrecv("MPI_Mrecv_c", buf, count, datatype, message, status)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    imrecv("MPI_Imrecv", buf, count.into(), datatype, message, request)
+}
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    imrecv("MPI_Imrecv_c", buf, count, datatype, message, request)
+}
+
 // ---- nonblocking send-receive (MPI 4) -------------------------------------------
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+#[allow(clippy::too_many_arguments)]
+fn isendrecv(
+    name: &'static str,
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
     comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
-    api("MPI_Isendrecv", Target::Comm(comm), || {
+    api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let rs = st.start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm)?;
@@ -544,9 +661,54 @@ pub unsafe extern "C" fn PMPI_Isendrecv(
             st.progress()?;
             Ok(st.pair_request(ss, rs, None, comm))
         })?;
-        *request = h;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
         Ok(())
     })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn isendrecv_replace(
+    name: &'static str,
+    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(request, "request")?;
+        let h = state::with(|st| {
+            let n = check_count(count)?;
+            let dt = st.dtype(datatype)?;
+            let ub = user_buf(buf, n, dt)?;
+            let mut copy = vec![0u8; ub.len() as usize].into_boxed_slice();
+            // SAFETY: the caller's buffer holds `count` items of the datatype.
+            unsafe { ub.read_packed(0, &mut copy) };
+            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as MPI_Count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
+            let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
+            st.progress()?;
+            Ok(st.pair_request(ss, rs, Some(copy), comm))
+        })?;
+        // SAFETY: checked non-null; the caller's request variable.
+        unsafe { *request = h };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv(
+    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    isendrecv("MPI_Isendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+    comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    isendrecv("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
 }
 
 #[no_mangle]
@@ -554,25 +716,15 @@ pub unsafe extern "C" fn PMPI_Isendrecv_replace(
     buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
     source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
-    api("MPI_Isendrecv_replace", Target::Comm(comm), || {
-        check_ptr(request, "request")?;
-        let h = state::with(|st| {
-            let n = check_count(count)?;
-            let dt = st.dtype(datatype)?;
-            let ub = user_buf(buf, n, dt)?;
-            let mut copy = vec![0u8; ub.len() as usize].into_boxed_slice();
-            ub.read_packed(0, &mut copy);
-            if copy.len() > c_int::MAX as usize {
-                return Err(err(MPI_ERR_COUNT, "message too large for MPI_Isendrecv_replace"));
-            }
-            let ss = st.start_send(copy.as_ptr() as *const c_void, copy.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard)?;
-            let rs = st.start_recv(buf, count, datatype, source, recvtag, comm)?;
-            st.progress()?;
-            Ok(st.pair_request(ss, rs, Some(copy), comm))
-        })?;
-        *request = h;
-        Ok(())
-    })
+    isendrecv_replace("MPI_Isendrecv_replace", buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Isendrecv_replace_c(
+    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+    source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    isendrecv_replace("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
 impl State {
@@ -636,30 +788,27 @@ pub struct PairOp {
 
 // ---- attached buffers --------------------------------------------------------
 
-fn new_buffer(buffer: *mut c_void, size: c_int) -> R<BsendBuffer> {
+fn new_buffer(buffer: *mut c_void, size: MPI_Count) -> R<BsendBuffer> {
     if buffer == BUFFER_AUTOMATIC {
         return Ok(BsendBuffer { base: std::ptr::null_mut(), size: 0, used: Vec::new(), automatic: true });
     }
-    if size < 0 {
-        return Err(err(MPI_ERR_ARG, format!("invalid buffer size {size}")));
-    }
-    Ok(BsendBuffer { base: buffer as *mut u8, size: size as usize, used: Vec::new(), automatic: false })
+    let size = usize::try_from(size).map_err(|_| err(MPI_ERR_ARG, format!("invalid buffer size {size}")))?;
+    Ok(BsendBuffer { base: buffer as *mut u8, size, used: Vec::new(), automatic: false })
 }
 
 /// Hand a detached buffer back to the user (MPI_BUFFER_AUTOMATIC if it was).
-unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: *mut c_int) {
+unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: CountPtr) {
     let (p, n) = match b {
         Some(b) if b.automatic => (BUFFER_AUTOMATIC, 0),
-        Some(b) => (b.base as *mut c_void, b.size as c_int),
+        Some(b) => (b.base as *mut c_void, b.size as i64),
         None => (std::ptr::null_mut(), 0),
     };
     *(buffer_addr as *mut *mut c_void) = p;
-    *size = n;
+    size.put(n);
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    api("MPI_Buffer_attach", Target::NoComm, || {
+fn buffer_attach(name: &'static str, buffer: *mut c_void, size: MPI_Count) -> c_int {
+    api(name, Target::NoComm, || {
         let b = new_buffer(buffer, size)?;
         state::with(|st| {
             if st.bsend.is_some() {
@@ -671,16 +820,36 @@ pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) ->
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    api("MPI_Buffer_detach", Target::NoComm, || {
+fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
+    api(name, Target::NoComm, || {
         check_ptr(buffer_addr, "buffer_addr")?;
-        check_ptr(size, "size")?;
+        size.check("size")?;
         state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Process))))?;
         let b = state::with(|st| Ok(st.bsend.take()))?;
-        give_back(b, buffer_addr, size);
+        // SAFETY: both checked non-null; the caller's variables.
+        unsafe { give_back(b, buffer_addr, size) };
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+    buffer_attach("MPI_Buffer_attach", buffer, size.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
+    buffer_attach("MPI_Buffer_attach_c", buffer, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    buffer_detach("MPI_Buffer_detach", buffer_addr, size.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
+    buffer_detach("MPI_Buffer_detach_c", buffer_addr, size.into())
 }
 
 #[no_mangle]
@@ -709,9 +878,8 @@ pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int 
     api("MPI_Buffer_iflush", Target::NoComm, || iflush(BufOwner::Process, MPI_COMM_SELF, request))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_attach_buffer(comm: MPI_Comm, buffer: *mut c_void, size: c_int) -> c_int {
-    api("MPI_Comm_attach_buffer", Target::Comm(comm), || {
+fn comm_attach_buffer(name: &'static str, comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
+    api(name, Target::Comm(comm), || {
         let b = new_buffer(buffer, size)?;
         state::with(|st| {
             let c = st.comm_mut(comm)?;
@@ -724,17 +892,37 @@ pub unsafe extern "C" fn PMPI_Comm_attach_buffer(comm: MPI_Comm, buffer: *mut c_
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_detach_buffer(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    api("MPI_Comm_detach_buffer", Target::Comm(comm), || {
+fn comm_detach_buffer(name: &'static str, comm: MPI_Comm, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
+    api(name, Target::Comm(comm), || {
         check_ptr(buffer_addr, "buffer_addr")?;
-        check_ptr(size, "size")?;
+        size.check("size")?;
         state::with(|st| st.comm(comm).map(|_| ()))?;
         state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Comm(comm)))))?;
         let b = state::with(|st| Ok(st.comm_mut(comm)?.bsend.take()))?;
-        give_back(b, buffer_addr, size);
+        // SAFETY: both checked non-null; the caller's variables.
+        unsafe { give_back(b, buffer_addr, size) };
         Ok(())
     })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_attach_buffer(comm: MPI_Comm, buffer: *mut c_void, size: c_int) -> c_int {
+    comm_attach_buffer("MPI_Comm_attach_buffer", comm, buffer, size.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_attach_buffer_c(comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
+    comm_attach_buffer("MPI_Comm_attach_buffer_c", comm, buffer, size)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_detach_buffer(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    comm_detach_buffer("MPI_Comm_detach_buffer", comm, buffer_addr, size.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_detach_buffer_c(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
+    comm_detach_buffer("MPI_Comm_detach_buffer_c", comm, buffer_addr, size.into())
 }
 
 #[no_mangle]

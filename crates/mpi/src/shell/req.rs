@@ -718,30 +718,36 @@ pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI
 
 // ---- statuses ---------------------------------------------------------------------
 
-fn count_in(bytes: i64, size: u64) -> c_int {
+/// Whole items of `size` bytes in `bytes`, or MPI_UNDEFINED.
+fn count_in(bytes: i64, size: u64) -> i64 {
     if size == 0 {
-        return if bytes == 0 { 0 } else { MPI_UNDEFINED };
+        return if bytes == 0 { 0 } else { MPI_UNDEFINED as i64 };
     }
     if bytes % size as i64 != 0 {
-        return MPI_UNDEFINED;
+        return MPI_UNDEFINED as i64;
     }
-    let n = bytes / size as i64;
-    if n > c_int::MAX as i64 {
-        MPI_UNDEFINED
-    } else {
-        n as c_int
-    }
+    bytes / size as i64
+}
+
+fn get_count(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
+    api(name, Target::NoComm, || {
+        check_ptr(status, "status")?;
+        count.check("count")?;
+        let dt = state::with(|st| st.dtype(datatype))?;
+        // SAFETY: both checked non-null.
+        unsafe { count.put(count_in(get_count_bytes(&*status), dt.size())) };
+        Ok(())
+    })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    api("MPI_Get_count", Target::NoComm, || {
-        check_ptr(status, "status")?;
-        check_ptr(count, "count")?;
-        let dt = state::with(|st| st.dtype(datatype))?;
-        *count = count_in(get_count_bytes(&*status), dt.size());
-        Ok(())
-    })
+    get_count("MPI_Get_count", status, datatype, count.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    get_count("MPI_Get_count_c", status, datatype, count.into())
 }
 
 fn elements(status: *const MPI_Status, datatype: MPI_Datatype) -> R<i64> {
@@ -752,23 +758,29 @@ fn elements(status: *const MPI_Status, datatype: MPI_Datatype) -> R<i64> {
     Ok(dt.elements_in(bytes as u64).map_or(MPI_UNDEFINED as i64, |e| e as i64))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    api("MPI_Get_elements", Target::NoComm, || {
-        check_ptr(count, "count")?;
+fn get_elements(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
+    api(name, Target::NoComm, || {
+        count.check("count")?;
         let e = elements(status, datatype)?;
-        *count = if e > c_int::MAX as i64 { MPI_UNDEFINED } else { e as c_int };
+        // SAFETY: checked non-null.
+        unsafe { count.put(e) };
         Ok(())
     })
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    get_elements("MPI_Get_elements", status, datatype, count.into())
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    api("MPI_Get_elements_x", Target::NoComm, || {
-        check_ptr(count, "count")?;
-        *count = elements(status, datatype)?;
-        Ok(())
-    })
+    get_elements("MPI_Get_elements_x", status, datatype, count.into())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    get_elements("MPI_Get_elements_c", status, datatype, count.into())
 }
 
 fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> R<()> {
@@ -793,6 +805,11 @@ pub unsafe extern "C" fn PMPI_Status_set_elements(status: *mut MPI_Status, datat
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
     api("MPI_Status_set_elements_x", Target::NoComm, || set_elements(status, datatype, count))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
+    api("MPI_Status_set_elements_c", Target::NoComm, || set_elements(status, datatype, count))
 }
 
 #[no_mangle]

@@ -11,10 +11,10 @@ use gridmpi_engine::coll::{allgather, alltoall, gather, scatter};
 fn plan_gather(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -60,7 +60,15 @@ pub unsafe extern "C" fn PMPI_Gather(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Gather", comm, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    blocking("MPI_Gather", comm, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Gather_c", comm, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -69,7 +77,16 @@ pub unsafe extern "C" fn PMPI_Igather(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Igather", comm, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    nonblocking("MPI_Igather", comm, request, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Igather_c", comm, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -78,18 +95,27 @@ pub unsafe extern "C" fn PMPI_Gather_init(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
-    persistent("MPI_Gather_init", comm, info, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    persistent("MPI_Gather_init", comm, info, request, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gather_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Gather_init_c", comm, info, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[allow(clippy::too_many_arguments)]
 fn plan_gatherv(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -100,7 +126,7 @@ fn plan_gatherv(
     let send = || -> R<UserBuf> { user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?) };
     let recv_blocks = || -> R<Vec<UserBuf>> {
         let rc = counts(recvcounts, c.peers(), "recvcounts")?;
-        blocks_v(recvbuf, &rc, array(displs, c.peers(), "displs")?, &st.dtype(recvtype)?)
+        blocks_v(recvbuf, &rc, &displs.read(c.peers().into(), "displs")?, &st.dtype(recvtype)?)
     };
     match root {
         RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
@@ -128,7 +154,16 @@ pub unsafe extern "C" fn PMPI_Gatherv(
     recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
     root: c_int, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Gatherv", comm, |st| plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm))
+    blocking("MPI_Gatherv", comm, |st| plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Gatherv_c", comm, |st| plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -138,7 +173,18 @@ pub unsafe extern "C" fn PMPI_Igatherv(
     root: c_int, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Igatherv", comm, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+        plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Igatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Igatherv_c", comm, request, |st| {
+        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
     })
 }
 
@@ -149,7 +195,18 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
     root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Gatherv_init", comm, info, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
+        plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Gatherv_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
+    root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Gatherv_init_c", comm, info, request, |st| {
+        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
     })
 }
 
@@ -159,10 +216,10 @@ pub unsafe extern "C" fn PMPI_Gatherv_init(
 fn plan_scatter(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -208,7 +265,15 @@ pub unsafe extern "C" fn PMPI_Scatter(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Scatter", comm, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    blocking("MPI_Scatter", comm, |st| plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatter_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scatter_c", comm, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -217,7 +282,16 @@ pub unsafe extern "C" fn PMPI_Iscatter(
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Iscatter", comm, request, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    nonblocking("MPI_Iscatter", comm, request, |st| plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatter_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscatter_c", comm, request, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -227,6 +301,17 @@ pub unsafe extern "C" fn PMPI_Scatter_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Scatter_init", comm, info, request, |st| {
+        plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatter_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scatter_init_c", comm, info, request, |st| {
         plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
     })
 }
@@ -235,11 +320,11 @@ pub unsafe extern "C" fn PMPI_Scatter_init(
 fn plan_scatterv(
     st: &State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: Ints,
+    displs: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -250,7 +335,7 @@ fn plan_scatterv(
     let recv = || -> R<UserBuf> { user_buf(recvbuf, check_count(recvcount)?, st.dtype(recvtype)?) };
     let send_blocks = || -> R<Vec<UserBuf>> {
         let sc = counts(sendcounts, c.peers(), "sendcounts")?;
-        blocks_v(sendbuf, &sc, array(displs, c.peers(), "displs")?, &st.dtype(sendtype)?)
+        blocks_v(sendbuf, &sc, &displs.read(c.peers().into(), "displs")?, &st.dtype(sendtype)?)
     };
     match root {
         RootOf::Inter(Role::Idle) => Ok(Box::new(|e| e.nothing())),
@@ -277,7 +362,15 @@ pub unsafe extern "C" fn PMPI_Scatterv(
     sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Scatterv", comm, |st| plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    blocking("MPI_Scatterv", comm, |st| plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scatterv_c", comm, |st| plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm))
 }
 
 #[no_mangle]
@@ -287,7 +380,18 @@ pub unsafe extern "C" fn PMPI_Iscatterv(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Iscatterv", comm, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscatterv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscatterv_c", comm, request, |st| {
+        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm)
     })
 }
 
@@ -298,7 +402,18 @@ pub unsafe extern "C" fn PMPI_Scatterv_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Scatterv_init", comm, info, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
+        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scatterv_init_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scatterv_init_c", comm, info, request, |st| {
+        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm)
     })
 }
 
@@ -321,10 +436,10 @@ fn allgather_build(c: &CommShape, mine: Option<UserBuf>, bl: Vec<UserBuf>, input
 fn plan_allgather(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -341,7 +456,15 @@ pub unsafe extern "C" fn PMPI_Allgather(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Allgather", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    blocking("MPI_Allgather", comm, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allgather_c", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -349,7 +472,15 @@ pub unsafe extern "C" fn PMPI_Iallgather(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Iallgather", comm, request, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    nonblocking("MPI_Iallgather", comm, request, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgather_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallgather_c", comm, request, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -359,6 +490,17 @@ pub unsafe extern "C" fn PMPI_Allgather_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Allgather_init", comm, info, request, |st| {
+        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgather_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allgather_init_c", comm, info, request, |st| {
         plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -367,11 +509,11 @@ pub unsafe extern "C" fn PMPI_Allgather_init(
 fn plan_allgatherv(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: Ints,
+    displs: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -380,7 +522,7 @@ fn plan_allgatherv(
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let rdt = st.dtype(recvtype)?;
     let rc = counts(recvcounts, c.peers(), "recvcounts")?;
-    let bl = blocks_v(recvbuf, &rc, array(displs, c.peers(), "displs")?, &rdt)?;
+    let bl = blocks_v(recvbuf, &rc, &displs.read(c.peers().into(), "displs")?, &rdt)?;
     let total: u64 = rc.iter().sum::<u64>() * rdt.size();
     let input = Input { equal_blocks: false, ..c.input(total / c.peers().max(1) as u64) };
     Ok(allgather_build(&c, mine, bl, input))
@@ -391,7 +533,15 @@ pub unsafe extern "C" fn PMPI_Allgatherv(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Allgatherv", comm, |st| plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))
+    blocking("MPI_Allgatherv", comm, |st| plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allgatherv_c", comm, |st| plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm))
 }
 
 #[no_mangle]
@@ -401,7 +551,18 @@ pub unsafe extern "C" fn PMPI_Iallgatherv(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Iallgatherv", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallgatherv_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallgatherv_c", comm, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
     })
 }
 
@@ -412,7 +573,18 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Allgatherv_init", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allgatherv_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allgatherv_init_c", comm, info, request, |st| {
+        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
     })
 }
 
@@ -435,6 +607,10 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
             Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
             Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
             Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block),
+            Alltoall::Wan => match &e.sites {
+                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, &send, &recv),
+                None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
+            },
         });
         s
     })
@@ -444,10 +620,10 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
 fn plan_alltoall(
     st: &State,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
@@ -465,7 +641,15 @@ pub unsafe extern "C" fn PMPI_Alltoall(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    blocking("MPI_Alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoall_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoall_c", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -473,7 +657,15 @@ pub unsafe extern "C" fn PMPI_Ialltoall(
     sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
     recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Ialltoall", comm, request, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+    nonblocking("MPI_Ialltoall", comm, request, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoall_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoall_c", comm, request, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 }
 
 #[no_mangle]
@@ -483,6 +675,17 @@ pub unsafe extern "C" fn PMPI_Alltoall_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Alltoall_init", comm, info, request, |st| {
+        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoall_init_c(
+    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoall_init_c", comm, info, request, |st| {
         plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
     })
 }
@@ -496,23 +699,23 @@ fn uneven(c: &CommShape) -> Input {
 fn plan_alltoallv(
     st: &State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
-    let recv = blocks_v(recvbuf, &counts(recvcounts, q, "recvcounts")?, array(rdispls, q, "rdispls")?, &st.dtype(recvtype)?)?;
+    let recv = blocks_v(recvbuf, &counts(recvcounts, q, "recvcounts")?, &rdispls.read(q.into(), "rdispls")?, &st.dtype(recvtype)?)?;
     let send = if in_place(sendbuf) {
         None
     } else {
-        Some(blocks_v(sendbuf, &counts(sendcounts, q, "sendcounts")?, array(sdispls, q, "sdispls")?, &st.dtype(sendtype)?)?)
+        Some(blocks_v(sendbuf, &counts(sendcounts, q, "sendcounts")?, &sdispls.read(q.into(), "sdispls")?, &st.dtype(sendtype)?)?)
     };
     Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
 }
@@ -523,7 +726,17 @@ pub unsafe extern "C" fn PMPI_Alltoallv(
     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
     blocking("MPI_Alltoallv", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoallv_c", comm, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
@@ -534,7 +747,18 @@ pub unsafe extern "C" fn PMPI_Ialltoallv(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ialltoallv", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallv_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoallv_c", comm, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
@@ -545,12 +769,23 @@ pub unsafe extern "C" fn PMPI_Alltoallv_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Alltoallv_init", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallv_init_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoallv_init_c", comm, info, request, |st| {
+        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
     })
 }
 
 /// Blocks with byte displacements and per-block types (the w forms).
-pub fn blocks_w(st: &State, base: *const c_void, counts_p: *const c_int, displs: &[i64], types_p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<UserBuf>> {
+pub fn blocks_w(st: &State, base: *const c_void, counts_p: Ints, displs: &[i64], types_p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<UserBuf>> {
     let cs = counts(counts_p, n, &format!("{what}counts"))?;
     let ts = types(st, types_p, n, &format!("{what}types"))?;
     (0..n as usize).map(|i| block_at_bytes(base, displs[i], cs[i], &ts[i])).collect()
@@ -560,24 +795,24 @@ pub fn blocks_w(st: &State, base: *const c_void, counts_p: *const c_int, displs:
 fn plan_alltoallw(
     st: &State,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: Ints,
+    sdispls: Ints,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: Ints,
+    rdispls: Ints,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
-    let rd: Vec<i64> = array(rdispls, q, "rdispls")?.iter().map(|&d| d as i64).collect();
+    let rd = rdispls.read(q.into(), "rdispls")?;
     let recv = blocks_w(st, recvbuf, recvcounts, &rd, recvtypes, q, "recv")?;
     let send = if in_place(sendbuf) {
         None
     } else {
-        let sd: Vec<i64> = array(sdispls, q, "sdispls")?.iter().map(|&d| d as i64).collect();
+        let sd = sdispls.read(q.into(), "sdispls")?;
         Some(blocks_w(st, sendbuf, sendcounts, &sd, sendtypes, q, "send")?)
     };
     Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
@@ -589,7 +824,17 @@ pub unsafe extern "C" fn PMPI_Alltoallw(
     recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
 ) -> c_int {
     blocking("MPI_Alltoallw", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Alltoallw_c", comm, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
     })
 }
 
@@ -600,7 +845,18 @@ pub unsafe extern "C" fn PMPI_Ialltoallw(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ialltoallw", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ialltoallw_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ialltoallw_c", comm, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
     })
 }
 
@@ -611,6 +867,17 @@ pub unsafe extern "C" fn PMPI_Alltoallw_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Alltoallw_init", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Alltoallw_init_c(
+    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Alltoallw_init_c", comm, info, request, |st| {
+        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
     })
 }

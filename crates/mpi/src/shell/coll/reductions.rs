@@ -19,7 +19,7 @@ fn plan_reduce(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -53,6 +53,10 @@ fn plan_reduce(
             Ok(Box::new(move |e| match e.sel.reduce(&sel_in) {
                 Reduce::Binomial => reduce::binomial(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
                 Reduce::Rabenseifner => reduce::rabenseifner(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
+                Reduce::Wan => match &e.sites {
+                    Some(sites) => gridmpi_engine::coll::wan::reduce(e.v(), sites, e.tag, input.clone(), recv.clone(), red.clone(), root),
+                    None => reduce::binomial(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
+                },
             }))
         }
     }
@@ -62,7 +66,14 @@ fn plan_reduce(
 pub unsafe extern "C" fn PMPI_Reduce(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Reduce", comm, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+    blocking("MPI_Reduce", comm, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce_c", comm, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
 }
 
 #[no_mangle]
@@ -70,7 +81,15 @@ pub unsafe extern "C" fn PMPI_Ireduce(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Ireduce", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+    nonblocking("MPI_Ireduce", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce_c", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
 }
 
 #[no_mangle]
@@ -78,12 +97,20 @@ pub unsafe extern "C" fn PMPI_Reduce_init(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
-    persistent("MPI_Reduce_init", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
+    persistent("MPI_Reduce_init", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_init_c", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
 }
 
 // ---- allreduce ---------------------------------------------------------------------------
 
-fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
+fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     no_in_place_inter(&c, sendbuf)?;
     let n = check_count(count)?;
@@ -103,6 +130,10 @@ fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, coun
             Allreduce::Rabenseifner => allreduce::rabenseifner(v, t, i, r, o),
             Allreduce::Ring => allreduce::ring(v, t, i, r, o),
             Allreduce::ReduceBcast => allreduce::reduce_bcast(v, t, i, r, o),
+            Allreduce::Wan => match &e.sites {
+                Some(sites) => gridmpi_engine::coll::wan::allreduce(v, sites, t, i, r, o),
+                None => allreduce::recursive_doubling(v, t, i, r, o),
+            },
         }
     }))
 }
@@ -111,7 +142,14 @@ fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, coun
 pub unsafe extern "C" fn PMPI_Allreduce(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Allreduce", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+    blocking("MPI_Allreduce", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allreduce_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Allreduce_c", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
 }
 
 #[no_mangle]
@@ -119,7 +157,15 @@ pub unsafe extern "C" fn PMPI_Iallreduce(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Iallreduce", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+    nonblocking("MPI_Iallreduce", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iallreduce_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iallreduce_c", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
 }
 
 #[no_mangle]
@@ -127,7 +173,15 @@ pub unsafe extern "C" fn PMPI_Allreduce_init(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
-    persistent("MPI_Allreduce_init", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
+    persistent("MPI_Allreduce_init", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Allreduce_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Allreduce_init_c", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
 }
 
 // ---- reduce_scatter ------------------------------------------------------------------------
@@ -168,7 +222,7 @@ fn plan_reduce_scatter(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: Ints,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -182,7 +236,7 @@ fn plan_reduce_scatter_block(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -196,7 +250,14 @@ fn plan_reduce_scatter_block(
 pub unsafe extern "C" fn PMPI_Reduce_scatter(
     sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Reduce_scatter", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm))
+    blocking("MPI_Reduce_scatter", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce_scatter_c", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
 }
 
 #[no_mangle]
@@ -204,7 +265,15 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter(
     sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Ireduce_scatter", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm))
+    nonblocking("MPI_Ireduce_scatter", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce_scatter_c", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
 }
 
 #[no_mangle]
@@ -213,7 +282,17 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Reduce_scatter_init", comm, info, request, |st| {
-        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts, datatype, op, comm)
+        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_scatter_init_c", comm, info, request, |st| {
+        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm)
     })
 }
 
@@ -221,7 +300,14 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
 pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
     sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Reduce_scatter_block", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm))
+    blocking("MPI_Reduce_scatter_block", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Reduce_scatter_block_c", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm))
 }
 
 #[no_mangle]
@@ -230,6 +316,16 @@ pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
     request: *mut MPI_Request,
 ) -> c_int {
     nonblocking("MPI_Ireduce_scatter_block", comm, request, |st| {
+        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Ireduce_scatter_block_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Ireduce_scatter_block_c", comm, request, |st| {
         plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
     })
 }
@@ -240,6 +336,16 @@ pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Reduce_scatter_block_init", comm, info, request, |st| {
+        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Reduce_scatter_block_init_c", comm, info, request, |st| {
         plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
     })
 }
@@ -252,7 +358,7 @@ fn plan_scan(
     what: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
@@ -279,7 +385,14 @@ fn plan_scan(
 pub unsafe extern "C" fn PMPI_Scan(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Scan", comm, |st| plan_scan(st, "MPI_Scan", sendbuf, recvbuf, count, datatype, op, comm, false))
+    blocking("MPI_Scan", comm, |st| plan_scan(st, "MPI_Scan", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scan_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Scan_c", comm, |st| plan_scan(st, "MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm, false))
 }
 
 #[no_mangle]
@@ -287,7 +400,15 @@ pub unsafe extern "C" fn PMPI_Iscan(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Iscan", comm, request, |st| plan_scan(st, "MPI_Iscan", sendbuf, recvbuf, count, datatype, op, comm, false))
+    nonblocking("MPI_Iscan", comm, request, |st| plan_scan(st, "MPI_Iscan", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iscan_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iscan_c", comm, request, |st| plan_scan(st, "MPI_Iscan_c", sendbuf, recvbuf, count, datatype, op, comm, false))
 }
 
 #[no_mangle]
@@ -295,14 +416,29 @@ pub unsafe extern "C" fn PMPI_Scan_init(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
-    persistent("MPI_Scan_init", comm, info, request, |st| plan_scan(st, "MPI_Scan_init", sendbuf, recvbuf, count, datatype, op, comm, false))
+    persistent("MPI_Scan_init", comm, info, request, |st| plan_scan(st, "MPI_Scan_init", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Scan_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Scan_init_c", comm, info, request, |st| plan_scan(st, "MPI_Scan_init_c", sendbuf, recvbuf, count, datatype, op, comm, false))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Exscan(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
 ) -> c_int {
-    blocking("MPI_Exscan", comm, |st| plan_scan(st, "MPI_Exscan", sendbuf, recvbuf, count, datatype, op, comm, true))
+    blocking("MPI_Exscan", comm, |st| plan_scan(st, "MPI_Exscan", sendbuf, recvbuf, count.into(), datatype, op, comm, true))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Exscan_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+) -> c_int {
+    blocking("MPI_Exscan_c", comm, |st| plan_scan(st, "MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm, true))
 }
 
 #[no_mangle]
@@ -310,7 +446,15 @@ pub unsafe extern "C" fn PMPI_Iexscan(
     sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    nonblocking("MPI_Iexscan", comm, request, |st| plan_scan(st, "MPI_Iexscan", sendbuf, recvbuf, count, datatype, op, comm, true))
+    nonblocking("MPI_Iexscan", comm, request, |st| plan_scan(st, "MPI_Iexscan", sendbuf, recvbuf, count.into(), datatype, op, comm, true))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Iexscan_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking("MPI_Iexscan_c", comm, request, |st| plan_scan(st, "MPI_Iexscan_c", sendbuf, recvbuf, count, datatype, op, comm, true))
 }
 
 #[no_mangle]
@@ -319,6 +463,16 @@ pub unsafe extern "C" fn PMPI_Exscan_init(
     info: MPI_Info, request: *mut MPI_Request,
 ) -> c_int {
     persistent("MPI_Exscan_init", comm, info, request, |st| {
-        plan_scan(st, "MPI_Exscan_init", sendbuf, recvbuf, count, datatype, op, comm, true)
+        plan_scan(st, "MPI_Exscan_init", sendbuf, recvbuf, count.into(), datatype, op, comm, true)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Exscan_init_c(
+    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
+    info: MPI_Info, request: *mut MPI_Request,
+) -> c_int {
+    persistent("MPI_Exscan_init_c", comm, info, request, |st| {
+        plan_scan(st, "MPI_Exscan_init_c", sendbuf, recvbuf, count, datatype, op, comm, true)
     })
 }
