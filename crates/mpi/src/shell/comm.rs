@@ -459,10 +459,9 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
     api("MPI_Comm_split_type", Target::Comm(comm), || {
         check_ptr(newcomm, "newcomm")?;
         let color = state::with(|st| {
+            // On an intercommunicator (MPI 4.0) each local group splits by
+            // the same rule and split() pairs equal colors across the groups.
             let c = st.comm(comm)?;
-            if c.is_inter() {
-                return Err(err(MPI_ERR_COMM, "MPI_Comm_split_type needs an intracommunicator"));
-            }
             let hw = if info != MPI_INFO_NULL {
                 st.info(info)?.entries.iter().find(|(k, _)| k == "mpi_hw_resource_type").map(|(_, v)| v.clone())
             } else {
@@ -598,32 +597,115 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag
         let tagstr = read_cstr(stringtag)?;
         let (g, me, proposal, kv) = state::with(|st| {
             let g = st.group(group)?;
-            match errhandler {
-                MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
-                h if st.errhs.get(h).is_some() => {}
-                h => return Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
-            }
+            check_errhandler(st, errhandler)?;
             Ok((g, st.rt.me, st.next_ctx, st.info_entries_or_empty(info)?))
         })?;
         let Some(rank) = g.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
         };
-        // The members agree on the world's collective context, with a tag
-        // no sequenced collective uses, derived from the string tag.
-        let h = crate::auth::sha256(tagstr.as_bytes());
-        let tag = SIDE_TAG | (u32::from_le_bytes([h[0], h[1], h[2], h[3]]) & 0x3fff_ffff) as i32;
-        let view = CommView { ctx: 1, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
+        let view = CommView { ctx: WORLD_COLL_CTX, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
         let mut v = [proposal];
-        allreduce_max(view, tag, &mut v)?;
+        allreduce_max(view, string_tag(&tagstr, 0), &mut v)?;
         let ctx = v[0];
         *newcomm = state::with(|st| {
             st.next_ctx = st.next_ctx.max(ctx + 2);
-            let mut c = Comm::new(ctx, g.clone(), rank, errhandler);
-            c.info = kv;
-            if let Some(e) = st.errhs.get_mut(errhandler) {
-                e.refs += 1;
-            }
-            Ok(st.comms.insert(c))
+            Ok(insert_parentless(st, Comm::new(ctx, g.clone(), rank, errhandler), kv))
+        })?;
+        Ok(())
+    })
+}
+
+/// The collective context of MPI_COMM_WORLD, which the parentless
+/// constructors (MPI_Comm_create_from_group and friends) talk on.
+const WORLD_COLL_CTX: u32 = 1;
+
+/// A tag for a parentless constructor's exchanges: derived from the user's
+/// string tag (so concurrent calls with different tags never match each
+/// other) and a step number, and outside the range of sequenced collectives.
+fn string_tag(s: &str, step: u8) -> i32 {
+    let h = crate::auth::sha256(s.as_bytes());
+    let v = u32::from_le_bytes([h[0], h[1], h[2], h[3] ^ step]) & 0x3fff_ffff;
+    SIDE_TAG | v as i32
+}
+
+fn check_errhandler(st: &State, errhandler: MPI_Errhandler) -> R<()> {
+    match errhandler {
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
+        h if st.errhs.get(h).is_some() => Ok(()),
+        h => Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
+    }
+}
+
+/// Registers a communicator made without a parent: it takes the info
+/// hints given and holds a reference on its error handler.
+fn insert_parentless(st: &mut State, mut c: Comm, info: Vec<(String, String)>) -> MPI_Comm {
+    c.info = info;
+    if let Some(e) = st.errhs.get_mut(c.errh) {
+        e.refs += 1;
+    }
+    st.comms.insert(c)
+}
+
+/// MPI_Intercomm_create_from_groups (MPI 4.0): the members of each group
+/// agree among themselves, then the two leaders swap their proposals (and
+/// check that both sides name the same groups) over the world's collective
+/// context, with tags derived from the string tag.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    api("MPI_Intercomm_create_from_groups", Target::NoComm, || {
+        check_ptr(newintercomm, "newintercomm")?;
+        let tagstr = read_cstr(stringtag)?;
+        let (lg, rg, me, proposal, kv) = state::with(|st| {
+            let lg = st.group(local_group)?;
+            let rg = st.group(remote_group)?;
+            check_errhandler(st, errhandler)?;
+            Ok((lg, rg, st.rt.me, st.next_ctx, st.info_entries_or_empty(info)?))
+        })?;
+        let Some(rank) = lg.rank_of(me) else {
+            return Err(err(MPI_ERR_GROUP, "the calling process is not in the local group"));
+        };
+        if local_leader < 0 || local_leader >= lg.size() {
+            return Err(err(MPI_ERR_RANK, format!("invalid local leader {local_leader} (local group size {})", lg.size())));
+        }
+        if remote_leader < 0 || remote_leader >= rg.size() {
+            return Err(err(MPI_ERR_RANK, format!("invalid remote leader {remote_leader} (remote group size {})", rg.size())));
+        }
+        if let Some(p) = lg.pids.iter().find(|p| rg.rank_of(**p).is_some()) {
+            return Err(err(MPI_ERR_GROUP, format!("process {p} is in both the local and the remote group")));
+        }
+        let view = CommView { ctx: WORLD_COLL_CTX, rank, size: lg.size(), pids: lg.pids.clone().into(), local_pids: None };
+        let mut v = [proposal];
+        allreduce_max(view.clone(), string_tag(&tagstr, 0), &mut v)?;
+        // The leaders talk with world ranks on a tag of their own.
+        let mut agreed = [v[0] as i32, 0];
+        if rank == local_leader {
+            let mut mine = vec![v[0] as i32];
+            mine.extend(lg.pids.iter().map(|&p| p as i32));
+            let peer = rg.pids[remote_leader as usize];
+            let theirs = leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), &mine)?;
+            let same = theirs.len() == rg.pids.len() + 1 && theirs[1..].iter().zip(&rg.pids).all(|(&a, &b)| a as u32 == b);
+            agreed = [(theirs.first().copied().unwrap_or(0) as u32).max(v[0]) as i32, same as i32];
+        }
+        bcast(view, string_tag(&tagstr, 0), &mut agreed, local_leader)?;
+        if agreed[1] == 0 {
+            return Err(err(MPI_ERR_GROUP, format!("the remote leader's group does not match remote_group (string tag \"{tagstr}\")")));
+        }
+        let ctx = agreed[0] as u32;
+        *newintercomm = state::with(|st| {
+            st.next_ctx = st.next_ctx.max(ctx + 4);
+            let mut c = Comm::new(ctx, lg.clone(), rank, errhandler);
+            c.remote = Some(rg.clone());
+            c.local_ctx = Some(ctx + 2);
+            Ok(insert_parentless(st, c, kv))
         })?;
         Ok(())
     })
