@@ -46,8 +46,10 @@ pub struct Comm {
     pub attrs: BTreeMap<c_int, *mut c_void>,
     pub info: Vec<(String, String)>,
     pub topo: Option<Arc<Topo>>,
-    /// Sequence number of the next collective (its tag).
+    /// Sequence number of the next blocking collective (its tag).
     pub coll_seq: u32,
+    /// Sequence number of the next nonblocking or persistent collective.
+    pub icoll_seq: u32,
     /// For an intercommunicator: an intracommunicator context over the
     /// local group, used inside intercommunicator collectives.
     pub local_ctx: Option<u32>,
@@ -68,6 +70,7 @@ impl Comm {
             info: Vec::new(),
             topo: None,
             coll_seq: 0,
+            icoll_seq: 0,
             local_ctx: None,
             bsend: None,
         }
@@ -114,12 +117,34 @@ impl Comm {
     }
 
     /// The next collective's tag.
+    /// The tag of the next blocking collective (and of the internal
+    /// exchanges of communicator constructors).
+    ///
+    /// Blocking and nonblocking collectives count in two sequences with
+    /// disjoint tags. A correct program calls collectives in the same order
+    /// on every rank, so each sequence matches too; and programs that run a
+    /// blocking collective while a nonblocking one is pending on other
+    /// ranks (the usual fallback for MPI_Comm_iagree does, as MPICH's fixed
+    /// per-kind tags allow) still match.
     pub fn next_coll_tag(&mut self) -> i32 {
         let t = self.coll_seq;
-        self.coll_seq = (self.coll_seq + 1) & 0x3fff_ffff;
+        self.coll_seq = (self.coll_seq + 1) & COLL_SEQ_MASK;
         t as i32
     }
+
+    /// The tag of the next nonblocking collective, nonblocking constructor
+    /// (MPI_Comm_idup) or persistent collective initialisation.
+    pub fn next_icoll_tag(&mut self) -> i32 {
+        let t = self.icoll_seq;
+        self.icoll_seq = (self.icoll_seq + 1) & COLL_SEQ_MASK;
+        (ICOLL_TAG_BIT | t) as i32
+    }
 }
+
+/// Collective tags: bit 30 marks side exchanges (see shell/comm.rs), bit
+/// 29 the nonblocking sequence, the low 29 bits count.
+const COLL_SEQ_MASK: u32 = (1 << 29) - 1;
+const ICOLL_TAG_BIT: u32 = 1 << 29;
 
 pub fn check_tag(tag: c_int) -> R<()> {
     if !(0..=TAG_UB).contains(&tag) {

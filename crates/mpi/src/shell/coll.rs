@@ -74,14 +74,25 @@ pub fn coll_views(c: &Comm) -> (CommView, Option<CommView>) {
     }
 }
 
-/// Build and start a collective's schedule on `comm`; `tag` is a reserved
-/// sequence number (persistent collectives) or None for the next one.
-fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Option<i32>) -> R<ReqId> {
+/// Which tag a collective runs on.
+#[derive(Clone, Copy)]
+enum Tag {
+    /// The next of the blocking sequence.
+    Blocking,
+    /// The next of the nonblocking sequence.
+    Nonblocking,
+    /// One reserved at initialisation (persistent collectives).
+    Reserved(i32),
+}
+
+/// Build and start a collective's schedule on `comm`.
+fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
     let sel = super::coll_select::selector(st);
     let c = st.comm_mut(comm)?;
     let tag = match tag {
-        Some(t) => t,
-        None => c.next_coll_tag(),
+        Tag::Reserved(t) => t,
+        Tag::Blocking => c.next_coll_tag(),
+        Tag::Nonblocking => c.next_icoll_tag(),
     };
     let (view, local) = coll_views(c);
     let ctx = view.ctx;
@@ -142,9 +153,9 @@ fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::S
     }))
 }
 
-/// Start a collective of the library's own on `comm` (next sequence number).
+/// Start a collective of the library's own on `comm` (the next blocking tag).
 pub(crate) fn start_internal(st: &mut State, comm: MPI_Comm, build: &Build) -> R<ReqId> {
-    start(st, "internal", comm, build, None)
+    start(st, "internal", comm, build, Tag::Blocking)
 }
 
 /// The error a finished schedule reported, as an MPI error.
@@ -158,7 +169,7 @@ pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) ->
     api(name, Target::Comm(comm), || {
         let r = state::with(|st| {
             let b = plan(st)?;
-            start(st, name, comm, &b, None)
+            start(st, name, comm, &b, Tag::Blocking)
         })?;
         super::env::wait_engine(r)?;
         match state::with(|st| Ok(st.rt.engine.take_schedule_error(r)))? {
@@ -174,7 +185,7 @@ pub fn nonblocking(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let b = plan(st)?;
-            let r = start(st, name, comm, &b, None)?;
+            let r = start(st, name, comm, &b, Tag::Nonblocking)?;
             Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Coll, comm }))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
@@ -193,8 +204,8 @@ pub fn persistent(name: &'static str, comm: MPI_Comm, info: MPI_Info, request: *
                 st.info(info)?;
             }
             let build = Arc::new(plan(st)?);
-            let tag = st.comm_mut(comm)?.next_coll_tag();
-            let start = move || state::with(|st| start(st, name, comm, &build, Some(tag)));
+            let tag = st.comm_mut(comm)?.next_icoll_tag();
+            let start = move || state::with(|st| start(st, name, comm, &build, Tag::Reserved(tag)));
             Ok(st.reqs.insert(ReqEntry::Persistent { spec: PersistentSpec::Coll { start: Arc::new(start), comm }, active: None }))
         })?;
         // SAFETY: checked non-null; the caller's request variable.

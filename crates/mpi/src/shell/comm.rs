@@ -320,7 +320,7 @@ fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_C
         // Reserve our own proposal now so later communicators never collide.
         st.next_ctx += 2;
         let p = st.comm_mut(comm)?;
-        let tag = p.next_coll_tag();
+        let tag = p.next_icoll_tag();
         let view = super::env::coll_view(p);
         let mut c = Comm::new(u32::MAX, p.group.clone(), p.rank, p.errh);
         c.info = info.clone().unwrap_or_else(|| p.info.clone());

@@ -124,7 +124,7 @@ pub unsafe extern "C" fn PMPI_Type_create_hvector_c(count: MPI_Count, blocklengt
 pub unsafe extern "C" fn PMPI_Type_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
     construct("MPI_Type_hvector", false, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
-        Datatype::hvector_integer(count as i64, blocklength as i64, stride as i64, &old).map_err(type_err)
+        Datatype::hvector_integer(count.into(), blocklength.into(), stride, &old).map_err(type_err)
     })
 }
 
@@ -216,7 +216,10 @@ pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(count: MPI_Count, blo
     hindexed_block("MPI_Type_create_hindexed_block_c", true, count, blocklength, array_of_displacements.into(), oldtype, newtype)
 }
 
-fn struct_args(st: &State, count: MPI_Count, bl: Ints, d: Ints, types: *const MPI_Datatype) -> R<(Vec<i64>, Vec<i64>, Vec<Arc<Datatype>>)> {
+/// The arguments of a struct constructor: blocklengths, displacements, types.
+type StructArgs = (Vec<i64>, Vec<i64>, Vec<Arc<Datatype>>);
+
+fn struct_args(st: &State, count: MPI_Count, bl: Ints, d: Ints, types: *const MPI_Datatype) -> R<StructArgs> {
     let bl = arr(count, bl, "array_of_blocklengths")?;
     let d = arr(count, d, "array_of_displacements")?;
     let mut ts = Vec::with_capacity(bl.len());

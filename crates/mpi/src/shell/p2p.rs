@@ -181,6 +181,7 @@ pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
 }
 
 /// Start, progress once, and if not done wait.
+#[allow(clippy::too_many_arguments)]
 fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
     api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
@@ -197,6 +198,7 @@ fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: M
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn nonblocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode, request: *mut MPI_Request) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
@@ -276,6 +278,7 @@ pub unsafe extern "C" fn PMPI_Ibsend_c(buf: *const c_void, count: MPI_Count, dat
     nonblocking_send("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, SendMode::Buffered, request)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
@@ -291,6 +294,7 @@ fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatyp
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
