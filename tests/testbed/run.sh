@@ -314,6 +314,41 @@ else
     skip "gridmpirun not built (build/bin/gridmpirun)"
 fi
 
+# ---------------------------------------------------------------- 9b. GridMPI's cluster map on the grid
+# Three ways to tell GridMPI the clusters (docs/grid.md); each must put h0-h3
+# in one cluster and h4-h7 in the other.
+cluster_check() { # name output-file expected-map-source
+    local pairs; pairs=$(grep -o 'on h[0-7] cluster [^ ]*' "$2" | sort -u | awk '{print $2, $4}')
+    local a b
+    a=$(awk '$1 ~ /h[0-3]/ {print $2}' <<<"$pairs" | sort -u)
+    b=$(awk '$1 ~ /h[4-7]/ {print $2}' <<<"$pairs" | sort -u)
+    if [ "$(wc -l <<<"$pairs")" = 8 ] && [ "$(wc -l <<<"$a")" = 1 ] && [ "$(wc -l <<<"$b")" = 1 ] && [ "$a" != "$b" ] \
+        && grep -q "world sum 8" "$2" && grep -q "map: 2 cluster(s).*from $3" "$2"; then
+        pass "$1: h0-h3 in $a, h4-h7 in $b ($(grep -o 'map: .*' "$2" | head -1))"
+    else
+        fail "$1: $(tail -12 "$2" | tr '\n' '|')"
+    fi
+}
+if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
+    "$ROOT/build/bin/mpicc" -O2 -o "$WORK/cluster_map" "$HERE/cluster_map.c"
+    printf '%s\n' "h0 cluster=east" "h1 cluster=east" "h2 cluster=east" "h3 cluster=east" \
+        "h4 cluster=west" "h5 cluster=west" "h6 cluster=west" "h7 cluster=west" >"$WORK/hosts.clusters"
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hostfile "$WORK/hosts.clusters" \
+        "$WORK/cluster_map" >"$WORK/cm-hostfile.out" 2>&1
+    cluster_check "gridmpirun -hostfile with cluster= per host" "$WORK/cm-hostfile.out" Launcher
+    printf '%s\n' "cluster siteA h0 h1 h2 h3" "cluster siteB h4 h5 h6 h7" "wan siteA siteB bandwidth=100mbit delay=5ms" >"$WORK/grid.topo"
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        --topology "$WORK/grid.topo" "$WORK/cluster_map" >"$WORK/cm-topo.out" 2>&1
+    cluster_check "gridmpirun --topology FILE" "$WORK/cm-topo.out" 'File'
+    grep -q "WAN 100.0 Mbit/s / RTT 10.00 ms" "$WORK/cm-topo.out" && pass "--topology: the WAN's bandwidth and RTT come from the file" \
+        || fail "--topology WAN: $(grep map: "$WORK/cm-topo.out")"
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        "$WORK/cluster_map" >"$WORK/cm-disc.out" 2>&1
+    cluster_check "gridmpirun with nothing given (discovery by handshake RTT)" "$WORK/cm-disc.out" Discovered
+else
+    skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
+fi
+
 # ---------------------------------------------------------------- 10. timing under load (reported, not asserted)
 tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
 for i in 1 2; do (while :; do :; done) & LOAD_PIDS+=($!); done

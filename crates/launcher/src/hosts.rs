@@ -2,11 +2,14 @@
 
 use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
 
-/// One host as the user named it, with its slot count if given.
+/// One host as the user named it, with its slot count and cluster if given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostEntry {
     pub name: String,
     pub slots: Option<u32>,
+    /// The cluster (site) the host is in (`cluster=NAME` in a hostfile):
+    /// its ranks get `GRIDMPI_CLUSTER=NAME`.
+    pub cluster: Option<String>,
 }
 
 /// `h1,h2:4,h3` (the `-hosts` syntax).
@@ -22,14 +25,15 @@ fn parse_host_colon(item: &str) -> Result<HostEntry, String> {
             if slots == 0 {
                 return Err(format!("host {h:?} has 0 slots"));
             }
-            return Ok(HostEntry { name: h.to_string(), slots: Some(slots) });
+            return Ok(HostEntry { name: h.to_string(), slots: Some(slots), cluster: None });
         }
     }
-    Ok(HostEntry { name: item.trim_matches(['[', ']']).to_string(), slots: None })
+    Ok(HostEntry { name: item.trim_matches(['[', ']']).to_string(), slots: None, cluster: None })
 }
 
-/// A hostfile: one host per line, `host`, `host:N`, or `host slots=N`
-/// (`max_slots=` and other words are ignored); `#` starts a comment.
+/// A hostfile: one host per line, `host`, `host:N`, or `host slots=N`,
+/// optionally with `cluster=NAME` (`max_slots=` and other words are
+/// ignored); `#` starts a comment.
 pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -47,6 +51,11 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
                     return Err(format!("line {}: host {:?} has 0 slots", i + 1, entry.name));
                 }
                 entry.slots = Some(slots);
+            } else if let Some(c) = w.strip_prefix("cluster=") {
+                if c.is_empty() || c.contains(',') {
+                    return Err(format!("line {}: bad cluster name {w:?}", i + 1));
+                }
+                entry.cluster = Some(c.to_string());
             }
         }
         out.push(entry);
@@ -66,21 +75,32 @@ pub struct Node {
     pub local: bool,
     /// Slots from the host list (1 per mention when not given).
     pub slots: u32,
+    pub cluster: Option<String>,
 }
 
 /// Merge host entries naming the same machine (every name of this machine
 /// is one node), keeping first-mention order.
-pub fn nodes_from_entries(entries: &[HostEntry], is_local: &dyn Fn(&str) -> bool) -> Vec<Node> {
+/// A host named twice with different clusters is an error.
+pub fn nodes_from_entries(entries: &[HostEntry], is_local: &dyn Fn(&str) -> bool) -> Result<Vec<Node>, String> {
     let mut nodes: Vec<Node> = Vec::new();
     for e in entries {
         let local = is_local(&e.name);
         let slots = e.slots.unwrap_or(1);
         match nodes.iter_mut().find(|n| if local { n.local } else { n.name == e.name }) {
-            Some(n) => n.slots += slots,
-            None => nodes.push(Node { name: e.name.clone(), local, slots }),
+            Some(n) => {
+                n.slots += slots;
+                match (&n.cluster, &e.cluster) {
+                    (Some(a), Some(b)) if a != b => {
+                        return Err(format!("host {} is given in two clusters, {a} and {b}", e.name));
+                    }
+                    (None, Some(b)) => n.cluster = Some(b.clone()),
+                    _ => {}
+                }
+            }
+            None => nodes.push(Node { name: e.name.clone(), local, slots, cluster: e.cluster.clone() }),
         }
     }
-    nodes
+    Ok(nodes)
 }
 
 /// Place `n` ranks on nodes: fill each node's slots (or `ppn` per node)
@@ -141,10 +161,10 @@ mod tests {
     #[test]
     fn host_lists() {
         let h = parse_host_list("a,b:4, c ,::1").unwrap();
-        assert_eq!(h[0], HostEntry { name: "a".into(), slots: None });
-        assert_eq!(h[1], HostEntry { name: "b".into(), slots: Some(4) });
+        assert_eq!(h[0], HostEntry { name: "a".into(), slots: None, cluster: None });
+        assert_eq!(h[1], HostEntry { name: "b".into(), slots: Some(4), cluster: None });
         assert_eq!(h[2].name, "c");
-        assert_eq!(h[3], HostEntry { name: "::1".into(), slots: None });
+        assert_eq!(h[3], HostEntry { name: "::1".into(), slots: None, cluster: None });
         assert!(parse_host_list("a:0").is_err());
     }
 
@@ -156,20 +176,34 @@ mod tests {
         assert_eq!(got, vec![("node1", None), ("node2", Some(2)), ("node3", Some(4)), ("node4", None)]);
         assert!(parse_hostfile("# nothing\n").is_err());
         assert!(parse_hostfile("n slots=x\n").is_err());
+        let h = parse_hostfile("a slots=2 cluster=siteA\nb cluster=siteB\n").unwrap();
+        assert_eq!((h[0].cluster.as_deref(), h[1].cluster.as_deref()), (Some("siteA"), Some("siteB")));
+        assert!(parse_hostfile("a cluster=\n").is_err());
+    }
+
+    #[test]
+    fn clusters_of_nodes() {
+        let local = |_: &str| false;
+        let nodes = nodes_from_entries(&parse_hostfile("a cluster=X\na\nb cluster=Y\n").unwrap(), &local).unwrap();
+        assert_eq!(nodes[0].cluster.as_deref(), Some("X"));
+        assert_eq!(nodes[0].slots, 2);
+        assert_eq!(nodes[1].cluster.as_deref(), Some("Y"));
+        let e = nodes_from_entries(&parse_hostfile("a cluster=X\na cluster=Y\n").unwrap(), &local).unwrap_err();
+        assert!(e.contains("two clusters"), "{e}");
     }
 
     #[test]
     fn placement_fills_slots_then_wraps() {
         let local = |n: &str| n == "me";
-        let nodes = nodes_from_entries(&parse_host_list("a:2,b:2").unwrap(), &local);
+        let nodes = nodes_from_entries(&parse_host_list("a:2,b:2").unwrap(), &local).unwrap();
         assert_eq!(place(&nodes, 6, None), vec![0, 0, 1, 1, 0, 0]);
         assert_eq!(place(&nodes, 3, Some(1)), vec![0, 1, 0]);
         // Every name of this machine is one node.
-        let nodes = nodes_from_entries(&parse_host_list("me:2,b,me").unwrap(), &local);
+        let nodes = nodes_from_entries(&parse_host_list("me:2,b,me").unwrap(), &local).unwrap();
         assert_eq!(nodes.len(), 2);
         assert_eq!((nodes[0].local, nodes[0].slots), (true, 3));
         // Duplicate lines add slots.
-        let nodes = nodes_from_entries(&parse_hostfile("x\nx\ny\n").unwrap(), &local);
+        let nodes = nodes_from_entries(&parse_hostfile("x\nx\ny\n").unwrap(), &local).unwrap();
         assert_eq!(place(&nodes, 3, None), vec![0, 0, 1]);
     }
 

@@ -97,9 +97,9 @@ pub fn plan(opts: &Options, setup: &Setup) -> Result<(Vec<Node>, Vec<u32>, i32),
     }
     let explicit_hosts = !entries.is_empty();
     let nodes = if explicit_hosts {
-        hosts::nodes_from_entries(&entries, &hosts::is_local_host)
+        hosts::nodes_from_entries(&entries, &hosts::is_local_host)?
     } else {
-        vec![Node { name: sys::hostname(), local: true, slots: opts.np.unwrap_or(1) }]
+        vec![Node { name: sys::hostname(), local: true, slots: opts.np.unwrap_or(1), cluster: None }]
     };
     let total_slots: u32 = nodes.iter().map(|n| opts.ppn.unwrap_or(n.slots)).sum();
     let np = opts.np.unwrap_or(if explicit_hosts { total_slots } else { 1 });
@@ -230,10 +230,19 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         verbose: opts.verbose,
     };
 
+    // A host's cluster, from the hostfile, is its ranks' GRIDMPI_CLUSTER.
     let spec = |rank: u32| RankSpec {
         rank,
         argv: opts.program.clone(),
-        env: setup.rank_env.clone(),
+        env: match &nodes[placement[rank as usize] as usize].cluster {
+            Some(c) => {
+                let mut env = setup.rank_env.clone();
+                env.retain(|(k, _)| k != "GRIDMPI_CLUSTER");
+                env.push(("GRIDMPI_CLUSTER".into(), c.clone()));
+                env
+            }
+            None => setup.rank_env.clone(),
+        },
         cwd: setup.cwd.to_string_lossy().into_owned(),
         stdin: rank == 0,
     };

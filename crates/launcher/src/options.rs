@@ -219,18 +219,23 @@ pub static OPTIONS: &[OptionSpec] = &[
         metavar: "DIR",
         help: "every rank records the TCP history of its connections into DIR/rank-N.trace (GRIDMPI_TRACE); read it with gridmpi-trace",
         handler: |o, v, _| {
-            if v[0].is_empty() {
-                return Err("--trace needs a directory".into());
-            }
-            let dir = PathBuf::from(&v[0]);
-            let dir = if dir.is_absolute() {
-                dir
-            } else {
-                std::env::current_dir().map_err(|e| format!("--trace: cannot read the current directory: {e}"))?.join(dir)
-            };
+            let dir = absolute(&v[0], "--trace")?;
             o.env.retain(|(k, _)| k != "GRIDMPI_TRACE");
             o.env.push(("GRIDMPI_TRACE".into(), dir.to_string_lossy().into_owned()));
             o.trace = Some(dir);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--topology", "-topology"],
+        values: 1,
+        metavar: "FILE",
+        help: "the clusters and the WAN between them (GRIDMPI_TOPOLOGY; format in docs/grid.md); FILE must be readable at the same path on every host",
+        handler: |o, v, _| {
+            let path = absolute(&v[0], "--topology")?;
+            std::fs::metadata(&path).map_err(|e| format!("--topology {}: {e}", path.display()))?;
+            o.env.retain(|(k, _)| k != "GRIDMPI_TOPOLOGY");
+            o.env.push(("GRIDMPI_TOPOLOGY".into(), path.to_string_lossy().into_owned()));
             Ok(())
         },
     },
@@ -275,6 +280,19 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
 ];
+
+/// `p` made absolute against the current directory (ranks may run
+/// elsewhere).
+fn absolute(p: &str, option: &str) -> Result<PathBuf, String> {
+    if p.is_empty() {
+        return Err(format!("{option} needs a path"));
+    }
+    let path = PathBuf::from(p);
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    Ok(std::env::current_dir().map_err(|e| format!("{option}: cannot read the current directory: {e}"))?.join(path))
+}
 
 fn find_option(name: &str) -> Option<&'static OptionSpec> {
     OPTIONS.iter().find(|o| o.names.contains(&name))
