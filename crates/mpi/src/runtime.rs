@@ -32,12 +32,15 @@ pub struct Card {
     pub addrs: Vec<Ipv4Addr>,
     /// The cluster name the launcher gave this rank (empty if none).
     pub cluster: String,
+    /// The CPUs the rank may run on (sys::affinity_mask; empty if unknown).
+    pub cpus: Vec<u64>,
 }
 
 impl Card {
     fn encode(&self) -> String {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
-        format!("v1;{};{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","), self.cluster)
+        let cpus: Vec<String> = self.cpus.iter().map(|w| format!("{w:x}")).collect();
+        format!("v1;{};{};{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","), self.cluster, cpus.join("."))
     }
 
     fn decode(s: &str) -> Option<Card> {
@@ -51,8 +54,28 @@ impl Card {
         let port = it.next()?.parse().ok()?;
         let addrs = it.next()?.split(',').filter(|a| !a.is_empty()).map(|a| a.parse().ok()).collect::<Option<Vec<_>>>()?;
         let cluster = it.next().unwrap_or("").to_string();
-        Some(Card { host, host_key, os_pid, port, addrs, cluster })
+        let cpus = it.next().unwrap_or("").split('.').filter(|w| !w.is_empty()).map(|w| u64::from_str_radix(w, 16).ok()).collect::<Option<Vec<_>>>()?;
+        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus })
     }
+}
+
+/// How many CPUs the ranks of this host may use between them: the union of
+/// their affinity masks (ranks bound one per core each see one CPU, yet are
+/// not oversubscribed); this process's own count if a mask is unknown.
+fn host_cpus<'a>(masks: impl Iterator<Item = &'a Vec<u64>>) -> usize {
+    let mut union: Vec<u64> = Vec::new();
+    for m in masks {
+        if m.is_empty() {
+            return sys::available_cpus();
+        }
+        if union.len() < m.len() {
+            union.resize(m.len(), 0);
+        }
+        for (u, w) in union.iter_mut().zip(m) {
+            *u |= w;
+        }
+    }
+    (union.iter().map(|w| w.count_ones() as usize).sum::<usize>()).max(1)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,6 +218,7 @@ impl Runtime {
             port: tcp.as_ref().map_or(0, |t| t.port()),
             addrs,
             cluster: config.text("GRIDMPI_CLUSTER").replace(';', "_"),
+            cpus: sys::affinity_mask(),
         };
         let mut cards = vec![card.clone(); size as usize];
         if size > 1 {
@@ -232,19 +256,14 @@ impl Runtime {
         for (i, &p) in local.iter().enumerate() {
             local_index[p as usize] = Some(i);
         }
-        let cpus = sys::available_cpus();
+        let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
         let oversubscribed = local.len() > cpus;
         let use_shm = !force_tcp && local.len() > 1;
 
         let spin = match config.micros("GRIDMPI_SPIN_US") {
             Some(us) => Duration::from_micros(us),
-            None => {
-                if oversubscribed {
-                    Duration::from_micros(0)
-                } else {
-                    Duration::from_micros(50)
-                }
-            }
+            None if oversubscribed => Duration::ZERO,
+            None => Duration::from_micros(50),
         };
 
         let mut routes = vec![Route::Tcp; size as usize];

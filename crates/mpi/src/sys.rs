@@ -73,6 +73,29 @@ pub fn available_cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+/// The CPUs this process may run on, as a bit mask in 64-bit words (empty
+/// if unknown).
+pub fn affinity_mask() -> Vec<u64> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        let n = libc::CPU_SETSIZE as usize;
+        let mut words = vec![0u64; n / 64];
+        for cpu in 0..n {
+            if libc::CPU_ISSET(cpu, &set) {
+                words[cpu / 64] |= 1 << (cpu % 64);
+            }
+        }
+        while words.last() == Some(&0) {
+            words.pop();
+        }
+        words
+    }
+}
+
 pub fn getpid() -> u32 {
     std::process::id()
 }
