@@ -42,9 +42,16 @@ pub unsafe fn reduce_blocks(op: Op, input: *const u8, inout: *mut u8, count: usi
         let io_bits = _mm_loadu_si128(inout.add(16 * k) as *const __m128i);
         let x = _mm256_cvtph_ps(x_bits);
         let io = _mm256_cvtph_ps(io_bits);
+        // A NaN operand's payload is chosen explicitly (inout's, else
+        // input's), as the portable kernel does: the processor would return
+        // its first operand's, but the compiler may commute the operation.
+        let nan_first = |r: __m256| {
+            let r = _mm256_blendv_ps(r, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+            _mm256_blendv_ps(r, io, _mm256_cmp_ps::<_CMP_UNORD_Q>(io, io))
+        };
         let out = match op {
-            Op::Sum => _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_add_ps(io, x)),
-            Op::Prod => _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_mul_ps(io, x)),
+            Op::Sum => _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(nan_first(_mm256_add_ps(io, x))),
+            Op::Prod => _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(nan_first(_mm256_mul_ps(io, x))),
             _ => {
                 // Ordered, quiet comparisons: false when either is a NaN.
                 let keep = if op == Op::Max {

@@ -147,6 +147,22 @@ macro_rules! float_kernel {
 float_kernel!(reduce_f32, f32);
 float_kernel!(reduce_f64, f64);
 
+/// The NaN a SUM or PROD of `io` and `x` yields, made explicit: `io`'s NaN
+/// if it is one, else `x`'s, else the operation's result `r`. The processor
+/// returns its first operand's NaN, but the compiler may commute the
+/// operands, so without this the payload could depend on code generation
+/// (and the F16C path must give the same bits, see [`crate::f16c`]).
+#[inline(always)]
+fn nan_operand_first(io: f32, x: f32, r: f32) -> f32 {
+    if io.is_nan() {
+        io
+    } else if x.is_nan() {
+        x
+    } else {
+        r
+    }
+}
+
 /// binary16 and bfloat16: decode to f32, operate, round back once (see
 /// [`crate::half`]). MAX/MIN compare the decoded values and keep the chosen
 /// operand's bits.
@@ -171,10 +187,12 @@ macro_rules! narrow_float_kernel {
                     }
                 }),
                 Op::Sum => zip_apply::<u16, _>(input, inout, count, |x, io| {
-                    $from_f32($to_f32(io) + $to_f32(x))
+                    let (a, b) = ($to_f32(io), $to_f32(x));
+                    $from_f32(nan_operand_first(a, b, a + b))
                 }),
                 Op::Prod => zip_apply::<u16, _>(input, inout, count, |x, io| {
-                    $from_f32($to_f32(io) * $to_f32(x))
+                    let (a, b) = ($to_f32(io), $to_f32(x));
+                    $from_f32(nan_operand_first(a, b, a * b))
                 }),
                 _ => return false,
             }
