@@ -87,7 +87,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "",
         scope: Scope::Library,
-        help: "name of this rank's cluster (set by gridmpirun --cluster; overrides discovery)",
+        help: "name of this rank's cluster (set per rank by gridmpirun from a hostfile's cluster=NAME; overrides discovery)",
     },
     Setting {
         name: "GRIDMPI_WAN_BANDWIDTH",
@@ -155,7 +155,7 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "GRIDMPI_PACE_SHARE",
         kind: Kind::Float,
-        default: "0.9",
+        default: "0.95",
         scope: Scope::Library,
         help: "pacing by pattern: share of the WAN bandwidth that the paced flows of a collective's WAN phase aim at together (0: no pacing)",
     },

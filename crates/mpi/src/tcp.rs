@@ -19,7 +19,7 @@
 
 use crate::auth;
 use crate::sys;
-use gridmpi_engine::wire::{Header, HEADER_LEN};
+use gridmpi_engine::wire::{Header, Kind, HEADER_LEN};
 use gridmpi_engine::{Engine, Payload, Pid, ReqId, Transmit};
 use std::collections::VecDeque;
 use std::io;
@@ -178,6 +178,17 @@ struct Direct {
     done: u64,
 }
 
+/// How much sending time a paced socket may hold unsent (see set_pacing).
+const PACED_UNSENT: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// The unsent-data bound of a socket paced at `rate` bytes/s: `PACED_UNSENT`
+/// of it, at least 4 KiB, at most the connection's own bound.
+fn paced_lowat(rate: u64, tuned: Option<u32>) -> u32 {
+    let v = (rate as f64 * PACED_UNSENT.as_secs_f64()) as u64;
+    let v = v.clamp(4096, u32::MAX as u64) as u32;
+    tuned.map_or(v, |t| v.min(t))
+}
+
 /// Data payloads at least this large are read directly into user memory.
 const DIRECT_MIN: usize = 16 * 1024;
 
@@ -187,6 +198,42 @@ struct OutFrame {
     /// Bytes of header + payload written so far.
     done: u64,
     notify: Option<ReqId>,
+    prio: Prio,
+}
+
+/// Which queued frames a new frame may pass (see [`enqueue`]).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Prio {
+    /// Rendezvous payload (Data): bulk, in no order relative to messages.
+    Bulk,
+    /// Message envelopes (Eager, Rts): kept in order among themselves,
+    /// which is MPI's non-overtaking rule.
+    Message,
+    /// Small protocol replies (Cts, Fin, SyncAck, Credit): they refer to
+    /// something already received, so any order is correct.
+    Control,
+}
+
+impl Prio {
+    fn of(kind: Kind) -> Prio {
+        match kind {
+            Kind::Data => Prio::Bulk,
+            Kind::Eager | Kind::Rts => Prio::Message,
+            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit => Prio::Control,
+        }
+    }
+}
+
+/// Queue a frame ahead of the unstarted frames of lower priority, so that a
+/// clear-to-send never waits behind a megabyte of someone else's payload:
+/// on a paced WAN connection it would wait for the whole payload to leave
+/// at the paced rate, stalling the other direction's transfer as long.
+fn enqueue(out: &mut VecDeque<OutFrame>, f: OutFrame) {
+    let mut at = out.len();
+    while at > 0 && out[at - 1].done == 0 && out[at - 1].prio < f.prio {
+        at -= 1;
+    }
+    out.insert(at, f);
 }
 
 impl OutFrame {
@@ -204,6 +251,9 @@ struct PeerLink {
     out: VecDeque<OutFrame>,
     /// The peer closed an established connection (it finalized or died).
     closed: bool,
+    /// While the connection is paced: how many bytes the socket may hold
+    /// unsent (see `Tcp::set_pacing`).
+    paced_unsent: Option<u32>,
 }
 
 pub struct Tcp {
@@ -332,22 +382,40 @@ impl Tcp {
 
     /// Cap the sending rate of the connection with `peer` (None: uncapped).
     /// Returns false if there is no established connection.
+    ///
+    /// While capped, the socket also holds little unsent data (about
+    /// `PACED_UNSENT` of sending time): whatever sits unsent in the kernel
+    /// leaves at the paced rate, and a protocol reply queued behind it
+    /// (however urgent, see [`enqueue`]) waits that long. TCP_NOTSENT_LOWAT
+    /// alone does not bound it (one write may add a whole 64 KiB segment
+    /// train past the mark), so flush_peer also writes no more than the
+    /// room below it.
     pub fn set_pacing(&mut self, peer: Pid, bytes_per_sec: Option<u64>) -> bool {
         let Some(idx) = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established) else {
             return false;
         };
         let Some(c) = self.conns[idx].as_ref() else { return false };
+        let fd = c.fd.as_raw_fd();
         let v: u64 = bytes_per_sec.unwrap_or(u64::MAX);
         // SAFETY: a u64 option (the kernel accepts 32 or 64 bits) on our socket.
-        let r = unsafe {
-            libc::setsockopt(c.fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v as *const u64 as *const libc::c_void, 8)
+        let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v as *const u64 as *const libc::c_void, 8) };
+        let tuned = self.tuning[peer as usize].as_ref().and_then(|t| t.notsent_lowat);
+        // 0 restores the system default (net.ipv4.tcp_notsent_lowat).
+        let lowat = match bytes_per_sec {
+            Some(b) => paced_lowat(b, tuned),
+            None => tuned.unwrap_or(0),
         };
+        self.peers[peer as usize].paced_unsent = bytes_per_sec.map(|_| lowat);
+        let lr = setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, lowat.min(i32::MAX as u32) as libc::c_int);
         let value = match (bytes_per_sec, r) {
-            (Some(b), 0) => format!("{:.1} Mbit/s", b as f64 * 8.0 / 1e6),
+            (Some(b), 0) => format!("{:.1} Mbit/s, unsent <= {lowat} B", b as f64 * 8.0 / 1e6),
             (None, 0) => "unlimited".to_string(),
             (_, _) => format!("failed: {}", io::Error::last_os_error()),
         };
         self.events.push(ConnEvent::Tuned { peer, option: "SO_MAX_PACING_RATE", value });
+        if let Err(e) = lr {
+            self.events.push(ConnEvent::Tuned { peer, option: "TCP_NOTSENT_LOWAT", value: format!("{lowat} failed: {e}") });
+        }
         r == 0
     }
 
@@ -356,10 +424,7 @@ impl Tcp {
     pub fn unsent_bytes(&self, peer: Pid) -> Option<u32> {
         let idx = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established)?;
         let c = self.conns[idx].as_ref()?;
-        let mut v: libc::c_int = 0;
-        // SAFETY: SIOCOUTQNSD writes an int.
-        let r = unsafe { libc::ioctl(c.fd.as_raw_fd(), 0x894B /* SIOCOUTQNSD */, &mut v) };
-        (r == 0).then_some(v.max(0) as u32)
+        socket_unsent(c.fd.as_raw_fd())
     }
 
     /// Set the job identity and secret (known only after the PMI exchange).
@@ -392,7 +457,27 @@ impl Tcp {
         if link.closed {
             return Err(terr(Some(peer), "the peer closed its connection (did it exit?)"));
         }
-        link.out.push_back(OutFrame { header: t.header.encode(), payload: t.payload, done: 0, notify: t.notify });
+        let prio = Prio::of(t.header.kind);
+        match (link.paced_unsent, t.payload) {
+            // Paced: rendezvous payloads go out in pieces of what the socket
+            // may hold unsent, so a reply queued meanwhile waits for one
+            // piece, not for the rest of a large frame at the paced rate.
+            (Some(piece), Payload::User { buf, offset, len }) if t.header.kind == Kind::Data && len > piece as u64 => {
+                let piece = piece as u64;
+                let mut off = 0;
+                while off < len {
+                    let n = (len - off).min(piece);
+                    let mut h = t.header;
+                    h.len += off;
+                    h.payload_len = n as u32;
+                    let last = off + n == len;
+                    let payload = Payload::User { buf: buf.clone(), offset: offset + off, len: n };
+                    enqueue(&mut link.out, OutFrame { header: h.encode(), payload, done: 0, notify: if last { t.notify } else { None }, prio });
+                    off += n;
+                }
+            }
+            (_, payload) => enqueue(&mut link.out, OutFrame { header: t.header.encode(), payload, done: 0, notify: t.notify, prio }),
+        }
         if link.conn.is_none() {
             self.connect(peer, ep)?;
         }
@@ -947,8 +1032,16 @@ impl Tcp {
             return Ok(());
         }
         let fd = c.fd.as_raw_fd();
+        let budget = match self.peers[peer as usize].paced_unsent {
+            Some(max) => (max as u64).saturating_sub(socket_unsent(fd).unwrap_or(0) as u64),
+            None => u64::MAX,
+        };
+        if budget == 0 {
+            self.update_interest(idx, ep);
+            return Ok(());
+        }
         let mut out = std::mem::take(&mut self.peers[peer as usize].out);
-        let result = write_frames(fd, &mut out, &mut self.runs, engine);
+        let result = write_frames(fd, &mut out, &mut self.runs, engine, budget);
         self.peers[peer as usize].out = out;
         result.map_err(|e| terr(Some(peer), format!("send failed: {e}")))?;
         self.update_interest(idx, ep);
@@ -998,6 +1091,14 @@ impl Tcp {
     }
 }
 
+/// Bytes written to a TCP socket and not yet sent.
+fn socket_unsent(fd: RawFd) -> Option<u32> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: SIOCOUTQNSD writes an int.
+    let r = unsafe { libc::ioctl(fd, 0x894B /* SIOCOUTQNSD */, &mut v) };
+    (r == 0).then_some(v.max(0) as u32)
+}
+
 fn write_some(c: &mut Conn) -> Result<(), TransportError> {
     while !c.hs_out.is_empty() {
         // SAFETY: writing from our own buffer.
@@ -1015,17 +1116,19 @@ fn write_some(c: &mut Conn) -> Result<(), TransportError> {
     Ok(())
 }
 
-/// Write frames from the front of `out` until the socket would block.
-/// Completed frames are popped and their requests notified.
+/// Write frames from the front of `out` until the socket would block or
+/// `budget` bytes are written. Completed frames are popped and their
+/// requests notified.
 fn write_frames(
     fd: RawFd,
     out: &mut VecDeque<OutFrame>,
     runs: &mut Vec<(*mut u8, usize)>,
     engine: &mut Engine,
+    mut budget: u64,
 ) -> io::Result<()> {
     const MAX_IOV: usize = 256;
     let mut iov: Vec<libc::iovec> = Vec::with_capacity(MAX_IOV);
-    while !out.is_empty() {
+    while !out.is_empty() && budget > 0 {
         iov.clear();
         'frames: for f in out.iter() {
             let mut skip = f.done;
@@ -1064,6 +1167,21 @@ fn write_frames(
                 break;
             }
         }
+        // Within the budget: drop or shorten the iovecs past it.
+        let mut total = 0u64;
+        let mut keep = 0;
+        for v in iov.iter_mut() {
+            if total >= budget {
+                break;
+            }
+            let room = budget - total;
+            if v.iov_len as u64 > room {
+                v.iov_len = room as usize;
+            }
+            total += v.iov_len as u64;
+            keep += 1;
+        }
+        iov.truncate(keep);
         // SAFETY: a zeroed msghdr is valid; the iovecs point into memory owned
         // by queued frames or into user buffers of pending requests.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -1079,6 +1197,7 @@ fn write_frames(
             };
         }
         let mut n = n as u64;
+        budget -= n.min(budget);
         while n > 0 {
             let f = out.front_mut().expect("wrote more than was queued");
             let left = f.total() - f.done;
@@ -1095,4 +1214,45 @@ fn write_frames(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: Kind, done: u64) -> OutFrame {
+        OutFrame { header: Header::new(kind).encode(), payload: Payload::None, done, notify: None, prio: Prio::of(kind) }
+    }
+
+    fn kinds(out: &VecDeque<OutFrame>) -> Vec<u8> {
+        out.iter().map(|f| f.header[0]).collect()
+    }
+
+    #[test]
+    fn replies_pass_payloads_but_messages_keep_their_order() {
+        let (e, r, c, d) = (Kind::Eager as u8, Kind::Rts as u8, Kind::Cts as u8, Kind::Data as u8);
+        let mut out = VecDeque::new();
+        // A payload half written stays first; unstarted ones are passed.
+        enqueue(&mut out, frame(Kind::Data, 100));
+        enqueue(&mut out, frame(Kind::Data, 0));
+        enqueue(&mut out, frame(Kind::Rts, 0));
+        enqueue(&mut out, frame(Kind::Cts, 0));
+        enqueue(&mut out, frame(Kind::Eager, 0));
+        enqueue(&mut out, frame(Kind::Credit, 0));
+        assert_eq!(kinds(&out), vec![d, c, Kind::Credit as u8, r, e, d]);
+        // Replies stay in their own order; a message never passes a message.
+        let mut out = VecDeque::new();
+        enqueue(&mut out, frame(Kind::Eager, 0));
+        enqueue(&mut out, frame(Kind::Cts, 0));
+        enqueue(&mut out, frame(Kind::Rts, 0));
+        enqueue(&mut out, frame(Kind::Fin, 0));
+        assert_eq!(kinds(&out), vec![c, Kind::Fin as u8, e, r]);
+    }
+
+    #[test]
+    fn paced_sockets_hold_a_few_milliseconds_unsent() {
+        assert_eq!(paced_lowat(703_125, None), 4096); // 5.6 Mbit/s: the floor
+        assert_eq!(paced_lowat(12_500_000, None), 50_000); // 100 Mbit/s: 4 ms
+        assert_eq!(paced_lowat(12_500_000, Some(32_768)), 32_768); // never above the tuned bound
+    }
 }

@@ -144,7 +144,7 @@ fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::S
             }
         }
     }
-    let pace_share = st.rt.config.float("GRIDMPI_PACE_SHARE").unwrap_or(0.9).clamp(0.0, 1.0);
+    let pace_share = st.rt.config.float("GRIDMPI_PACE_SHARE").unwrap_or(0.95).clamp(0.0, 1.0);
     Some(Arc::new(gridmpi_engine::sched::Sites {
         of_rank: of_rank.into(),
         count: ids.len() as u32,
