@@ -1,13 +1,144 @@
 #!/usr/bin/env bash
-# The main demo: an MPI program run by gridmpirun. (Once the grid testbed is
-# in, this runs across an emulated two-cluster grid; see docs/.)
+# The main demo (`make demo`).
+#
+# 1. An MPI program run by gridmpirun on this machine: 4 ranks over shared
+#    memory, then forced onto TCP.
+# 2. As root: an emulated grid (gridmpi-testbed) of two clusters of four
+#    hosts joined by a WAN link of 100 Mbit/s, 5 ms one-way delay and a
+#    100-packet drop-tail queue at the bottleneck. The same program
+#    (examples/exchange.c: an all-to-all exchange and a 1 MiB allreduce)
+#    runs on 8 ranks under GridMPI and under MPICH (pip's, if installed),
+#    and the demo prints, side by side, the time per call, the packets the
+#    bottleneck dropped, TCP retransmissions and retransmission timeouts.
+#    Plots go to demo/out/: the WAN link per millisecond (throughput, queue,
+#    drops) for each MPI, and GridMPI's per-connection TCP history.
+#
+# DEMO_OUT=DIR puts the outputs elsewhere; DEMO_LOCAL_ONLY=1 skips part 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=build
-mkdir -p $B/examples
-$B/bin/mpicc -O2 -o $B/examples/pi examples/pi.c
-echo "== 4 ranks on this machine (shared memory) =="
-$B/bin/gridmpirun -n 4 $B/examples/pi
+ROOT=$PWD
+B=$ROOT/build
+OUT=${DEMO_OUT:-$ROOT/demo/out}
+MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
+mkdir -p "$B/examples" "$OUT"
+
+echo "== part 1: gridmpirun on this machine"
+"$B/bin/mpicc" -O2 -o "$B/examples/pi" examples/pi.c
+echo "-- 4 ranks, shared memory"
+"$B/bin/gridmpirun" -n 4 "$B/examples/pi"
+echo "-- 4 ranks forced onto TCP"
+"$B/bin/gridmpirun" -n 4 -genv GRIDMPI_TRANSPORT tcp "$B/examples/pi"
+
+TB=$B/bin/gridmpi-testbed
+if [ -n "${DEMO_LOCAL_ONLY:-}" ]; then
+    exit 0
+fi
+if [ "$(id -u)" != 0 ] || ! "$TB" check >/dev/null 2>&1; then
+    echo
+    echo "== part 2 (the emulated grid) skipped: it needs root and network namespaces."
+    echo "   Run 'sudo make demo', or 'gridmpi-testbed check' to see what is missing."
+    exit 0
+fi
+
 echo
-echo "== 4 ranks forced onto TCP =="
-$B/bin/gridmpirun -n 4 -genv GRIDMPI_TRANSPORT tcp $B/examples/pi
+echo "== part 2: two clusters joined by a WAN (gridmpi-testbed)"
+RATE=100mbit DELAY=5ms QUEUE=100p
+SIZE=${DEMO_SIZE:-262144} CALLS=${DEMO_CALLS:-8}
+"$TB" down --force >/dev/null 2>&1 || true
+"$TB" up 2x4 --rate $RATE --delay $DELAY --queue $QUEUE --cc cubic | sed -n '1,/^$/p'
+trap '"$TB" down >/dev/null 2>&1 || true' EXIT
+AGENT=/run/gridmpi-testbed/bin/gridmpi-testbed-ssh
+HOSTS=h0,h1,h2,h3,h4,h5,h6,h7
+cat >"$OUT/grid.topo" <<EOF
+cluster c0 h0 h1 h2 h3
+cluster c1 h4 h5 h6 h7
+wan c0 c1 bandwidth=$RATE delay=$DELAY
+EOF
+
+# TCP counters summed over the grid's hosts: retransmitted segments and
+# retransmission timeouts (each host is a network namespace with its own).
+tcp_counters() {
+    for h in h0 h1 h2 h3 h4 h5 h6 h7; do
+        "$TB" exec "$h" -- cat /proc/net/snmp /proc/net/netstat
+    done | python3 -c '
+import sys
+retrans = timeouts = 0
+lines = sys.stdin.read().splitlines()
+for names, values in zip(lines, lines[1:]):
+    n, v = names.split(), values.split()
+    if n[0] != v[0] or n == v:
+        continue
+    row = dict(zip(n[1:], v[1:]))
+    retrans += int(row.get("RetransSegs", 0))
+    timeouts += int(row.get("TCPTimeouts", 0))
+print(retrans, timeouts)'
+}
+
+# run NAME TITLE CMD...: run CMD as host h0 under the link monitor; keep its
+# output, and the WAN drops and TCP counters it caused, in $OUT/NAME.*
+run() {
+    local name=$1 title=$2
+    shift 2
+    local before after
+    before=$(tcp_counters)
+    "$TB" status --reset >/dev/null
+    "$TB" monitor -o "$OUT/$name.csv" --title "$title" -- "$TB" exec h0 -- "$@" | tee "$OUT/$name.txt"
+    after=$(tcp_counters)
+    "$TB" status --json >"$OUT/$name.status.json"
+    python3 - "$OUT/$name.status.json" "$before" "$after" >"$OUT/$name.counters" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+drops = sum(x["counters"]["drops"] for x in d["emulator"]["dirs"])
+b, a = [list(map(int, s.split())) for s in sys.argv[2:4]]
+print(drops, a[0] - b[0], a[1] - b[1])
+EOF
+}
+
+"$B/bin/mpicc" -O2 -o "$B/examples/exchange" examples/exchange.c
+TITLE="on 2x4 hosts, WAN $RATE, $DELAY one-way, $QUEUE queue"
+echo "-- GridMPI: gridmpirun --topology (the cluster map) --trace (TCP history)"
+rm -rf "$OUT/trace"
+run gridmpi "GridMPI: all-to-all and allreduce $TITLE" \
+    "$B/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 --topology "$OUT/grid.topo" --trace "$OUT/trace" \
+    "$B/examples/exchange" "$SIZE" "$CALLS"
+NAMES=(gridmpi)
+if [ -x "$MPICH/bin/mpicc" ]; then
+    echo "-- MPICH: mpiexec with the testbed as its ssh launcher"
+    "$MPICH/bin/mpicc" -O2 -o "$B/examples/exchange-mpich" examples/exchange.c
+    run mpich "MPICH: all-to-all and allreduce $TITLE" \
+        env MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp \
+        "$MPICH/bin/mpiexec" -launcher ssh -launcher-exec "$AGENT" -hosts $HOSTS -n 8 \
+        "$B/examples/exchange-mpich" "$SIZE" "$CALLS"
+    NAMES+=(mpich)
+else
+    echo "-- MPICH not found at $MPICH (bash .ci/install-deps.sh installs it): GridMPI alone"
+fi
+
+echo
+echo "== the grid, side by side (8 ranks; $((SIZE / 1024)) KiB per pair; $CALLS calls each)"
+python3 - "$OUT" "${NAMES[@]}" <<'EOF'
+import re, sys
+out, names = sys.argv[1], sys.argv[2:]
+rows = {}
+for n in names:
+    text = open(f"{out}/{n}.txt").read()
+    times = re.findall(r"^(MPI_\w+).*?median\s+([\d.]+) ms.*?(data ok|DATA WRONG)", text, re.M)
+    drops, retrans, rtos = open(f"{out}/{n}.counters").read().split()
+    rows[n] = {f"{op}, median ms per call": f"{t}{'' if ok == 'data ok' else ' (WRONG DATA)'}" for op, t, ok in times}
+    rows[n].update({"packets dropped at the WAN bottleneck": drops, "TCP segments retransmitted": retrans,
+                    "TCP retransmission timeouts": rtos})
+label = {"gridmpi": "GridMPI", "mpich": "MPICH"}
+keys = list(dict.fromkeys(k for r in rows.values() for k in r))
+w = max(map(len, keys))
+print(" " * w + "".join(f"{label[n]:>12}" for n in names))
+for k in keys:
+    print(f"{k:<{w}}" + "".join(f"{rows[n].get(k, '-'):>12}" for n in names))
+EOF
+echo
+echo "GridMPI's TCP connections (gridmpi-trace summary, connections that crossed the WAN first):"
+"$B/bin/gridmpi-trace" summary "$OUT/trace" | head -30
+"$B/bin/gridmpi-trace" report "$OUT/trace" -o "$OUT/trace.html" --title "GridMPI TCP history, $TITLE" >/dev/null
+echo
+echo "Plots in $OUT:"
+for n in "${NAMES[@]}"; do echo "  $n.svg      the WAN link per millisecond (throughput, queue, drops)"; done
+echo "  trace.html   GridMPI's TCP history per connection (cwnd, RTT, retransmissions)"

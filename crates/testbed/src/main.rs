@@ -242,7 +242,14 @@ fn run(cmd: Cmd) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Status { json, reset } => status(json, reset),
-        Cmd::Exec { .. } => unreachable!("handled before parsing"),
+        // `exec` is parsed by hand in main(); clap gets here only for
+        // `exec --help` (its arguments take hyphens verbatim).
+        Cmd::Exec { .. } => {
+            let mut cli = <Cli as clap::CommandFactory>::command();
+            let sub = cli.find_subcommand_mut("exec").expect("exec is a subcommand");
+            sub.print_long_help().map_err(|e| e.to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Set { link, from, settings } => {
             let mut pairs = Vec::new();
             for s in &settings {
