@@ -510,6 +510,10 @@ def main():
     ap.add_argument("--no-tcp-check", action="store_true", help="do not sample `ss` during p2p runs")
     ap.add_argument("--wait-idle", type=int, default=0, metavar="SECONDS",
                     help="first wait up to SECONDS for the machine to be idle (< 15%% CPU busy)")
+    ap.add_argument("--max-others", type=float, metavar="PCT",
+                    help="re-run (at most twice, after waiting up to --wait-idle or 600 s for an idle "
+                         "machine) a job during which other processes took more than PCT%% of the CPUs; "
+                         "the least disturbed attempt counts")
     args = ap.parse_args()
 
     parts = [p for p in args.only.split(",") if p]
@@ -562,14 +566,17 @@ def main():
     for k, text in compile_errors.items():
         log("  %s: cannot build: %s" % (k, text.strip()))
 
-    if args.wait_idle:
-        deadline = time.time() + args.wait_idle
+    def wait_idle(seconds):
+        deadline = time.time() + seconds
         while True:
             busy = cpu_busy(3)
             if busy < 15 or time.time() > deadline:
                 break
             log("machine %.0f%% busy; waiting for it to be idle" % busy)
             time.sleep(20)
+
+    if args.wait_idle:
+        wait_idle(args.wait_idle)
 
     started = datetime.datetime.now()
     load_before = uptime()
@@ -590,8 +597,18 @@ def main():
             order = [k for k in impls if k not in compile_errors]
             order = order[idx % len(order):] + order[:idx % len(order)] if order else []
             for k in order:
-                runs[key][k] = run_job(objs[k], nranks, mode, prog, list(prog_args[prog]), timeout,
-                                       watch_tcp=(prog == "p2p" and not args.no_tcp_check), rawlog=rawlog)
+                attempts = []
+                while True:
+                    res = run_job(objs[k], nranks, mode, prog, list(prog_args[prog]), timeout,
+                                  watch_tcp=(prog == "p2p" and not args.no_tcp_check), rawlog=rawlog)
+                    attempts.append(res)
+                    if args.max_others is None or res["others"] <= args.max_others or len(attempts) == 3:
+                        break
+                    log("           other processes took %.0f%% of the CPUs: again, when idle" % res["others"])
+                    wait_idle(args.wait_idle or 600)
+                best = min(attempts, key=lambda r: (r["status"] != "ok", r["others"]))
+                best["attempts"] = len(attempts)
+                runs[key][k] = best
             busy_during.append(cpu_busy(1))
 
     finished = datetime.datetime.now()
@@ -754,12 +771,16 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     w("## Jobs\n\n")
     w("CPU: the job's own processes, and every other process on the machine meanwhile (the load from "
       "other users), each in % of all CPUs, over the job's wall time.\n\n")
-    w("| program | ranks | transport | MPI | status | seconds | CPU job | CPU others |\n"
-      "|---|---|---|---|---|---|---|---|\n")
+    if args.max_others is not None:
+        w("Jobs during which other processes took more than %g%% of the CPUs were run again (at most 3 "
+          "attempts; the least disturbed counts, all are in the raw log).\n\n" % args.max_others)
+    w("| program | ranks | transport | MPI | status | seconds | CPU job | CPU others | attempts |\n"
+      "|---|---|---|---|---|---|---|---|---|\n")
     for key, nranks, mode, prog in jobs:
         for k, res in runs.get(key, {}).items():
-            w("| %s | %d | %s | %s | %s | %.1f | %.0f%% | %.0f%% |\n" % (
-                prog, nranks, mode, IMPL_NAME[k], res["status"], res["elapsed"], res["ours"], res["others"]))
+            w("| %s | %d | %s | %s | %s | %.1f | %.0f%% | %.0f%% | %d |\n" % (
+                prog, nranks, mode, IMPL_NAME[k], res["status"], res["elapsed"], res["ours"], res["others"],
+                res.get("attempts", 1)))
     w("\n")
 
     w("## Failures and unsupported operations\n\n")

@@ -64,29 +64,56 @@ KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "SHELL"
 FULL_SIZES = [4096 << i for i in range(9)]          # 4 KiB .. 1 MiB
 QUICK_SIZES = [4096, 16384, 65536, 1 << 20]
 
-# GridMPI variants: name -> (what it shows, environment given the topology file).
-# "map" = GRIDMPI_TOPOLOGY, the cluster map with the WAN's bandwidth and delay.
+# GridMPI variants: name -> (what it shows, environment given the topology
+# file and the job). "map" = GRIDMPI_TOPOLOGY, the cluster map with the WAN's
+# bandwidth and delay. With a map, GridMPI tunes WAN connections, picks its
+# cluster-aware ("wan") collective algorithms and paces their WAN phases.
+
+def flat_collectives(job):
+    """The algorithms GridMPI picks on one cluster (its flat table), named one
+    by one: no single setting turns the cluster-aware algorithms off."""
+    a2a = "scattered"
+    if job["bench"] == "alltoall" and job["size"] >= 32768:
+        a2a = "pairwise"
+    if job["bench"] == "ft" and job["size"] >= 32768:
+        a2a = "pairwise"
+    return {"GRIDMPI_COLL_ALLTOALL": a2a, "GRIDMPI_COLL_BCAST": "scatter_allgather",
+            "GRIDMPI_COLL_ALLREDUCE": "rabenseifner", "GRIDMPI_COLL_REDUCE": "rabenseifner",
+            "GRIDMPI_COLL_BARRIER": "dissemination"}
+
+
 VARIANTS = {
-    "gridmpi": ("everything on: cluster map from a topology file (bandwidth, delay), WAN connections tuned "
-                "(cubic, RTO min 5 ms, RTO max, NOTSENT_LOWAT, buffers)",
-                lambda topo: {"GRIDMPI_TOPOLOGY": topo}),
-    "gridmpi-discovery": ("out of the box: no map given, clusters discovered by handshake timing "
-                          "(WAN bandwidth unknown: buffers autotuned)",
-                          lambda topo: {}),
-    "gridmpi-nomap": ("WAN tuning off: no map, no discovery (one cluster: no connection is tuned)",
-                      lambda topo: {"GRIDMPI_CLUSTER_DISCOVERY": "off"}),
-    "gridmpi-bbr": ("map, but congestion control BBR (this machine's default) instead of cubic",
-                    lambda topo: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_CC": "bbr"}),
-    "gridmpi-rto200": ("map, but RTO min 200 ms (the kernel's) instead of 5 ms",
-                       lambda topo: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_RTO_MIN": "200ms"}),
-    "gridmpi-lowat-off": ("map, but no NOTSENT_LOWAT bound (4 GiB = the kernel's default, unlimited)",
-                          lambda topo: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_NOTSENT_LOWAT": "4g"}),
+    "gridmpi": ("everything on: cluster map from a topology file (bandwidth, delay); WAN connections tuned "
+                "(cubic, RTO min 5 ms, RTO max, NOTSENT_LOWAT, buffers); cluster-aware collectives; pacing of "
+                "their WAN phases at 0.9 x bandwidth / flows",
+                lambda topo, job: {"GRIDMPI_TOPOLOGY": topo}),
+    "gridmpi-nopace": ("map, but no pacing (`GRIDMPI_PACE_SHARE=0`)",
+                       lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_PACE_SHARE": "0"}),
+    "gridmpi-flat": ("map and TCP tuning, but the flat collective algorithms of one cluster (each named: "
+                     "`GRIDMPI_COLL_ALLTOALL=scattered` below 32 KiB per peer, `pairwise` from 32 KiB; "
+                     "`BCAST=scatter_allgather`, `ALLREDUCE=rabenseifner`, `REDUCE=rabenseifner`, "
+                     "`BARRIER=dissemination`); flat algorithms carry no pacing",
+                     lambda topo, job: dict({"GRIDMPI_TOPOLOGY": topo}, **flat_collectives(job))),
+    "gridmpi-rto200": ("map, but RTO min 200 ms (the kernel's) instead of 5 ms (`GRIDMPI_TCP_RTO_MIN=200ms`)",
+                       lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_RTO_MIN": "200ms"}),
+    "gridmpi-bbr": ("map, but congestion control BBR (this machine's default) instead of cubic "
+                    "(`GRIDMPI_TCP_CC=bbr`)",
+                    lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_CC": "bbr"}),
+    "gridmpi-lowat-off": ("map, but no NOTSENT_LOWAT bound (`GRIDMPI_TCP_NOTSENT_LOWAT=4g`: the kernel's "
+                          "default, unlimited)",
+                          lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_NOTSENT_LOWAT": "4g"}),
+    "gridmpi-discovery": ("out of the box: no map given, clusters discovered by handshake timing (hosts closer "
+                          "than 1 ms RTT: at 0 ms delay everything is one cluster); the WAN bandwidth is then "
+                          "unknown, so buffers are autotuned and nothing is paced",
+                          lambda topo, job: {}),
+    "gridmpi-nomap": ("everything off: no map, no discovery (`GRIDMPI_CLUSTER_DISCOVERY=off`): one cluster, "
+                      "no tuning, flat collectives, no pacing",
+                      lambda topo, job: {"GRIDMPI_CLUSTER_DISCOVERY": "off"}),
 }
 # The variants run for bcast, allreduce and the application kernels (alltoall runs them all).
-SHORT_LIST = ("gridmpi", "gridmpi-nomap", "gridmpi-rto200")
-# Variants added only when `gridmpirun --info` shows the settings they turn off
-# (cluster-aware collectives and pacing, being implemented): see detect_features().
-OPTIONAL_VARIANTS = {}
+SHORT_LIST = ("gridmpi", "gridmpi-nopace", "gridmpi-flat", "gridmpi-rto200", "gridmpi-nomap")
+# Variants whose settings this build lacks are left out.
+NEEDS = {"gridmpi-nopace": "GRIDMPI_PACE_SHARE"}
 
 IMPL_LABEL = {"mpich": "MPICH 5 (ofi/tcp)", "openmpi": "Open MPI 5 (ob1/tcp)"}
 
@@ -158,6 +185,8 @@ class Grid:
     def __init__(self, tb):
         self.tb = tb
         self.up_delay = None
+        self.my_ident = None
+        self.ups = 0
         atexit.register(self.down)
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, self._signal)
@@ -167,8 +196,33 @@ class Grid:
         self.down()
         sys.exit(128 + signum)
 
+    STATE = "/run/gridmpi-testbed/state.json"
+
+    def ident(self):
+        """(creation time, emulator pid) of the grid that is up, None if none."""
+        try:
+            with open(self.STATE) as f:
+                st = json.load(f)
+            return (st.get("created"), json.dumps(st.get("emulator")))
+        except (OSError, ValueError):
+            return None
+
+    def ours(self):
+        return self.up_delay is not None and self.ident() == self.my_ident
+
     def someone_elses(self):
-        return os.path.exists("/run/gridmpi-testbed/state.json") and self.up_delay is None
+        return self.ident() is not None and not self.ours()
+
+    def ensure(self, wait_s):
+        """Before a job: is our grid still up? (Someone else's `down` or `up` may
+        have replaced it.) If not, bring ours up again. True if it had to."""
+        if self.ours():
+            return False
+        delay = self.up_delay
+        log("our grid is gone (taken down or replaced by someone else); bringing it up again")
+        self.up_delay = None
+        self.up(delay, wait_s)
+        return True
 
     def up(self, delay_ms, wait_s):
         t0 = time.time()
@@ -181,15 +235,21 @@ class Grid:
         cmd = [self.tb, "up", "2x4", "--rate", "100mbit", "--delay", "%gms" % delay_ms, "--queue", QUEUE,
                "--cc", "cubic"]
         log("$ " + " ".join(cmd))
-        self.up_delay = delay_ms
         r = run(cmd)
         if r.returncode != 0:
             sys.stdout.write(r.stdout)
             raise SystemExit("gridmpi-testbed up failed")
+        self.up_delay = delay_ms
+        self.my_ident = self.ident()
+        self.ups += 1
         return cmd
 
     def down(self):
         if self.up_delay is None:
+            return
+        if not self.ours():
+            log("the grid that is up is not ours (or none is): leaving it alone")
+            self.up_delay = None
             return
         self.kill_leftovers()
         r = run([self.tb, "down"])
@@ -207,6 +267,8 @@ class Grid:
 
     def kill_leftovers(self):
         """End processes left in this run's host namespaces (a job that timed out), by pid."""
+        if not self.ours():
+            return
         pids = self.host_pids()
         if not pids:
             return
@@ -363,7 +425,7 @@ class Runner:
         self.jobs = []
         self.raw = open(os.path.join(work, "raw.log"), "a")
 
-    def launcher_argv(self, impl, variant, prog, pargs, trace_dir, topo):
+    def launcher_argv(self, impl, variant, prog, pargs, trace_dir, topo, job):
         """argv run on h0 and the environment added to it."""
         exe = os.path.join(self.work, "bin", impl, prog)
         hosts = ",".join(HOSTS)
@@ -377,7 +439,7 @@ class Runner:
                     "--map-by", "node", "-H", hosts, "-n", "8", "--mca", "btl", "tcp,self", "--mca", "pml", "ob1",
                     exe] + pargs
         else:
-            env = VARIANTS.get(variant, OPTIONAL_VARIANTS.get(variant))[1](topo)
+            env = VARIANTS[variant][1](topo, job)
             argv = [os.path.join(self.snap, "bin", "gridmpirun"), "--launcher", AGENT, "-hosts", hosts, "-n", "8"]
             if trace_dir:
                 argv += ["--trace", trace_dir]
@@ -385,13 +447,25 @@ class Runner:
         return argv, env
 
     def run_job(self, delay, bench, impl, variant, param, pargs, timeout):
+        for attempt in range(3):
+            self.grid.ensure(self.args.wait_grid)
+            job = self.run_job_once(delay, bench, impl, variant, param, pargs, timeout)
+            if self.grid.ours():
+                break
+            log("  the grid changed during %s: running it again" % job["name"])
+        job["attempts"] = attempt + 1
+        self.jobs.append(job)
+        return job
+
+    def run_job_once(self, delay, bench, impl, variant, param, pargs, timeout):
         name = "%s-d%g-%s-%s" % (bench, delay, variant, param)
         jdir = os.path.join(self.work, "jobs", name)
         shutil.rmtree(jdir, ignore_errors=True)
         os.makedirs(jdir)
         topo = os.path.join(self.work, "topology-d%g.txt" % delay)
         trace_dir = os.path.join(jdir, "trace") if impl == "gridmpi" and not self.args.no_trace else None
-        argv, env_add = self.launcher_argv(impl, variant, PROG_OF[bench], pargs, trace_dir, topo)
+        argv, env_add = self.launcher_argv(impl, variant, PROG_OF[bench], pargs, trace_dir, topo,
+                                           {"bench": bench, "size": size_param(bench, param)})
         env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         env.update(env_add)
         full = self.grid.exec_argv("h0", (["env"] + ["%s=%s" % kv for kv in sorted(env_add.items())]
@@ -436,6 +510,8 @@ class Runner:
         job["monitor"] = monitor_stats(mon_csv, job["monitor_start_mono"], win)
         if trace_dir and os.path.isdir(trace_dir):
             job["trace"] = trace_summary(os.path.join(self.snap, "bin", "gridmpi-trace"), trace_dir)
+            if not (bench == "alltoall" and param == PLOT_SIZE):   # keep the JSON small
+                job["trace"]["text"] = "\n".join(job["trace"]["text"].splitlines()[:2])
         errs = [l for l in out.splitlines() if "ERROR" in l or "panick" in l or "error" in l.lower()]
         job["errors"] = errs[:20]
         if timed_out:
@@ -456,8 +532,17 @@ class Runner:
         if job["status"] != "ok":
             for l in out.strip().splitlines()[-12:]:
                 log("    | " + l)
-        self.jobs.append(job)
         return job
+
+
+def size_param(bench, param):
+    """Bytes per peer of the job's main exchange."""
+    if bench == "alltoall":
+        return parse_size(param)
+    if bench == "ft":
+        nx, ny, nz = (int(x) for x in param.split("x"))
+        return nx * ny * nz * 16 // 64
+    return 0
 
 
 PROG_OF = {"alltoall": "wan_coll", "bcast": "wan_coll", "allreduce": "wan_coll", "is": "is_sort",
@@ -466,10 +551,33 @@ PROG_OF = {"alltoall": "wan_coll", "bcast": "wan_coll", "allreduce": "wan_coll",
 
 # ---------------------------------------------------------------- setup
 
-def snapshot_gridmpi(work):
+def newest_mtime(d):
+    t = 0
+    for root, _, files in os.walk(d):
+        for f in files:
+            try:
+                t = max(t, os.lstat(os.path.join(root, f)).st_mtime)
+            except OSError:
+                pass
+    return t
+
+
+def snapshot_gridmpi(work, settle_s=60, limit_s=1800):
+    """Copy build/ once nothing in it has changed for settle_s (a `make build`
+    may be running: a half-copied build would mix two versions)."""
+    build = os.path.join(REPO, "build")
     snap = os.path.join(work, "gridmpi")
-    shutil.rmtree(snap, ignore_errors=True)
-    shutil.copytree(os.path.join(REPO, "build"), snap, symlinks=True)
+    t0 = time.time()
+    while True:
+        age = time.time() - newest_mtime(build)
+        if age >= settle_s or time.time() - t0 > limit_s:
+            before = newest_mtime(build)
+            shutil.rmtree(snap, ignore_errors=True)
+            shutil.copytree(build, snap, symlinks=True)
+            if newest_mtime(build) == before:
+                break
+        log("build/ changed %.0f s ago (a build is running?): waiting before copying it" % age)
+        time.sleep(max(5, settle_s - age))
     lib = os.path.join(snap, "lib", "libmpi.so.12")
     h = hashlib.sha256(open(lib, "rb").read()).hexdigest()[:16]
 
@@ -481,16 +589,14 @@ def snapshot_gridmpi(work):
         "commit": git("rev-parse", "--short", "HEAD"),
         "subject": git("log", "-1", "--format=%s"),
         "dirty": git("status", "--porcelain", "--untracked-files=no"),
-        "lib_built": datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(REPO, "build", "lib",
-                                                                                  "libmpi.so.12"))).isoformat(
-            timespec="minutes"),
+        "lib_built": datetime.datetime.fromtimestamp(os.path.getmtime(lib)).isoformat(timespec="minutes"),
         "lib_sha256": h,
         "info": info,
     }
 
 
 def detect_features(info):
-    """Settings of the lead's WAN work (pacing, cluster-aware collectives), if this build has them."""
+    """Settings of the WAN work beyond TCP tuning (pacing, cluster-aware collectives) in this build."""
     names = re.findall(r"^(GRIDMPI_\S+)\s+(\S*)", info, re.M)
     return {n: v for n, v in names if "PACE" in n or "PACING" in n or n.startswith("GRIDMPI_COLL_WAN")
             or n.startswith("GRIDMPI_HIER")}
@@ -544,7 +650,7 @@ def plan(args, impls, variants):
                 pa = ["--op", "alltoall", "--size", str(size), "--reps", str(3 if q else 5),
                       "--rep-ms", str(300 if q else 1000), "--warmup", "3", "--max-iters", "400"]
                 jobs.append(("alltoall", impl, var, fmt_size(size), pa, 600))
-    few = [m for m in members if m[1] in SHORT_LIST or m[1] in OPTIONAL_VARIANTS or m[0] != "gridmpi"]
+    few = [m for m in members if m[1] in SHORT_LIST or m[0] != "gridmpi"]
 
     def rotated_few(g):
         k = g % len(few) if few else 0
@@ -582,8 +688,7 @@ def make_plots(data, tb, trace_bin, outdir, rel):
     for j in data["jobs"]:
         if j["bench"] != "alltoall" or j["param"] != PLOT_SIZE or not j.get("window"):
             continue
-        if j["variant"] not in ("mpich", "openmpi", "gridmpi", "gridmpi-nomap") and \
-                j["variant"] not in OPTIONAL_VARIANTS:
+        if j["variant"] not in ("mpich", "openmpi", "gridmpi", "gridmpi-nopace", "gridmpi-flat", "gridmpi-nomap"):
             continue
         base = "a2a-%s-d%g-%s" % (PLOT_SIZE.lower(), j["delay_ms"], j["variant"])
         cut = os.path.join(j["dir"], base + ".csv")
@@ -602,7 +707,7 @@ def make_plots(data, tb, trace_bin, outdir, rel):
     for j in data["jobs"]:
         if j["bench"] != "alltoall" or j["param"] != PLOT_SIZE or j["impl"] != "gridmpi":
             continue
-        if j["variant"] not in ("gridmpi", "gridmpi-rto200", "gridmpi-nomap") and j["variant"] not in OPTIONAL_VARIANTS:
+        if j["variant"] not in ("gridmpi", "gridmpi-nopace", "gridmpi-rto200"):
             continue
         tdir = os.path.join(j["dir"], "trace")
         if not os.path.isdir(tdir):
@@ -673,10 +778,15 @@ def main():
     log("work directory %s" % work)
     snap, src = snapshot_gridmpi(work)
     features = detect_features(src["info"])
+    probe = run([os.path.join(snap, "bin", "gridmpirun"), "--info"],
+                env={"PATH": os.environ["PATH"], "GRIDMPI_COLL_ALLTOALL": "wan"})
+    if probe.returncode == 0:
+        features["GRIDMPI_COLL_* = wan"] = "cluster-aware collectives, chosen by auto across clusters"
     log("GridMPI commit %s%s, libmpi built %s (sha256 %s); WAN features beyond TCP tuning: %s" % (
         src["commit"], " + uncommitted changes" if src["dirty"] else "", src["lib_built"], src["lib_sha256"],
         features or "none yet"))
-    variants = args.variants.split(",") if args.variants else list(VARIANTS) + list(OPTIONAL_VARIANTS)
+    variants = args.variants.split(",") if args.variants else [
+        v for v in VARIANTS if v not in NEEDS or NEEDS[v] in src["info"]]
     versions = compile_programs(work, snap)
     tb = os.path.join(snap, "bin", "gridmpi-testbed")
     grid = Grid(tb)
@@ -685,17 +795,18 @@ def main():
             "argv": sys.argv, "full_run": full_run, "source": src, "features": features, "versions": versions,
             "machine": {"nproc": os.cpu_count(), "kernel": os.uname().release,
                         "loadavg_start": open("/proc/loadavg").read().strip()},
-            "variants": {v: (VARIANTS.get(v) or OPTIONAL_VARIANTS.get(v))[0] for v in variants},
+            "variants": {v: VARIANTS[v][0] for v in variants},
             "sizes": args.sizes, "delays": args.delays, "quick": args.quick, "jobs": [], "grids": []}
     runner = Runner(args, work, grid, snap)
     t_start = time.time()
-    resdir = os.path.join(HERE, "results")
+    resdir = os.path.join(HERE, "results") if full_run else os.path.join(work, "results")
     os.makedirs(resdir, exist_ok=True)
     json_path = os.path.join(resdir, "%s%s.json" % (stamp, "" if full_run else "-partial"))
 
     def save():
         data["jobs"] = [{k: v for k, v in j.items()} for j in runner.jobs]
         data["duration_s"] = time.time() - t_start
+        data["grid_ups"] = grid.ups
         data["machine"]["loadavg_end"] = open("/proc/loadavg").read().strip()
         with open(json_path, "w") as f:
             json.dump(data, f, indent=1)

@@ -2,7 +2,7 @@
  * wan_coll.c: one collective at one size, timed on a grid (bench/wan/).
  *
  *   wan_coll --op alltoall|bcast|allreduce --size BYTES [--reps R] [--rep-ms MS]
- *            [--max-iters N] [--warmup W] [--calls C] [--no-loop] [--no-isolated]
+ *            [--max-iters N] [--warmup W] [--warmup-ms MS] [--calls C] [--no-loop] [--no-isolated]
  *
  * alltoall: SIZE bytes (MPI_BYTE) to and from every rank ("size per peer").
  * bcast:    SIZE bytes from rank 0.
@@ -12,9 +12,10 @@
  *
  * loop (default for alltoall): R repetitions ("reps"), each started by an
  *   MPI_Barrier, of N back-to-back calls; a rep's value is the largest
- *   per-rank time / N (RESULT ... mode=loop). N is calibrated from the
- *   fastest of W warm-up calls so that a rep lasts about --rep-ms (at
- *   least 1, at most --max-iters). Every call is also timed on every rank,
+ *   per-rank time / N (RESULT ... mode=loop). Warm-up: at least W calls
+ *   (--warmup) and at least --warmup-ms; N is calibrated from the median of
+ *   the last W warm-up calls so that a rep lasts about --rep-ms (at least
+ *   1, at most --max-iters). Every call is also timed on every rank,
  *   and the largest per call over the ranks is kept: CALLS gives their
  *   median, 90th percentile, maximum, and how many took more than 100 ms.
  *
@@ -46,6 +47,7 @@ static int opt_reps = 5;
 static double opt_rep_ms = 1000;
 static long opt_max_iters = 500;
 static int opt_warmup = 3;
+static double opt_warmup_ms = 300;
 static int opt_calls = 7;
 static int opt_loop = -1, opt_isolated = -1; /* -1: by op */
 
@@ -164,17 +166,26 @@ static void run_loop(struct bufs *b)
     char tags[128];
     print_tags(tags, sizeof tags);
 
-    /* Warm-up (also opens the connections); calibrate from the fastest call. */
-    double fastest = 1e30;
-    for (int w = 0; w < opt_warmup; w++) {
+    /* Warm-up (also opens the connections and lets the congestion windows
+     * grow): at least --warmup calls and at least --warmup-ms; calibrate
+     * from the median of the last --warmup calls (the first ones are slow). */
+    double *wt = xmalloc(sizeof(double) * 4096);
+    int nw = 0;
+    double wstart = now();
+    for (;;) {
         CHK(MPI_Barrier(MPI_COMM_WORLD));
         double t0 = now();
         one_call(b);
         double t = now() - t0, tmax;
         CHK(MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-        if (tmax < fastest)
-            fastest = tmax;
+        wt[nw++] = tmax;
+        int more = nw < opt_warmup || (now() - wstart) * 1e3 < opt_warmup_ms;
+        CHK(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        if (!more || nw == 4096)
+            break;
     }
+    double fastest = median(wt + nw - opt_warmup, opt_warmup);
+    free(wt);
     long iters = (long)(opt_rep_ms / 1e3 / (fastest > 1e-6 ? fastest : 1e-6));
     if (iters < 1)
         iters = 1;
@@ -323,7 +334,7 @@ static void usage(void)
 {
     if (w_rank == 0)
         fprintf(stderr, "usage: wan_coll --op alltoall|bcast|allreduce --size BYTES [--reps R] [--rep-ms MS] "
-                        "[--max-iters N] [--warmup W] [--calls C] [--loop|--no-loop] [--isolated|--no-isolated]\n");
+                        "[--max-iters N] [--warmup W] [--warmup-ms MS] [--calls C] [--loop|--no-loop] [--isolated|--no-isolated]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -353,6 +364,8 @@ int main(int argc, char **argv)
             opt_max_iters = atol(argv[++i]);
         } else if (!strcmp(a, "--warmup") && v) {
             opt_warmup = atoi(argv[++i]);
+        } else if (!strcmp(a, "--warmup-ms") && v) {
+            opt_warmup_ms = atof(argv[++i]);
         } else if (!strcmp(a, "--calls") && v) {
             opt_calls = atoi(argv[++i]);
         } else if (!strcmp(a, "--loop")) {
