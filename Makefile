@@ -1,7 +1,8 @@
 # GridMPI: `make` builds everything into build/, `make test` runs every test,
 # `make demo` runs the main demo. See README.md.
 
-CARGO    ?= cargo
+# cargo from PATH, else where rustup puts it (.ci/install-deps.sh run with sudo)
+CARGO    ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 BUILD    := build
 RELEASE  := target/release
 PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace

@@ -85,7 +85,7 @@ def flat_collectives(job):
 VARIANTS = {
     "gridmpi": ("everything on: cluster map from a topology file (bandwidth, delay); WAN connections tuned "
                 "(cubic, RTO min 5 ms, RTO max, NOTSENT_LOWAT, buffers); cluster-aware collectives; pacing of "
-                "their WAN phases at 0.9 x bandwidth / flows",
+                "their WAN phases at 0.95 x bandwidth / flows (control frames first, unsent data bounded)",
                 lambda topo, job: {"GRIDMPI_TOPOLOGY": topo}),
     "gridmpi-nopace": ("map, but no pacing (`GRIDMPI_PACE_SHARE=0`)",
                        lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_PACE_SHARE": "0"}),
