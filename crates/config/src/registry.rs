@@ -256,24 +256,24 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_GATHER",
-        kind: Kind::Choice(&["auto", "linear", "binomial"]),
+        kind: Kind::Choice(&["auto", "linear", "binomial", "wan"]),
         default: "auto",
         scope: Scope::Library,
-        help: "gather algorithm (auto: binomial for blocks up to 2k on more than 2 ranks, else linear; gatherv is always linear)",
+        help: "gather(v) algorithm (auto: wan across clusters, else binomial for blocks up to 2k on more than 2 ranks, else linear; gatherv: linear or wan)",
     },
     Setting {
         name: "GRIDMPI_COLL_SCATTER",
-        kind: Kind::Choice(&["auto", "linear", "binomial"]),
+        kind: Kind::Choice(&["auto", "linear", "binomial", "wan"]),
         default: "auto",
         scope: Scope::Library,
-        help: "scatter algorithm (auto: binomial for blocks up to 2k on more than 2 ranks, else linear; scatterv is always linear)",
+        help: "scatter(v) algorithm (auto: wan across clusters, else binomial for blocks up to 2k on more than 2 ranks, else linear; scatterv: linear or wan)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLGATHER",
-        kind: Kind::Choice(&["auto", "ring", "recursive_doubling", "bruck"]),
+        kind: Kind::Choice(&["auto", "ring", "recursive_doubling", "bruck", "wan"]),
         default: "auto",
         scope: Scope::Library,
-        help: "allgather and allgatherv algorithm (auto: below 80k in all, recursive_doubling on 2^k ranks or for allgatherv, else bruck; ring above)",
+        help: "allgather and allgatherv algorithm (auto: wan across clusters; else below 80k in all, recursive_doubling on 2^k ranks or for allgatherv, else bruck; ring above)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLTOALL",
@@ -305,10 +305,10 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_REDUCE_SCATTER",
-        kind: Kind::Choice(&["auto", "recursive_halving", "ring", "reduce_scatterv"]),
+        kind: Kind::Choice(&["auto", "recursive_halving", "ring", "reduce_scatterv", "wan"]),
         default: "auto",
         scope: Scope::Library,
-        help: "reduce_scatter(_block) algorithm (auto: recursive_halving below 512k, else ring; non-commutative ops always reduce_scatterv)",
+        help: "reduce_scatter(_block) algorithm (auto: wan across clusters, else recursive_halving below 512k, else ring; non-commutative ops always reduce_scatterv)",
     },
     Setting {
         name: "GRIDMPI_COLL_SCAN",

@@ -73,12 +73,12 @@ algorithms!(
     Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline", Wan = "wan" }
 );
 algorithms!(
-    /// Gather and scatter (the v forms are always linear).
-    Rooted { Linear = "linear", Binomial = "binomial" }
+    /// Gather and scatter (the v forms: linear, or wan across clusters).
+    Rooted { Linear = "linear", Binomial = "binomial", Wan = "wan" }
 );
 algorithms!(
     /// Allgather and allgatherv.
-    Allgather { Ring = "ring", RecursiveDoubling = "recursive_doubling", Bruck = "bruck" }
+    Allgather { Ring = "ring", RecursiveDoubling = "recursive_doubling", Bruck = "bruck", Wan = "wan" }
 );
 algorithms!(
     /// Alltoall, alltoallv, alltoallw.
@@ -94,7 +94,7 @@ algorithms!(
 );
 algorithms!(
     /// Reduce_scatter and reduce_scatter_block.
-    ReduceScatter { RecursiveHalving = "recursive_halving", Ring = "ring", ReduceScatterv = "reduce_scatterv" }
+    ReduceScatter { RecursiveHalving = "recursive_halving", Ring = "ring", ReduceScatterv = "reduce_scatterv", Wan = "wan" }
 );
 algorithms!(
     /// Scan and exscan.
@@ -137,6 +137,12 @@ fn bcast_table(i: &Input) -> Bcast {
 }
 
 fn rooted_table(i: &Input) -> Rooted {
+    if i.clusters > 1 {
+        return Rooted::Wan;
+    }
+    if !i.equal_blocks {
+        return Rooted::Linear;
+    }
     if i.bytes <= 2 * KIB && i.procs > 2 {
         Rooted::Binomial
     } else {
@@ -145,6 +151,9 @@ fn rooted_table(i: &Input) -> Rooted {
 }
 
 fn allgather_table(i: &Input) -> Allgather {
+    if i.clusters > 1 {
+        return Allgather::Wan;
+    }
     let total = i.bytes.saturating_mul(i.procs as u64);
     if !i.equal_blocks {
         if total < 80 * KIB {
@@ -199,6 +208,9 @@ fn allreduce_table(i: &Input) -> Allreduce {
 }
 
 fn reduce_scatter_table(i: &Input) -> ReduceScatter {
+    if i.clusters > 1 && i.commutative {
+        return ReduceScatter::Wan;
+    }
     if !i.commutative {
         ReduceScatter::ReduceScatterv
     } else if i.bytes < 512 * KIB {
@@ -210,6 +222,16 @@ fn reduce_scatter_table(i: &Input) -> ReduceScatter {
 
 fn scan_table(_: &Input) -> Scan {
     Scan::RecursiveDoubling
+}
+
+/// Gather or scatter: the forced choice if it can run, else the table's.
+fn rooted(forced: Option<Rooted>, i: &Input) -> Rooted {
+    match forced {
+        Some(Rooted::Binomial) if !i.equal_blocks => rooted_table(i),
+        Some(Rooted::Wan) if i.clusters < 2 => rooted_table(i),
+        Some(a) => a,
+        None => rooted_table(i),
+    }
 }
 
 // ---- overrides ------------------------------------------------------------------------
@@ -307,23 +329,22 @@ impl Selector {
         }
     }
 
-    /// Gather; `i.equal_blocks` false (gatherv) always gives linear.
+    /// Gather; `i.equal_blocks` false (gatherv): linear, or wan across
+    /// clusters (binomial needs equal blocks).
     pub fn gather(&self, i: &Input) -> Rooted {
-        if !i.equal_blocks {
-            return Rooted::Linear;
-        }
-        self.gather.unwrap_or_else(|| rooted_table(i))
+        rooted(self.gather, i)
     }
 
     pub fn scatter(&self, i: &Input) -> Rooted {
-        if !i.equal_blocks {
-            return Rooted::Linear;
-        }
-        self.scatter.unwrap_or_else(|| rooted_table(i))
+        rooted(self.scatter, i)
     }
 
     pub fn allgather(&self, i: &Input) -> Allgather {
-        self.allgather.unwrap_or_else(|| allgather_table(i))
+        match self.allgather {
+            Some(Allgather::Wan) if i.clusters < 2 => allgather_table(i),
+            Some(a) => a,
+            None => allgather_table(i),
+        }
     }
 
     pub fn alltoall(&self, i: &Input) -> Alltoall {
@@ -355,6 +376,7 @@ impl Selector {
     pub fn reduce_scatter(&self, i: &Input) -> ReduceScatter {
         match self.reduce_scatter {
             Some(ReduceScatter::Ring | ReduceScatter::RecursiveHalving) if !i.commutative => reduce_scatter_table(i),
+            Some(ReduceScatter::Wan) if i.clusters < 2 || !i.commutative => reduce_scatter_table(i),
             Some(a) => a,
             None => reduce_scatter_table(i),
         }
@@ -398,5 +420,32 @@ mod tests {
         let mut nc = Input::new(16, 1 << 20);
         nc.commutative = false;
         assert_eq!(s.reduce_scatter(&nc), ReduceScatter::ReduceScatterv);
+    }
+
+    #[test]
+    fn across_clusters_the_wan_algorithms_win() {
+        let s = Selector::default();
+        let mut i = Input { clusters: 2, ..Input::new(8, 100) };
+        assert_eq!(s.gather(&i), Rooted::Wan);
+        assert_eq!(s.scatter(&i), Rooted::Wan);
+        assert_eq!(s.allgather(&i), Allgather::Wan);
+        assert_eq!(s.reduce_scatter(&i), ReduceScatter::Wan);
+        i.equal_blocks = false;
+        assert_eq!(s.gather(&i), Rooted::Wan);
+        assert_eq!(s.allgather(&i), Allgather::Wan);
+        i.commutative = false;
+        assert_eq!(s.reduce_scatter(&i), ReduceScatter::ReduceScatterv);
+        // Forced wan within one cluster, and binomial for gatherv, fall back.
+        let f = Selector::from_settings(|n| match n {
+            "GRIDMPI_COLL_GATHER" => "binomial".into(),
+            "GRIDMPI_COLL_SCATTER" | "GRIDMPI_COLL_ALLGATHER" | "GRIDMPI_COLL_REDUCE_SCATTER" => "wan".into(),
+            _ => "auto".into(),
+        })
+        .unwrap();
+        let one = Input { equal_blocks: false, ..Input::new(8, 100) };
+        assert_eq!(f.gather(&one), Rooted::Linear);
+        assert_eq!(f.scatter(&one), Rooted::Linear);
+        assert_ne!(f.allgather(&one), Allgather::Wan);
+        assert_ne!(f.reduce_scatter(&one), ReduceScatter::Wan);
     }
 }

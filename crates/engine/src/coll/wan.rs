@@ -14,8 +14,8 @@
 //! (`SO_MAX_PACING_RATE`) for the round only. Intra-cluster traffic is never
 //! paced.
 
-use super::util::{bytes, byte_area, combine, even_block, items};
-use super::{allgather, basic, barrier, reduce, reduce_scatter};
+use super::util::{bytes, byte_area, combine, even_block, items, offsets};
+use super::{allgather, basic, barrier, gather, reduce, reduce_scatter, scatter};
 use crate::buf::UserBuf;
 use crate::sched::{CommView, Reducer, Round, Schedule, Sites, Step};
 use std::sync::Arc;
@@ -279,17 +279,7 @@ fn exchange_and_combine(
     // result = v(0) op v(1) op ... in cluster order, into `mine`.
     let mut vals: Vec<(u32, UserBuf)> = others.iter().copied().zip(theirs).collect();
     vals.push((c, own));
-    vals.sort_by_key(|v| v.0);
-    let round = s.round();
-    let mut acc = vals[0].1.clone();
-    for (_, v) in vals.into_iter().skip(1) {
-        // v = acc op v (acc holds the lower clusters' combination).
-        let mut r = Round::default();
-        combine(&mut r, op, &v, &acc, false);
-        round.local.extend(r.local);
-        acc = v;
-    }
-    round.local.push(Step::Copy { from: acc, to: mine.clone() });
+    combine_in_cluster_order(s.round(), op, vals, mine);
 }
 
 /// Barrier across clusters: each cluster gathers at its leader, leaders run
@@ -343,21 +333,371 @@ pub fn reduce(view: CommView, sites: &Sites, tag: i32, input: UserBuf, recv: Opt
         round.local.push(Step::Copy { from: mine.clone(), to: own.clone() });
         let mut vals = temps;
         vals.push((rc, own));
-        vals.sort_by_key(|v| v.0);
-        let mut acc = vals[0].1.clone();
-        for (_, v) in vals.into_iter().skip(1) {
-            let mut r = Round::default();
-            combine(&mut r, &op, &v, &acc, false);
-            round.local.extend(r.local);
-            acc = v;
-        }
-        round.local.push(Step::Copy { from: acc, to: mine });
+        combine_in_cluster_order(round, &op, vals, &mine);
     }
     s.prune();
     s
 }
 
+/// Each rank's index among its cluster's members.
+fn indices(sites: &Sites) -> Vec<usize> {
+    let mut seen = vec![0usize; sites.count as usize];
+    sites
+        .of_rank
+        .iter()
+        .map(|&c| {
+            seen[c as usize] += 1;
+            seen[c as usize] - 1
+        })
+        .collect()
+}
+
+/// Who stands for rank `p` in the cluster whose members are `there`: p
+/// itself in its own cluster, else the member of p's index modulo the
+/// cluster's size, so that the flows between two clusters are spread over
+/// both clusters' members.
+fn stand_in(sites: &Sites, there: &[i32], idx: &[usize], p: i32) -> i32 {
+    if sites.cluster(p) == sites.cluster(there[0]) {
+        p
+    } else {
+        there[idx[p as usize] % there.len()]
+    }
+}
+
+/// Pace every send of `s` that leaves our cluster at `rate` (the
+/// schedule's own ranks: not for sub-view schedules).
+fn pace_wan_sends(s: &mut Schedule, sites: &Sites, rate: Option<u64>) {
+    let Some(rate) = rate else { return };
+    let mine = sites.cluster(s.view.rank);
+    for round in s.rounds.iter_mut() {
+        for step in &round.comm {
+            if let Step::Send { to, .. } = step {
+                if sites.cluster(*to) != mine && !round.pace.iter().any(|p| p.0 == *to) {
+                    round.pace.push((*to, rate));
+                }
+            }
+        }
+    }
+}
+
+/// Add to `round` the steps setting `out` to v(0) op v(1) op ... over the
+/// clusters' values `vals` taken in cluster order, so that the result does
+/// not depend on which value arrived first. The values may be clobbered.
+fn combine_in_cluster_order(round: &mut Round, op: &Arc<dyn Reducer>, mut vals: Vec<(u32, UserBuf)>, out: &UserBuf) {
+    vals.sort_by_key(|v| v.0);
+    let mut acc = vals[0].1.clone();
+    for (_, v) in vals.into_iter().skip(1) {
+        // v = acc op v (acc holds the lower clusters' combination).
+        let mut r = Round::default();
+        combine(&mut r, op, &v, &acc, false);
+        round.local.extend(r.local);
+        acc = v;
+    }
+    round.local.push(Step::Copy { from: acc, to: out.clone() });
+}
+
+/// Allgather(v) across clusters; `blocks[r]` is where rank r's data goes
+/// (every rank knows every block's size), `mine` None for MPI_IN_PLACE.
+/// Round 1: every rank sends its block to every other member of its
+/// cluster and to one member of every other cluster (its stand-in there:
+/// the member of its index modulo that cluster's size), so all of a
+/// cluster's members send over the WAN at once, paced. Round 2: every rank
+/// passes the remote blocks it received to the other members of its
+/// cluster. Each block crosses the WAN once per remote cluster (a ring or
+/// recursive doubling would cross it at every cluster boundary of the
+/// rank order, which clusters interleaved in rank order make up to p-1
+/// times). Empty blocks (allgatherv) are never sent.
+pub fn allgather(view: CommView, sites: &Sites, tag: i32, mine: Option<UserBuf>, blocks: &[UserBuf]) -> Schedule {
+    let (rank, size) = (view.rank, view.size);
+    let c = sites.cluster(rank);
+    let all: Vec<Vec<i32>> = (0..sites.count).map(|x| sites.members(x)).collect();
+    let members = &all[c as usize];
+    let idx = indices(sites);
+    let rate = sites.pace_rate(members.len() * (sites.count as usize - 1));
+    let mut s = Schedule::new(view, tag);
+    if let Some(m) = mine {
+        s.round().local.push(Step::Copy { from: m, to: blocks[rank as usize].clone() });
+    }
+    // 1. Our block to our cluster and to our stand-ins; blocks of our
+    // cluster's members, and of the remote ranks we stand in for.
+    let round = s.round();
+    let own = &blocks[rank as usize];
+    if !own.is_empty() {
+        for (x, there) in all.iter().enumerate() {
+            if x as u32 == c {
+                for &m in there.iter().filter(|&&m| m != rank) {
+                    round.comm.push(Step::Send { to: m, buf: own.clone() });
+                }
+            } else {
+                let to = stand_in(sites, there, &idx, rank);
+                round.comm.push(Step::Send { to, buf: own.clone() });
+                if let Some(r) = rate {
+                    round.pace.push((to, r));
+                }
+            }
+        }
+    }
+    for p in (0..size).filter(|&p| p != rank && !blocks[p as usize].is_empty()) {
+        if stand_in(sites, members, &idx, p) == rank || sites.cluster(p) == c {
+            round.comm.push(Step::Recv { from: p, buf: blocks[p as usize].clone() });
+        }
+    }
+    // 2. Remote blocks from their stand-in to the rest of our cluster.
+    let round = s.round();
+    for p in (0..size).filter(|&p| sites.cluster(p) != c && !blocks[p as usize].is_empty()) {
+        let holder = stand_in(sites, members, &idx, p);
+        if holder == rank {
+            for &m in members.iter().filter(|&&m| m != rank) {
+                round.comm.push(Step::Send { to: m, buf: blocks[p as usize].clone() });
+            }
+        } else {
+            round.comm.push(Step::Recv { from: holder, buf: blocks[p as usize].clone() });
+        }
+    }
+    s.prune();
+    s
+}
+
+/// Blocks smaller than this go through their cluster's leader in gather
+/// and scatter (one WAN message per cluster); larger ones go straight
+/// between their rank and the root, paced.
+pub const ROOTED_DIRECT_MIN: u64 = 32 * 1024;
+
+/// Gather(v) across clusters. `block`: the bytes of every block when all
+/// ranks know it (gather), None when only the root knows the sizes
+/// (gatherv). Small blocks: the members of each remote cluster send theirs
+/// to the cluster's leader, which passes them on to the root as one
+/// message (one WAN crossing and one connection per cluster instead of one
+/// per rank). Large blocks, and gatherv: every rank sends straight to the
+/// root, the WAN flows paced to share the way into the root's cluster.
+/// The root's cluster sends straight to it, unpaced.
+pub fn gather(view: CommView, sites: &Sites, tag: i32, send: Option<UserBuf>, blocks: &[UserBuf], block: Option<u64>, root: i32) -> Schedule {
+    match block {
+        Some(b) if b > 0 && b < ROOTED_DIRECT_MIN && sites.count > 1 => gather_via_leaders(view, sites, tag, send, blocks, b, root),
+        _ => {
+            let rate = sites.pace_rate(outside(sites, sites.cluster(root)));
+            let mut s = gather::linear(view, tag, send, blocks, root);
+            pace_wan_sends(&mut s, sites, rate);
+            s
+        }
+    }
+}
+
+/// Gather of `block`-byte blocks through each remote cluster's leader (see [`gather`]).
+fn gather_via_leaders(view: CommView, sites: &Sites, tag: i32, send: Option<UserBuf>, blocks: &[UserBuf], block: u64, root: i32) -> Schedule {
+    let rank = view.rank;
+    let (c, rc) = (sites.cluster(rank), sites.cluster(root));
+    let members = sites.members(c);
+    let l = leader(sites, c, Some(root));
+    let mut s = Schedule::new(view, tag);
+    if rank == root {
+        // Our cluster's blocks in place; each remote cluster's in one area,
+        // in its members' order, unpacked once it is in.
+        let areas: Vec<(Vec<i32>, UserBuf)> = (0..sites.count)
+            .filter(|&x| x != rc)
+            .map(|x| {
+                let there = sites.members(x);
+                let area = s.temp_bytes(there.len() as u64 * block);
+                (there, area)
+            })
+            .collect();
+        let round = s.round();
+        if let Some(m) = send {
+            round.local.push(Step::Copy { from: m, to: blocks[root as usize].clone() });
+        }
+        for &m in members.iter().filter(|&&m| m != root) {
+            round.comm.push(Step::Recv { from: m, buf: blocks[m as usize].clone() });
+        }
+        for (there, area) in &areas {
+            round.comm.push(Step::Recv { from: there[0], buf: area.clone() });
+        }
+        let round = s.round();
+        for (there, area) in areas {
+            for (i, &m) in there.iter().enumerate() {
+                round.local.push(Step::Copy { from: bytes(&area, i as u64 * block, block), to: blocks[m as usize].clone() });
+            }
+        }
+    } else {
+        let send = send.expect("a non-root rank's send buffer");
+        if c == rc || rank != l {
+            s.round().comm.push(Step::Send { to: if c == rc { root } else { l }, buf: send });
+        } else {
+            // The leader (lowest rank, index 0): its block, then the others'.
+            let area = s.temp_bytes(members.len() as u64 * block);
+            let round = s.round();
+            round.local.push(Step::Copy { from: send, to: bytes(&area, 0, block) });
+            for (i, &m) in members.iter().enumerate().skip(1) {
+                round.comm.push(Step::Recv { from: m, buf: bytes(&area, i as u64 * block, block) });
+            }
+            let round = s.round();
+            round.comm.push(Step::Send { to: root, buf: area });
+            if let Some(r) = sites.pace_rate(sites.count as usize - 1) {
+                round.pace.push((root, r));
+            }
+        }
+    }
+    s.prune();
+    s
+}
+
+/// Scatter(v) across clusters, the mirror of [`gather`]: small blocks go
+/// to each remote cluster's leader as one message, which hands them out;
+/// large blocks, and scatterv, go straight from the root to their ranks,
+/// the WAN flows paced to share the way out of the root's cluster.
+pub fn scatter(view: CommView, sites: &Sites, tag: i32, blocks: &[UserBuf], recv: Option<UserBuf>, block: Option<u64>, root: i32) -> Schedule {
+    match block {
+        Some(b) if b > 0 && b < ROOTED_DIRECT_MIN && sites.count > 1 => scatter_via_leaders(view, sites, tag, blocks, recv, b, root),
+        _ => {
+            let rate = sites.pace_rate(outside(sites, sites.cluster(root)));
+            let mut s = scatter::linear(view, tag, blocks, recv, root);
+            pace_wan_sends(&mut s, sites, rate);
+            s
+        }
+    }
+}
+
+/// Scatter of `block`-byte blocks through each remote cluster's leader (see [`scatter`]).
+fn scatter_via_leaders(view: CommView, sites: &Sites, tag: i32, blocks: &[UserBuf], recv: Option<UserBuf>, block: u64, root: i32) -> Schedule {
+    let rank = view.rank;
+    let (c, rc) = (sites.cluster(rank), sites.cluster(root));
+    let members = sites.members(c);
+    let l = leader(sites, c, Some(root));
+    let mut s = Schedule::new(view, tag);
+    if rank == root {
+        // Each remote cluster's blocks packed in its members' order.
+        let areas: Vec<(Vec<i32>, UserBuf)> = (0..sites.count)
+            .filter(|&x| x != rc)
+            .map(|x| {
+                let there = sites.members(x);
+                let area = s.temp_bytes(there.len() as u64 * block);
+                (there, area)
+            })
+            .collect();
+        let rate = sites.pace_rate(sites.count as usize - 1);
+        let round = s.round();
+        if let Some(m) = recv {
+            round.local.push(Step::Copy { from: blocks[root as usize].clone(), to: m });
+        }
+        for &m in members.iter().filter(|&&m| m != root) {
+            round.comm.push(Step::Send { to: m, buf: blocks[m as usize].clone() });
+        }
+        for (there, area) in areas {
+            for (i, &m) in there.iter().enumerate() {
+                round.local.push(Step::Copy { from: blocks[m as usize].clone(), to: bytes(&area, i as u64 * block, block) });
+            }
+            round.comm.push(Step::Send { to: there[0], buf: area });
+            if let Some(r) = rate {
+                round.pace.push((there[0], r));
+            }
+        }
+    } else {
+        let recv = recv.expect("a non-root rank's receive buffer");
+        if c == rc || rank != l {
+            s.round().comm.push(Step::Recv { from: if c == rc { root } else { l }, buf: recv });
+        } else {
+            // The leader (index 0): the cluster's blocks, then hand them out.
+            let area = s.temp_bytes(members.len() as u64 * block);
+            s.round().comm.push(Step::Recv { from: root, buf: area.clone() });
+            let round = s.round();
+            round.local.push(Step::Copy { from: bytes(&area, 0, block), to: recv });
+            for (i, &m) in members.iter().enumerate().skip(1) {
+                round.comm.push(Step::Send { to: m, buf: bytes(&area, i as u64 * block, block) });
+            }
+        }
+    }
+    s.prune();
+    s
+}
+
+/// Reduce_scatter across clusters, commutative operations; rank r gets
+/// items `[offs(r), offs(r) + counts[r])` of the reduction. Every cluster
+/// gives each rank's segment an owner among its members: the rank itself
+/// in its own cluster, its stand-in (index modulo size) in the others.
+/// 1. Inside each cluster, reduce-scatter the input, reordered so that
+///    each member's segments are one block: every member gets its
+///    cluster's partial of the segments it owns.
+/// 2. WAN: every owner sends each remote segment's partial to its rank
+///    (one paced flow per remote rank, spread over the cluster's members).
+/// 3. Every rank combines its segment's cluster partials in cluster order.
+///
+/// Each item crosses the WAN once per pair of clusters, and the result
+/// does not depend on arrival order.
+pub fn reduce_scatter(view: CommView, sites: &Sites, tag: i32, input: UserBuf, recv: UserBuf, counts: &[u64], op: Arc<dyn Reducer>) -> Schedule {
+    let (rank, size) = (view.rank, view.size);
+    let c = sites.cluster(rank);
+    let all: Vec<Vec<i32>> = (0..sites.count).map(|x| sites.members(x)).collect();
+    let members = &all[c as usize];
+    let idx = indices(sites);
+    let offs = offsets(counts);
+    let dt = input.datatype().clone();
+    let mut s = Schedule::new(view.clone(), tag);
+    if offs[size as usize] == 0 {
+        return s;
+    }
+    // The segments each member of our cluster owns, in rank order.
+    let owned: Vec<Vec<i32>> = members.iter().map(|&m| (0..size).filter(|&r| stand_in(sites, members, &idx, r) == m).collect()).collect();
+    // 1. The input in owner order (as is when that is rank order).
+    let order: Vec<i32> = owned.concat();
+    let work = if order.iter().copied().eq(0..size) { input } else { permuted(&mut s, &input, &order, counts) };
+    let group: Vec<u64> = owned.iter().map(|o| o.iter().map(|&r| counts[r as usize]).sum()).collect();
+    let sub = sub_view(&view, members).expect("a rank is in its own cluster");
+    let me = sub.rank as usize;
+    let part = s.temp_typed(group[me], &dt);
+    let algo = if offs[size as usize] * dt.size() >= 512 * 1024 { reduce_scatter::ring } else { reduce_scatter::recursive_halving };
+    s.append_mapped(algo(sub, tag, work, part.clone(), &group, op.clone()), members);
+    // 2. Our owned remote segments out, our segment's partials in.
+    let flows = (0..size).filter(|&r| sites.cluster(r) != c && counts[r as usize] > 0).count();
+    let rate = sites.pace_rate(flows);
+    let mine = counts[rank as usize];
+    let theirs: Vec<(u32, UserBuf)> =
+        (0..sites.count).filter(|&x| x != c && mine > 0).map(|x| (x, s.temp_typed(mine, &dt))).collect();
+    let round = s.round();
+    let mut at = 0;
+    let mut own = None;
+    for &r in &owned[me] {
+        let p = items(&part, at, counts[r as usize]);
+        at += counts[r as usize];
+        if r == rank {
+            own = Some(p);
+        } else if !p.is_empty() {
+            round.comm.push(Step::Send { to: r, buf: p });
+            if let Some(x) = rate {
+                round.pace.push((r, x));
+            }
+        }
+    }
+    for (x, t) in &theirs {
+        round.comm.push(Step::Recv { from: stand_in(sites, &all[*x as usize], &idx, rank), buf: t.clone() });
+    }
+    // 3. Combine in cluster order.
+    if mine > 0 {
+        let mut vals = theirs;
+        vals.push((c, own.expect("we own our own segment")));
+        combine_in_cluster_order(s.round(), &op, vals, &recv);
+    }
+    s.prune();
+    s
+}
+
+/// A copy of `input`'s segments (rank r's: `counts[r]` items) in `order`.
+fn permuted(s: &mut Schedule, input: &UserBuf, order: &[i32], counts: &[u64]) -> UserBuf {
+    let offs = offsets(counts);
+    let total = offs[counts.len()];
+    let work = s.temp_typed(total, input.datatype());
+    let round = s.round();
+    let mut at = 0;
+    for &r in order {
+        let n = counts[r as usize];
+        if n > 0 {
+            round.local.push(Step::Copy { from: items(input, offs[r as usize], n), to: items(&work, at, n) });
+        }
+        at += n;
+    }
+    work
+}
+
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::*;
     use crate::coll::sim::{self, Rng, TBuf, PACES};
@@ -556,6 +896,210 @@ mod tests {
             });
             assert_eq!(out.mem, expect, "n {n} root {root}");
             check_paces(&sites, true);
+        }
+    }
+
+    /// Whether some WAN connection was paced since the last check_paces.
+    fn paced_any() -> bool {
+        PACES.with(|p| p.borrow().iter().any(|e| e.2.is_some()))
+    }
+
+    /// Bytes the schedules of every rank send to another cluster.
+    fn wan_bytes(sites: &Sites, n: usize, mut build: impl FnMut(usize) -> Schedule) -> u64 {
+        (0..n)
+            .map(|r| {
+                let s = build(r);
+                let sent: u64 = s
+                    .rounds
+                    .iter()
+                    .flat_map(|x| x.comm.iter())
+                    .map(|st| match st {
+                        Step::Send { to, buf } if sites.cluster(*to) != sites.cluster(r as i32) => buf.len(),
+                        _ => 0,
+                    })
+                    .sum();
+                sent
+            })
+            .sum()
+    }
+
+    /// Per-rank item counts: all `count`, or (v forms) uneven with zeros.
+    fn v_counts(n: usize, count: u64, v: bool, seed: u64) -> Vec<u64> {
+        (0..n).map(|r| if v { count * ((r as u64 + seed) % 3) + (r as u64 % 2) * (count > 0) as u64 } else { count }).collect()
+    }
+
+    #[test]
+    fn allgather_v_crosses_the_wan_once_per_cluster_and_paces_it() {
+        let mut rng = Rng(19);
+        for &n in &[2usize, 3, 4, 5, 8, 9] {
+            for &count in &[0u64, 1, 9, 700] {
+                for v in [false, true] {
+                    let seed = rng.next() % 1000;
+                    let sites = layout(&mut rng, n);
+                    let in_place = rng.below(2) == 0;
+                    let dt = sim::test_type(rng.below(2));
+                    let esize = (dt.size() / 8) as usize;
+                    let cnt = v_counts(n, count, v, seed);
+                    let places = offsets(&cnt);
+                    let mut sends: Vec<TBuf> = (0..n).map(|r| TBuf::new(cnt[r], &dt)).collect();
+                    let vals: Vec<Vec<u64>> = (0..n).map(|r| (0..sends[r].elements()).map(|i| sim::value(r, i, seed)).collect()).collect();
+                    for r in 0..n {
+                        sends[r].set(&vals[r]);
+                    }
+                    let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(places[n], &dt)).collect();
+                    if in_place {
+                        for r in 0..n {
+                            let mut pre = vec![7u64; recvs[r].elements()];
+                            let p = places[r] as usize * esize;
+                            pre[p..p + vals[r].len()].copy_from_slice(&vals[r]);
+                            recvs[r].set(&pre);
+                        }
+                    }
+                    let expect = recvs[0].expect(&vals.concat());
+                    let blocks: Vec<Vec<UserBuf>> = (0..n).map(|r| (0..n).map(|p| recvs[r].items(places[p], cnt[p])).collect()).collect();
+                    let mut build = |r: usize| {
+                        let mine = if in_place { None } else { Some(sends[r].ub()) };
+                        allgather(sim::view(r, n), &sites, 7, mine, &blocks[r])
+                    };
+                    let wan: u64 = (0..n).map(|p| cnt[p] * dt.size() * (sites.count as u64 - 1)).sum();
+                    assert_eq!(wan_bytes(&sites, n, &mut build), wan, "every block crosses to every other cluster once");
+                    let errs = sim::run(n, seed, &mut build);
+                    assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                    for r in 0..n {
+                        assert_eq!(recvs[r].mem, expect, "n {n} count {count} v {v} in_place {in_place} rank {r} seed {seed}");
+                    }
+                    assert_eq!(paced_any(), wan > 0 && sites.count > 1);
+                    check_paces(&sites, true);
+                }
+            }
+        }
+    }
+
+    /// (gather or scatter, v form, count): every root, in place or not.
+    fn rooted_case(rng: &mut Rng, n: usize, count: u64, v: bool, is_gather: bool) {
+        let seed = rng.next() % 1000;
+        let sites = layout(rng, n);
+        let root = rng.below(n as u64) as usize;
+        let in_place = rng.below(2) == 0;
+        let dt = sim::test_type(rng.below(2));
+        let esize = (dt.size() / 8) as usize;
+        let cnt = v_counts(n, count, v, seed);
+        let places = offsets(&cnt);
+        let vals: Vec<Vec<u64>> = (0..n).map(|r| (0..cnt[r] as usize * esize).map(|i| sim::value(r, i, seed)).collect()).collect();
+        // The root's side: every block; the others': one each.
+        let mut whole = TBuf::new(places[n], &dt);
+        let mut singles: Vec<TBuf> = (0..n).map(|r| TBuf::new(cnt[r], &dt)).collect();
+        let block = (!v).then_some(count * dt.size());
+        let (expect_whole, expect_singles): (Vec<u64>, Vec<Vec<u64>>) = if is_gather {
+            let mut pre = vec![3u64; whole.elements()];
+            if in_place {
+                let p = places[root] as usize * esize;
+                pre[p..p + vals[root].len()].copy_from_slice(&vals[root]);
+            }
+            whole.set(&pre);
+            for r in 0..n {
+                singles[r].set(&vals[r]);
+            }
+            (whole.expect(&vals.concat()), singles.iter().map(|t| t.mem.clone()).collect())
+        } else {
+            whole.set(&vals.concat());
+            let exp = (0..n).map(|r| if in_place && r == root { singles[r].mem.clone() } else { singles[r].expect(&vals[r]) }).collect();
+            (whole.mem.clone(), exp)
+        };
+        let blocks: Vec<UserBuf> = (0..n).map(|p| whole.items(places[p], cnt[p])).collect();
+        let mut build = |r: usize| {
+            let bl = if r == root { blocks.clone() } else { Vec::new() };
+            let mine = if in_place && r == root { None } else { Some(singles[r].ub()) };
+            if is_gather {
+                gather(sim::view(r, n), &sites, 8, mine, &bl, block, root as i32)
+            } else {
+                scatter(sim::view(r, n), &sites, 8, &bl, mine, block, root as i32)
+            }
+        };
+        let rc = sites.cluster(root as i32);
+        let wan: u64 = (0..n).filter(|&p| sites.cluster(p as i32) != rc).map(|p| cnt[p] * dt.size()).sum();
+        assert_eq!(wan_bytes(&sites, n, &mut build), wan, "every remote block crosses the WAN once");
+        let errs = sim::run(n, seed, &mut build);
+        assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+        let what = format!("gather {is_gather} n {n} count {count} v {v} root {root} in_place {in_place} seed {seed}");
+        assert_eq!(whole.mem, expect_whole, "{what}");
+        for r in 0..n {
+            assert_eq!(singles[r].mem, expect_singles[r], "{what}: rank {r}");
+        }
+        assert_eq!(paced_any(), wan > 0, "{what}");
+        check_paces(&sites, true);
+    }
+
+    #[test]
+    fn gather_v_and_scatter_v_via_leaders_and_direct() {
+        let mut rng = Rng(23);
+        for &n in &[2usize, 3, 4, 5, 8, 9] {
+            // 5000 u64 (40 KB) blocks take the direct path, smaller ones the leaders'.
+            for &count in &[0u64, 1, 33, 5000] {
+                for v in [false, true] {
+                    for is_gather in [true, false] {
+                        rooted_case(&mut rng, n, count, v, is_gather);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reduce_scatter_combines_each_segment_once_per_cluster() {
+        let mut rng = Rng(29);
+        for &n in &[2usize, 3, 4, 5, 8, 9] {
+            for &count in &[0u64, 1, 7, 300, 9000] {
+                for v in [false, true] {
+                    let seed = rng.next() % 1000;
+                    let sites = layout(&mut rng, n);
+                    let in_place = rng.below(2) == 0;
+                    let dt = sim::test_type(rng.below(2));
+                    let esize = (dt.size() / 8) as usize;
+                    let (op, f) = sim::test_op(1);
+                    let cnt = v_counts(n, count, v, seed);
+                    let offs = offsets(&cnt);
+                    let total = offs[n];
+                    let m = total as usize * esize;
+                    let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(total, &dt)).collect();
+                    let mut recvs: Vec<TBuf> = (0..n).map(|r| TBuf::new(if in_place { total } else { cnt[r] }, &dt)).collect();
+                    let mut want = vec![0u64; m];
+                    let mut expects = Vec::new();
+                    for r in 0..n {
+                        let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
+                        for i in 0..m {
+                            want[i] = f(want[i], v[i]);
+                        }
+                        inputs[r].set(&v);
+                        if in_place {
+                            recvs[r].set(&v);
+                        }
+                    }
+                    for r in 0..n {
+                        let (lo, hi) = (offs[r] as usize * esize, offs[r + 1] as usize * esize);
+                        let mut e = want[lo..hi].to_vec();
+                        if in_place {
+                            // The rest of the buffer keeps the input.
+                            e.extend((e.len()..m).map(|i| sim::value(r, i, seed)));
+                        }
+                        expects.push(recvs[r].expect(&e));
+                    }
+                    let mut build = |r: usize| {
+                        let (input, recv) =
+                            if in_place { (recvs[r].ub(), recvs[r].items(0, cnt[r])) } else { (inputs[r].ub(), recvs[r].ub()) };
+                        reduce_scatter(sim::view(r, n), &sites, 9, input, recv, &cnt, op.clone())
+                    };
+                    let wan: u64 = (0..n).map(|r| cnt[r] * dt.size() * (sites.count as u64 - 1)).sum();
+                    assert_eq!(wan_bytes(&sites, n, &mut build), wan, "each segment's partial crosses once per pair of clusters");
+                    let errs = sim::run(n, seed, &mut build);
+                    assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                    for r in 0..n {
+                        assert_eq!(recvs[r].mem, expects[r], "n {n} count {count} v {v} in_place {in_place} rank {r} seed {seed}");
+                    }
+                    assert_eq!(paced_any(), wan > 0);
+                    check_paces(&sites, true);
+                }
+            }
         }
     }
 }

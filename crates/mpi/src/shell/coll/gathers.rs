@@ -3,7 +3,7 @@
 
 use super::*;
 use gridmpi_engine::coll::select::{Allgather, Alltoall, Rooted};
-use gridmpi_engine::coll::{allgather, alltoall, gather, scatter};
+use gridmpi_engine::coll::{allgather, alltoall, gather, scatter, wan};
 
 // ---- gather ------------------------------------------------------------------------------
 
@@ -50,6 +50,10 @@ fn plan_gather(
             Ok(Box::new(move |e| match e.sel.gather(&input) {
                 Rooted::Linear => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
                 Rooted::Binomial => gather::binomial(e.v(), e.tag, send.clone(), &bl, block, root),
+                Rooted::Wan => match &e.sites {
+                    Some(sites) => wan::gather(e.v(), sites, e.tag, send.clone(), &bl, Some(block), root),
+                    None => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
+                },
             }))
         }
     }
@@ -143,7 +147,12 @@ fn plan_gatherv(
             in_place_only_at_root(is_root, sendbuf)?;
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let bl = if is_root { recv_blocks()? } else { Vec::new() };
-            Ok(Box::new(move |e| gather::linear(e.v(), e.tag, send.clone(), &bl, root)))
+            // Block sizes are known at the root only: no leader aggregation.
+            let input = uneven(&c);
+            Ok(Box::new(move |e| match (e.sel.gather(&input), &e.sites) {
+                (Rooted::Wan, Some(sites)) => wan::gather(e.v(), sites, e.tag, send.clone(), &bl, None, root),
+                _ => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
+            }))
         }
     }
 }
@@ -255,6 +264,10 @@ fn plan_scatter(
             Ok(Box::new(move |e| match e.sel.scatter(&input) {
                 Rooted::Linear => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
                 Rooted::Binomial => scatter::binomial(e.v(), e.tag, &bl, recv.clone(), block, root),
+                Rooted::Wan => match &e.sites {
+                    Some(sites) => wan::scatter(e.v(), sites, e.tag, &bl, recv.clone(), Some(block), root),
+                    None => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
+                },
             }))
         }
     }
@@ -352,7 +365,12 @@ fn plan_scatterv(
             in_place_only_at_root(is_root, recvbuf)?;
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let bl = if is_root { send_blocks()? } else { Vec::new() };
-            Ok(Box::new(move |e| scatter::linear(e.v(), e.tag, &bl, recv.clone(), root)))
+            // Block sizes are known at the root only: no leader aggregation.
+            let input = uneven(&c);
+            Ok(Box::new(move |e| match (e.sel.scatter(&input), &e.sites) {
+                (Rooted::Wan, Some(sites)) => wan::scatter(e.v(), sites, e.tag, &bl, recv.clone(), None, root),
+                _ => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
+            }))
         }
     }
 }
@@ -429,6 +447,10 @@ fn allgather_build(c: &CommShape, mine: Option<UserBuf>, bl: Vec<UserBuf>, input
         Allgather::Ring => allgather::ring(e.v(), e.tag, mine.clone(), &bl),
         Allgather::RecursiveDoubling => allgather::recursive_doubling(e.v(), e.tag, mine.clone(), &bl),
         Allgather::Bruck => allgather::bruck(e.v(), e.tag, mine.clone(), &bl),
+        Allgather::Wan => match &e.sites {
+            Some(sites) => wan::allgather(e.v(), sites, e.tag, mine.clone(), &bl),
+            None => allgather::ring(e.v(), e.tag, mine.clone(), &bl),
+        },
     })
 }
 

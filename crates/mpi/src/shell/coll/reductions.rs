@@ -214,6 +214,10 @@ fn plan_reduce_scatter_counts(
             ReduceScatter::RecursiveHalving => reduce_scatter::recursive_halving(v, t, i, r, &counts, o),
             ReduceScatter::Ring => reduce_scatter::ring(v, t, i, r, &counts, o),
             ReduceScatter::ReduceScatterv => reduce_scatter::reduce_scatterv(v, t, i, r, &counts, o),
+            ReduceScatter::Wan => match &e.sites {
+                Some(sites) => gridmpi_engine::coll::wan::reduce_scatter(v, sites, t, i, r, &counts, o),
+                None => reduce_scatter::recursive_halving(v, t, i, r, &counts, o),
+            },
         }
     }))
 }
