@@ -159,6 +159,13 @@ pub static SETTINGS: &[Setting] = &[
         scope: Scope::Library,
         help: "pacing by pattern: share of the WAN bandwidth that the paced flows of a collective's WAN phase aim at together (0: no pacing)",
     },
+    Setting {
+        name: "GRIDMPI_WAN_QUEUE",
+        kind: Kind::Size,
+        default: "0",
+        scope: Scope::Library,
+        help: "pacing by pattern: bytes the WAN bottleneck's queue may absorb (0: assume none); a WAN phase whose burst fits is not paced, one a little larger is paced less",
+    },
     // ---- errors and debugging ------------------------------------------
     Setting {
         name: "GRIDMPI_DEBUG",

@@ -97,9 +97,11 @@ pub struct Sites {
     pub count: u32,
     /// Bottleneck bandwidth between clusters (bits/s), if known.
     pub wan_bps: Option<u64>,
-    /// Fraction of the WAN bandwidth a paced phase aims at (e.g. 0.9); 0
+    /// Fraction of the WAN bandwidth a paced phase aims at (e.g. 0.95); 0
     /// disables pacing.
     pub pace_share: f64,
+    /// Bytes the bottleneck's queue is assumed to absorb (see `pace_rate`).
+    pub wan_queue: u64,
 }
 
 impl Sites {
@@ -112,15 +114,27 @@ impl Sites {
         (0..self.of_rank.len() as i32).filter(|&r| self.of_rank[r as usize] == c).collect()
     }
 
-    /// The per-connection pacing rate in bytes/s when `flows` connections
-    /// share the WAN in one direction; None when the bandwidth is unknown or
-    /// pacing is off.
-    pub fn pace_rate(&self, flows: usize) -> Option<u64> {
+    /// The pacing rate in bytes/s of a connection carrying `bytes` in a WAN
+    /// phase during which `burst` bytes leave the cluster in all; None when
+    /// the bandwidth is unknown, pacing is off, or the burst fits in the
+    /// bottleneck's queue.
+    ///
+    /// Flows starting together, flow i at rate r_i = k·S_i, all last S_i/r_i
+    /// = 1/k and fill the queue at Σr_i - C (C: the share of the bandwidth
+    /// aimed at), so it peaks at burst - C/k. Keeping that within the queue
+    /// Q gives k = C / (burst - Q): every flow gets the part of the
+    /// bandwidth its size is of the burst (the fair share C/f for f equal
+    /// flows when Q is small beside the burst), all finish together, bursts
+    /// little larger than Q go faster (a flow that starts late then catches
+    /// up instead of finishing late), and a burst that fits is not paced.
+    pub fn pace_rate(&self, burst: u64, bytes: u64) -> Option<u64> {
         let bw = self.wan_bps?;
-        if self.pace_share <= 0.0 || flows == 0 {
+        if self.pace_share <= 0.0 || burst <= self.wan_queue || bytes == 0 {
             return None;
         }
-        Some(((bw as f64 / 8.0) * self.pace_share / flows as f64).max(1.0) as u64)
+        let c = bw as f64 / 8.0 * self.pace_share;
+        let r = c * bytes as f64 / (burst - self.wan_queue) as f64;
+        Some(r.min(c).max(1.0) as u64)
     }
 }
 
@@ -529,5 +543,35 @@ impl Engine {
     pub fn take_schedule_error(&mut self, req: ReqId) -> Option<String> {
         let i = self.schedule_errors.iter().position(|(r, _)| *r == req)?;
         Some(self.schedule_errors.swap_remove(i).1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sites;
+
+    fn sites(queue: u64) -> Sites {
+        Sites { of_rank: vec![0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 1.0, wan_queue: queue }
+    }
+
+    #[test]
+    fn pace_rate_leaves_what_the_queue_absorbs_unpaced() {
+        let c = 12_500_000; // 100 Mbit/s in bytes/s
+        // No queue assumed: the fair share, or a flow's part of the burst.
+        assert_eq!(sites(0).pace_rate(16 * 4096, 4096), Some(c / 16));
+        assert_eq!(sites(0).pace_rate(100_000, 25_000), Some(c / 4));
+        // 16 flows of 4 KiB into a 32 KiB queue: half the burst is absorbed,
+        // so each flow may go twice as fast.
+        assert_eq!(sites(32 * 1024).pace_rate(16 * 4096, 4096), Some(c / 8));
+        // Large bursts: close to the fair share.
+        let r = sites(32 * 1024).pace_rate(16 << 20, 1 << 20).unwrap();
+        assert!(r > c / 16 && r < c / 16 * 101 / 100, "{r}");
+        // A burst that fits: no pacing; one just above: at most the link.
+        assert_eq!(sites(32 * 1024).pace_rate(8 * 4096, 4096), None);
+        assert_eq!(sites(32 * 1024).pace_rate(8 * 4096 + 8, 4097), Some(c));
+        // Unknown bandwidth, pacing off, nothing to send: none.
+        assert_eq!(Sites { wan_bps: None, ..sites(0) }.pace_rate(4000, 1000), None);
+        assert_eq!(Sites { pace_share: 0.0, ..sites(0) }.pace_rate(4000, 1000), None);
+        assert_eq!(sites(0).pace_rate(1000, 0), None);
     }
 }

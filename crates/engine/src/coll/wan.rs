@@ -8,11 +8,12 @@
 //! [`Schedule::append_mapped`]); the WAN phase is written here. A cluster's
 //! leader is its lowest rank, or the root when the root is in it.
 //!
-//! Pacing: a WAN round lists the ranks it sends to with a rate of
-//! `share x bandwidth / flows`, flows being the connections that leave the
-//! cluster at once ([`Sites::pace_rate`]); the runtime caps those sockets
-//! (`SO_MAX_PACING_RATE`) for the round only. Intra-cluster traffic is never
-//! paced.
+//! Pacing: a WAN round lists the ranks it sends to with a rate each: the
+//! part of the configured share of the WAN bandwidth that the flow's bytes
+//! are of all the bytes leaving the cluster in that phase, less what the
+//! bottleneck's queue absorbs ([`Sites::pace_rate`]); the runtime caps
+//! those sockets (`SO_MAX_PACING_RATE`) for the round only. Intra-cluster
+//! traffic is never paced.
 
 use super::util::{bytes, byte_area, combine, even_block, items, offsets};
 use super::{allgather, basic, barrier, gather, reduce, reduce_scatter, scatter};
@@ -53,8 +54,11 @@ fn outside(sites: &Sites, c: u32) -> usize {
 pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf]) -> Schedule {
     let (rank, size) = (view.rank, view.size);
     let mine = sites.cluster(rank);
-    let flows = sites.members(mine).len() * outside(sites, mine);
-    let rate = sites.pace_rate(flows);
+    // Each WAN flow gets its part of the burst, the burst being what the
+    // cluster's members send across if each sends as much as we do (so
+    // alltoallv's larger flows are not held to an equal share).
+    let ours: u64 = (0..size).filter(|&r| sites.cluster(r) != mine).map(|r| send[r as usize].len()).sum();
+    let burst = sites.members(mine).len() as u64 * ours;
     let mut s = Schedule::new(view, tag);
     if !recv[rank as usize].is_empty() {
         s.round().local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
@@ -74,8 +78,10 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
             continue;
         }
         round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
-        if let (Some(r), true) = (rate, sites.cluster(to) != mine) {
-            round.pace.push((to, r));
+        if sites.cluster(to) != mine {
+            if let Some(r) = sites.pace_rate(burst, send[to as usize].len()) {
+                round.pace.push((to, r));
+            }
         }
     }
     s.prune();
@@ -149,7 +155,7 @@ pub fn bcast(view: CommView, sites: &Sites, tag: i32, buf: UserBuf, root: i32) -
     }
     // 2. The WAN: home member i -> member i mod k' of every other cluster.
     let flows = k * (sites.count as usize - 1);
-    let rate = sites.pace_rate(flows);
+    let rate = sites.pace_rate(flows as u64 * piece(0).len(), piece(0).len());
     let round = s.round();
     for c in 0..sites.count {
         if c == rc {
@@ -262,7 +268,7 @@ fn exchange_and_combine(
     if others.is_empty() {
         return;
     }
-    let rate = sites.pace_rate(flows_per_cluster * others.len());
+    let rate = sites.pace_rate((flows_per_cluster * others.len()) as u64 * mine.len(), mine.len());
     // Keep our value aside: `mine` becomes the running result.
     let own = s.temp_typed(mine.count(), mine.datatype());
     let theirs: Vec<UserBuf> = others.iter().map(|_| s.temp_typed(mine.count(), mine.datatype())).collect();
@@ -413,7 +419,8 @@ pub fn allgather(view: CommView, sites: &Sites, tag: i32, mine: Option<UserBuf>,
     let all: Vec<Vec<i32>> = (0..sites.count).map(|x| sites.members(x)).collect();
     let members = &all[c as usize];
     let idx = indices(sites);
-    let rate = sites.pace_rate(members.len() * (sites.count as usize - 1));
+    let widest = blocks.iter().map(|b| b.len()).max().unwrap_or(0);
+    let rate = sites.pace_rate((members.len() * (sites.count as usize - 1)) as u64 * widest, widest);
     let mut s = Schedule::new(view, tag);
     if let Some(m) = mine {
         s.round().local.push(Step::Copy { from: m, to: blocks[rank as usize].clone() });
@@ -475,7 +482,8 @@ pub fn gather(view: CommView, sites: &Sites, tag: i32, send: Option<UserBuf>, bl
     match block {
         Some(b) if b > 0 && b < ROOTED_DIRECT_MIN && sites.count > 1 => gather_via_leaders(view, sites, tag, send, blocks, b, root),
         _ => {
-            let rate = sites.pace_rate(outside(sites, sites.cluster(root)));
+            let mine = send.as_ref().map_or(0, |b| b.len());
+            let rate = sites.pace_rate(outside(sites, sites.cluster(root)) as u64 * mine, mine);
             let mut s = gather::linear(view, tag, send, blocks, root);
             pace_wan_sends(&mut s, sites, rate);
             s
@@ -529,9 +537,10 @@ fn gather_via_leaders(view: CommView, sites: &Sites, tag: i32, send: Option<User
             for (i, &m) in members.iter().enumerate().skip(1) {
                 round.comm.push(Step::Recv { from: m, buf: bytes(&area, i as u64 * block, block) });
             }
+            let len = area.len();
             let round = s.round();
             round.comm.push(Step::Send { to: root, buf: area });
-            if let Some(r) = sites.pace_rate(sites.count as usize - 1) {
+            if let Some(r) = sites.pace_rate((sites.count as u64 - 1) * len, len) {
                 round.pace.push((root, r));
             }
         }
@@ -548,7 +557,9 @@ pub fn scatter(view: CommView, sites: &Sites, tag: i32, blocks: &[UserBuf], recv
     match block {
         Some(b) if b > 0 && b < ROOTED_DIRECT_MIN && sites.count > 1 => scatter_via_leaders(view, sites, tag, blocks, recv, b, root),
         _ => {
-            let rate = sites.pace_rate(outside(sites, sites.cluster(root)));
+            let rc = sites.cluster(root);
+            let widest = (0..blocks.len()).filter(|&r| sites.cluster(r as i32) != rc).map(|r| blocks[r].len()).max().unwrap_or(0);
+            let rate = sites.pace_rate(outside(sites, rc) as u64 * widest, widest);
             let mut s = scatter::linear(view, tag, blocks, recv, root);
             pace_wan_sends(&mut s, sites, rate);
             s
@@ -573,7 +584,8 @@ fn scatter_via_leaders(view: CommView, sites: &Sites, tag: i32, blocks: &[UserBu
                 (there, area)
             })
             .collect();
-        let rate = sites.pace_rate(sites.count as usize - 1);
+        let widest = areas.iter().map(|a| a.1.len()).max().unwrap_or(0);
+        let rate = sites.pace_rate((sites.count as u64 - 1) * widest, widest);
         let round = s.round();
         if let Some(m) = recv {
             round.local.push(Step::Copy { from: blocks[root as usize].clone(), to: m });
@@ -647,7 +659,8 @@ pub fn reduce_scatter(view: CommView, sites: &Sites, tag: i32, input: UserBuf, r
     s.append_mapped(algo(sub, tag, work, part.clone(), &group, op.clone()), members);
     // 2. Our owned remote segments out, our segment's partials in.
     let flows = (0..size).filter(|&r| sites.cluster(r) != c && counts[r as usize] > 0).count();
-    let rate = sites.pace_rate(flows);
+    let widest = (0..size).filter(|&r| sites.cluster(r) != c).map(|r| counts[r as usize]).max().unwrap_or(0) * dt.size();
+    let rate = sites.pace_rate(flows as u64 * widest, widest);
     let mine = counts[rank as usize];
     let theirs: Vec<(u32, UserBuf)> =
         (0..sites.count).filter(|&x| x != c && mine > 0).map(|x| (x, s.temp_typed(mine, &dt))).collect();
@@ -723,7 +736,7 @@ mod tests {
                 }
             })
             .collect();
-        Sites { of_rank: of.into(), count: ids.len() as u32, wan_bps: Some(100_000_000), pace_share: 0.9 }
+        Sites { of_rank: of.into(), count: ids.len() as u32, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 }
     }
 
     fn check_paces(sites: &Sites, pids_are_ranks: bool) {
@@ -841,7 +854,7 @@ mod tests {
     fn large_allreduce_with_equal_clusters_uses_the_split_path() {
         // 2 clusters of 3: the segmented path (and its paced WAN swap).
         let n = 6;
-        let sites = Sites { of_rank: vec![0, 1, 0, 1, 0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9 };
+        let sites = Sites { of_rank: vec![0, 1, 0, 1, 0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
         let count = 20_000;
         let dt = sim::test_type(1);
         let (op, f) = sim::test_op(1);

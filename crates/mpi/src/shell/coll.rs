@@ -150,6 +150,7 @@ fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::S
         count: ids.len() as u32,
         wan_bps: if unknown { None } else { bw },
         pace_share,
+        wan_queue: st.rt.config.size("GRIDMPI_WAN_QUEUE").unwrap_or(0),
     }))
 }
 
