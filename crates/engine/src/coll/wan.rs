@@ -491,6 +491,19 @@ pub fn gather(view: CommView, sites: &Sites, tag: i32, send: Option<UserBuf>, bl
     }
 }
 
+/// For every cluster but `home`: its members and a scratch area holding
+/// one `block`-byte block per member, in their order.
+fn cluster_areas(s: &mut Schedule, sites: &Sites, home: u32, block: u64) -> Vec<(Vec<i32>, UserBuf)> {
+    (0..sites.count)
+        .filter(|&x| x != home)
+        .map(|x| {
+            let there = sites.members(x);
+            let area = s.temp_bytes(there.len() as u64 * block);
+            (there, area)
+        })
+        .collect()
+}
+
 /// Gather of `block`-byte blocks through each remote cluster's leader (see [`gather`]).
 fn gather_via_leaders(view: CommView, sites: &Sites, tag: i32, send: Option<UserBuf>, blocks: &[UserBuf], block: u64, root: i32) -> Schedule {
     let rank = view.rank;
@@ -501,14 +514,7 @@ fn gather_via_leaders(view: CommView, sites: &Sites, tag: i32, send: Option<User
     if rank == root {
         // Our cluster's blocks in place; each remote cluster's in one area,
         // in its members' order, unpacked once it is in.
-        let areas: Vec<(Vec<i32>, UserBuf)> = (0..sites.count)
-            .filter(|&x| x != rc)
-            .map(|x| {
-                let there = sites.members(x);
-                let area = s.temp_bytes(there.len() as u64 * block);
-                (there, area)
-            })
-            .collect();
+        let areas = cluster_areas(&mut s, sites, rc, block);
         let round = s.round();
         if let Some(m) = send {
             round.local.push(Step::Copy { from: m, to: blocks[root as usize].clone() });
@@ -576,14 +582,7 @@ fn scatter_via_leaders(view: CommView, sites: &Sites, tag: i32, blocks: &[UserBu
     let mut s = Schedule::new(view, tag);
     if rank == root {
         // Each remote cluster's blocks packed in its members' order.
-        let areas: Vec<(Vec<i32>, UserBuf)> = (0..sites.count)
-            .filter(|&x| x != rc)
-            .map(|x| {
-                let there = sites.members(x);
-                let area = s.temp_bytes(there.len() as u64 * block);
-                (there, area)
-            })
-            .collect();
+        let areas = cluster_areas(&mut s, sites, rc, block);
         let widest = areas.iter().map(|a| a.1.len()).max().unwrap_or(0);
         let rate = sites.pace_rate((sites.count as u64 - 1) * widest, widest);
         let round = s.round();
