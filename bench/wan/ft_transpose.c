@@ -206,6 +206,17 @@ static int pow2(long v)
     return v > 0 && (v & (v - 1)) == 0;
 }
 
+/* Each timed rep starts from the same input and must give it back. */
+static void reset_rep(void)
+{
+    memcpy(slab, u0, sizeof(cplx) * (size_t)(zl * ny * nx));
+}
+
+static void check_rep(void)
+{
+    check_roundtrip("round trip after a rep");
+}
+
 int main(int argc, char **argv)
 {
     w_init(&argc, &argv);
@@ -270,42 +281,5 @@ int main(int argc, char **argv)
     inverse();
     check_roundtrip("round trip (untimed iteration)");
 
-    double *rep_value = xmalloc(sizeof(double) * (size_t)opt_reps);
-    double *rep_comm = xmalloc(sizeof(double) * (size_t)opt_reps);
-    double kc0[KC_N], kc1[KC_N];
-    CHK(MPI_Barrier(MPI_COMM_WORLD));
-    kc_read(kc0);
-    CHK(MPI_Barrier(MPI_COMM_WORLD));
-    double win0 = now();
-    for (int rep = 0; rep < opt_reps; rep++) {
-        memcpy(slab, u0, sizeof(cplx) * (size_t)local);
-        CHK(MPI_Barrier(MPI_COMM_WORLD));
-        comm_time = 0;
-        double t0 = now();
-        for (int it = 1; it <= opt_iters; it++)
-            iteration(it);
-        double mine = (now() - t0) / opt_iters, worst, cworst;
-        double c = comm_time / opt_iters;
-        CHK(MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-        CHK(MPI_Reduce(&c, &cworst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-        rep_value[rep] = worst;
-        rep_comm[rep] = cworst;
-        check_roundtrip("round trip after a rep");
-        if (w_rank == 0) {
-            printf("REP %s rep=%d per_iter_ms=%.4f comm_ms=%.4f\n", tags, rep, worst * 1e3, cworst * 1e3);
-            fflush(stdout);
-        }
-    }
-    double win1 = now();
-    CHK(MPI_Barrier(MPI_COMM_WORLD));
-    kc_read(kc1);
-    kc_report("timed", kc0, kc1, tags);
-    if (w_rank == 0) {
-        printf("RESULT %s mode=loop reps=%d min_ms=%.4f med_ms=%.4f max_ms=%.4f\n", tags, opt_reps,
-               vmin(rep_value, opt_reps) * 1e3, median(rep_value, opt_reps) * 1e3, vmax(rep_value, opt_reps) * 1e3);
-        printf("COMM %s med_comm_ms=%.4f\n", tags, median(rep_comm, opt_reps) * 1e3);
-        printf("WINDOW %s mono_start=%.6f mono_end=%.6f\n", tags, win0, win1);
-        fflush(stdout);
-    }
-    return w_finish();
+    return w_run_timed(tags, opt_iters, opt_reps, reset_rep, iteration, check_rep, &comm_time);
 }

@@ -238,6 +238,57 @@ static int w_finish(void)
     return total == 0 ? 0 : 1;
 }
 
+/* The timed part of an application kernel: `reps` reps of `iters` calls of
+ * iteration(1..iters), each rep after reset() and a barrier, checked by
+ * check() after it. *comm_time is the rank's time inside the collectives,
+ * which iteration() adds to. Prints a REP line per rep (slowest rank), then
+ * RESULT, COMM and WINDOW lines, with the kernel's TCP counters of the timed
+ * section (kc_report); ends the program (w_finish). */
+static __attribute__((unused)) int w_run_timed(const char *tags, int iters, int reps, void (*reset)(void),
+                                               void (*iteration)(int), void (*check)(void), double *comm_time)
+{
+    double *rep_value = xmalloc(sizeof(double) * (size_t)reps);
+    double *rep_comm = xmalloc(sizeof(double) * (size_t)reps);
+    double kc0[KC_N], kc1[KC_N];
+    CHK(MPI_Barrier(MPI_COMM_WORLD));
+    kc_read(kc0);
+    CHK(MPI_Barrier(MPI_COMM_WORLD));
+    double win0 = now();
+    for (int rep = 0; rep < reps; rep++) {
+        reset();
+        CHK(MPI_Barrier(MPI_COMM_WORLD));
+        *comm_time = 0;
+        double t0 = now();
+        for (int it = 1; it <= iters; it++)
+            iteration(it);
+        double mine = (now() - t0) / iters, worst, cworst;
+        double c = *comm_time / iters;
+        CHK(MPI_Reduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+        CHK(MPI_Reduce(&c, &cworst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+        rep_value[rep] = worst;
+        rep_comm[rep] = cworst;
+        check();
+        if (w_rank == 0) {
+            printf("REP %s rep=%d per_iter_ms=%.4f comm_ms=%.4f\n", tags, rep, worst * 1e3, cworst * 1e3);
+            fflush(stdout);
+        }
+    }
+    double win1 = now();
+    CHK(MPI_Barrier(MPI_COMM_WORLD));
+    kc_read(kc1);
+    kc_report("timed", kc0, kc1, tags);
+    if (w_rank == 0) {
+        printf("RESULT %s mode=loop reps=%d min_ms=%.4f med_ms=%.4f max_ms=%.4f\n", tags, reps,
+               vmin(rep_value, reps) * 1e3, median(rep_value, reps) * 1e3, vmax(rep_value, reps) * 1e3);
+        printf("COMM %s med_comm_ms=%.4f\n", tags, median(rep_comm, reps) * 1e3);
+        printf("WINDOW %s mono_start=%.6f mono_end=%.6f\n", tags, win0, win1);
+        fflush(stdout);
+    }
+    free(rep_value);
+    free(rep_comm);
+    return w_finish();
+}
+
 /* splitmix64: deterministic data from (seed, index). */
 static inline uint64_t mix64(uint64_t x)
 {
