@@ -878,6 +878,24 @@ mod tests {
         check_paces(&sites, true);
     }
 
+    /// Alltoallv: each WAN flow is paced at its part of the burst (bytes to
+    /// that peer over the cluster's estimated total), so flows of different
+    /// sizes finish together; the cluster's flows add up to the share.
+    #[test]
+    fn alltoallv_paces_each_flow_by_its_part_of_the_burst() {
+        let sites = Sites { of_rank: vec![0, 0, 1, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+        let lens = [0u64, 100, 1000, 3000]; // rank 0 sends 1000 and 3000 bytes across
+        let mut mem: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l as usize]).collect();
+        let bufs: Vec<UserBuf> = mem.iter_mut().map(|v| unsafe { UserBuf::new(v.as_mut_ptr(), v.len() as u64, crate::sched::byte_type()) }).collect();
+        let s = alltoall(sim::view(0, 4), &sites, 7, &bufs, &bufs);
+        let paces: Vec<(i32, u64)> = s.rounds.iter().flat_map(|r| r.pace.clone()).collect();
+        let c = 100_000_000.0 / 8.0 * 0.9;
+        // The burst: 2 members x 4000 bytes each.
+        let want = |b: f64| (c * b / 8000.0) as u64;
+        assert_eq!(paces.len(), 2, "{paces:?}");
+        assert!(paces.contains(&(2, want(1000.0))) && paces.contains(&(3, want(3000.0))), "{paces:?}");
+    }
+
     #[test]
     fn reduce_reaches_the_root_and_barrier_synchronizes() {
         let mut rng = Rng(17);
