@@ -43,7 +43,31 @@ pub enum Kind {
     Credit = 7,
 }
 
+/// How far a frame may overtake frames queued before it on the same
+/// connection (a transport may reorder unstarted frames by this, highest
+/// first; see the TCP transport's send queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Urgency {
+    /// Rendezvous payload (Data): belongs to an already matched message,
+    /// so it has no order relative to other messages.
+    Bulk,
+    /// Message envelopes (Eager, Rts): in order among themselves, which is
+    /// MPI's non-overtaking rule; they may pass bulk payload.
+    Message,
+    /// Protocol replies (Cts, Fin, SyncAck, Credit): about something
+    /// already received, so any order is correct; they may pass anything.
+    Control,
+}
+
 impl Kind {
+    pub fn urgency(self) -> Urgency {
+        match self {
+            Kind::Data => Urgency::Bulk,
+            Kind::Eager | Kind::Rts => Urgency::Message,
+            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit => Urgency::Control,
+        }
+    }
+
     fn from_u8(v: u8) -> Option<Kind> {
         Some(match v {
             1 => Kind::Eager,

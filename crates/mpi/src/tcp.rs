@@ -19,7 +19,7 @@
 
 use crate::auth;
 use crate::sys;
-use gridmpi_engine::wire::{Header, Kind, HEADER_LEN};
+use gridmpi_engine::wire::{Header, Kind, Urgency, HEADER_LEN};
 use gridmpi_engine::{Engine, Payload, Pid, ReqId, Transmit};
 use std::collections::VecDeque;
 use std::io;
@@ -198,33 +198,10 @@ struct OutFrame {
     /// Bytes of header + payload written so far.
     done: u64,
     notify: Option<ReqId>,
-    prio: Prio,
+    prio: Urgency,
 }
 
-/// Which queued frames a new frame may pass (see [`enqueue`]).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Prio {
-    /// Rendezvous payload (Data): bulk, in no order relative to messages.
-    Bulk,
-    /// Message envelopes (Eager, Rts): kept in order among themselves,
-    /// which is MPI's non-overtaking rule.
-    Message,
-    /// Small protocol replies (Cts, Fin, SyncAck, Credit): they refer to
-    /// something already received, so any order is correct.
-    Control,
-}
-
-impl Prio {
-    fn of(kind: Kind) -> Prio {
-        match kind {
-            Kind::Data => Prio::Bulk,
-            Kind::Eager | Kind::Rts => Prio::Message,
-            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit => Prio::Control,
-        }
-    }
-}
-
-/// Queue a frame ahead of the unstarted frames of lower priority, so that a
+/// Queue a frame ahead of the unstarted frames of lower urgency, so that a
 /// clear-to-send never waits behind a megabyte of someone else's payload:
 /// on a paced WAN connection it would wait for the whole payload to leave
 /// at the paced rate, stalling the other direction's transfer as long.
@@ -457,7 +434,7 @@ impl Tcp {
         if link.closed {
             return Err(terr(Some(peer), "the peer closed its connection (did it exit?)"));
         }
-        let prio = Prio::of(t.header.kind);
+        let prio = t.header.kind.urgency();
         match (link.paced_unsent, t.payload) {
             // Paced: rendezvous payloads go out in pieces of what the socket
             // may hold unsent, so a reply queued meanwhile waits for one
@@ -1221,7 +1198,7 @@ mod tests {
     use super::*;
 
     fn frame(kind: Kind, done: u64) -> OutFrame {
-        OutFrame { header: Header::new(kind).encode(), payload: Payload::None, done, notify: None, prio: Prio::of(kind) }
+        OutFrame { header: Header::new(kind).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
     }
 
     fn kinds(out: &VecDeque<OutFrame>) -> Vec<u8> {
