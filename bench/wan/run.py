@@ -110,6 +110,18 @@ VARIANTS = {
                       "no tuning, flat collectives, no pacing",
                       lambda topo, job: {"GRIDMPI_CLUSTER_DISCOVERY": "off"}),
 }
+
+
+def add_custom_variant(name):
+    """`gridmpi+KEY=VAL+KEY=VAL`: everything on, plus these settings (for
+    quick experiments from the command line)."""
+    if name in VARIANTS or not name.startswith("gridmpi+"):
+        return
+    extra = dict(kv.split("=", 1) for kv in name.split("+")[1:])
+    VARIANTS[name] = ("everything on, plus " + ", ".join("`%s=%s`" % kv for kv in extra.items()),
+                      lambda topo, job: dict({"GRIDMPI_TOPOLOGY": topo}, **extra))
+
+
 # The variants run for bcast, allreduce and the application kernels (alltoall runs them all).
 SHORT_LIST = ("gridmpi", "gridmpi-nopace", "gridmpi-flat", "gridmpi-rto200", "gridmpi-nomap")
 # Variants whose settings this build lacks are left out.
@@ -787,6 +799,11 @@ def main():
         features or "none yet"))
     variants = args.variants.split(",") if args.variants else [
         v for v in VARIANTS if v not in NEEDS or NEEDS[v] in src["info"]]
+    for v in variants:
+        add_custom_variant(v)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        sys.exit("run.py: unknown variants %s (known: %s, or gridmpi+KEY=VALUE...)" % (unknown, ", ".join(VARIANTS)))
     versions = compile_programs(work, snap)
     tb = os.path.join(snap, "bin", "gridmpi-testbed")
     grid = Grid(tb)

@@ -154,6 +154,10 @@ pub enum Action {
     /// one cap (None): a collective's WAN phase starts or ends. Caps nest;
     /// frames queued after this action are sent under it.
     Pace { peer: Pid, bytes_per_sec: Option<u64> },
+    /// Complete `req` (with [`Engine::complete_external`]) once everything
+    /// already handed to the transport for `peer` has left this host, not
+    /// just the process (at once for peers without a socket queue).
+    Drain { peer: Pid, req: ReqId },
 }
 
 /// A peer broke the protocol. The runtime reports it and ends the job.
@@ -898,6 +902,14 @@ impl Engine {
         if peer != self.me {
             self.actions.push_back(Action::Pace { peer, bytes_per_sec });
         }
+    }
+
+    /// A request that completes once what was handed to the transport for
+    /// `peer` has left this host (see [`Action::Drain`]).
+    pub fn drain(&mut self, peer: Pid) -> ReqId {
+        let req = self.external_request();
+        self.actions.push_back(Action::Drain { peer, req });
+        req
     }
 
     /// The next thing for the runtime to do.

@@ -86,6 +86,13 @@ pub struct Round {
     /// runtime caps the sockets' pacing rate and restores it once the data
     /// has drained.
     pub pace: Vec<(i32, u64)>,
+    /// The round ends only once the data it sent to its paced peers has
+    /// left this host (not when the last byte entered the socket). A
+    /// symmetric WAN exchange run back to back needs it: a cluster whose
+    /// sends complete while its paced data is still queued gets ahead of
+    /// the other by up to that queue's duration, and the next call's
+    /// exchange then runs one direction at a time (coll/wan.rs).
+    pub drain: bool,
 }
 
 /// Which cluster (site) every rank of a communicator is in, and the WAN
@@ -209,7 +216,7 @@ impl Schedule {
                 })
                 .collect();
             let pace = round.pace.into_iter().map(|(r, rate)| (m(r), rate)).collect();
-            self.rounds.push(Round { local: round.local, comm, pace });
+            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain });
         }
         self.temps.extend(other.temps);
     }
@@ -230,7 +237,7 @@ impl Schedule {
                 })
                 .collect();
             // Pacing hints name ranks of the other view: local-group rounds go unpaced.
-            self.rounds.push(Round { local: round.local, comm, pace: Vec::new() });
+            self.rounds.push(Round { local: round.local, comm, pace: Vec::new(), drain: false });
         }
         self.temps.extend(other.temps);
     }
@@ -317,6 +324,8 @@ pub(crate) struct Running {
     paced: Vec<Pid>,
     /// The current round's pacing, applied when its communication starts.
     pace: Vec<(i32, u64)>,
+    /// The current round waits for its paced data to leave (Round::drain).
+    drain: bool,
 }
 
 /// A reduction with a user's function, to be run by the caller outside any
@@ -365,6 +374,7 @@ impl Engine {
             waiting_user: false,
             paced: Vec::new(),
             pace: Vec::new(),
+            drain: false,
         });
         self.advance(&mut ex, id);
         self.executor = ex;
@@ -404,6 +414,13 @@ impl Engine {
                         run.failed = Some("a message of the collective was truncated (mismatched counts or types across ranks?)".into());
                     }
                 }
+            }
+            // `paced` is set when the round's communication starts.
+            if run.drain && !run.paced.is_empty() && run.failed.is_none() {
+                run.drain = false;
+                run.pending = run.paced.iter().map(|&p| self.drain(p)).collect();
+                moved = true;
+                continue;
             }
             for peer in run.paced.drain(..) {
                 self.pace(peer, None);
@@ -506,6 +523,7 @@ impl Engine {
             run.local = round.local.into();
             run.comm = round.comm;
             run.pace = round.pace;
+            run.drain = round.drain;
         }
     }
 

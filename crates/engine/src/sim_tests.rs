@@ -68,6 +68,7 @@ impl Net {
                     }
                 }
                 Action::Pace { .. } => {}
+                Action::Drain { req, .. } => self.engines[i].complete_external(req, Default::default()),
                 Action::RemoteRead { remote_addr, len, dst, req, .. } => {
                     // Same address space: the "remote" buffer is readable here.
                     let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };

@@ -12,7 +12,7 @@ use crate::sys::{self, Doorbell, Epoll};
 use crate::tcp::{self, Tcp};
 use gridmpi_config::Config;
 use gridmpi_engine::wire::{Header, HEADER_LEN};
-use gridmpi_engine::{Action, Engine, EngineConfig, Payload, PeerParams, Pid, Transmit};
+use gridmpi_engine::{Action, Engine, EngineConfig, Payload, PeerParams, Pid, ReqId, Transmit};
 use gridmpi_pmi::Pmi;
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -134,6 +134,9 @@ pub struct Runtime {
     /// Peers whose cap was released, waiting for their unsent data to
     /// drain before the socket's rate is restored.
     pace_restores: Vec<Pid>,
+    /// Engine requests completed once the socket to the peer has no unsent
+    /// data (Action::Drain).
+    drains: Vec<(Pid, ReqId)>,
 }
 
 // SAFETY: the runtime is only used under the global lock; the raw pointers
@@ -403,6 +406,7 @@ impl Runtime {
             map,
             pace_caps: Default::default(),
             pace_restores: Vec::new(),
+            drains: Vec::new(),
         })
     }
 
@@ -454,6 +458,9 @@ impl Runtime {
     fn observe(&mut self, busy: bool) {
         if !self.pace_restores.is_empty() {
             self.restore_pacing();
+        }
+        if !self.drains.is_empty() {
+            self.check_drains();
         }
         let events = match self.tcp.as_mut() {
             Some(t) if !t.events.is_empty() => std::mem::take(&mut t.events),
@@ -516,6 +523,8 @@ impl Runtime {
     pub fn sleep_timeout(&self) -> Option<Duration> {
         match &self.shm {
             Some(s) if s.backlog_len > 0 => Some(Duration::from_micros(200)),
+            // Nothing wakes us when a socket's queue drains: look again soon.
+            _ if !self.drains.is_empty() => Some(Duration::from_micros(500)),
             _ => Some(Duration::from_millis(500)),
         }
     }
@@ -533,6 +542,11 @@ impl Runtime {
             },
             Action::Pace { peer, bytes_per_sec } => {
                 self.pace(peer, bytes_per_sec);
+                Ok(())
+            }
+            Action::Drain { peer, req } => {
+                self.drains.push((peer, req));
+                self.check_drains();
                 Ok(())
             }
             Action::RemoteRead { peer, remote_addr, len, dst, req } => {
@@ -579,6 +593,23 @@ impl Runtime {
             // Not yet connected: applied when the connection opens (observe).
             t.set_pacing(peer, cap);
         }
+    }
+
+    /// Complete the drain waits whose socket has sent everything written to
+    /// it (shared-memory peers and closed connections at once).
+    fn check_drains(&mut self) {
+        let (tcp, engine, routes) = (self.tcp.as_ref(), &mut self.engine, &self.routes);
+        self.drains.retain(|&(peer, req)| {
+            let unsent = match (routes[peer as usize], tcp) {
+                (Route::Tcp, Some(t)) => t.unsent_bytes(peer).unwrap_or(0),
+                _ => 0,
+            };
+            if unsent > 0 {
+                return true;
+            }
+            engine.complete_external(req, Default::default());
+            false
+        });
     }
 
     /// Lift released caps once the socket has sent what was written under them.

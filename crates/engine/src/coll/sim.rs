@@ -36,6 +36,8 @@ impl Rng {
 thread_local! {
     /// Pacing actions seen by [`run`]: (rank, peer pid, rate or release).
     pub static PACES: std::cell::RefCell<Vec<(usize, Pid, Option<u64>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Drain waits seen by [`run`]: (rank, peer pid).
+    pub static DRAINS: std::cell::RefCell<Vec<(usize, Pid)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Frames in flight from one engine to another.
@@ -46,6 +48,9 @@ struct Net {
     /// links[from][to]
     links: Vec<Vec<Link>>,
     rng: Rng,
+    /// Drain waits not yet reported done: (rank, request). They complete
+    /// at random moments, or when nothing else can happen.
+    drains: Vec<(usize, ReqId)>,
 }
 
 impl Net {
@@ -65,7 +70,12 @@ impl Net {
                 e.set_peer_params(p as Pid, params);
             }
         }
-        Net { engines, links: (0..n).map(|_| (0..n).map(|_| VecDeque::new()).collect()).collect(), rng: Rng(rng.next() | 1) }
+        Net {
+            engines,
+            links: (0..n).map(|_| (0..n).map(|_| VecDeque::new()).collect()).collect(),
+            rng: Rng(rng.next() | 1),
+            drains: Vec::new(),
+        }
     }
 
     fn drain(&mut self, i: usize) {
@@ -87,6 +97,10 @@ impl Net {
                     }
                 }
                 Action::Pace { peer, bytes_per_sec } => PACES.with(|p| p.borrow_mut().push((i, peer, bytes_per_sec))),
+                Action::Drain { peer, req } => {
+                    DRAINS.with(|d| d.borrow_mut().push((i, peer)));
+                    self.drains.push((i, req));
+                }
                 Action::RemoteRead { remote_addr, len, dst, req, .. } => {
                     let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };
                     let ok = self.rng.below(4) != 0;
@@ -141,6 +155,11 @@ pub fn run_opts(n: usize, seed: u64, mut build: impl FnMut(usize) -> Schedule, s
             .flat_map(|a| (0..n).map(move |b| (a, b)))
             .filter(|&(a, b)| !net.links[a][b].is_empty())
             .collect();
+        if !net.drains.is_empty() && (links.is_empty() || rng.below(4) == 0) {
+            let (i, req) = net.drains.swap_remove(rng.below(net.drains.len() as u64) as usize);
+            net.engines[i].complete_external(req, Default::default());
+            continue;
+        }
         if links.is_empty() {
             if next < n {
                 continue;

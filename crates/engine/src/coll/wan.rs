@@ -64,6 +64,7 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
         s.round().local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
     }
     let round = s.round();
+    round.drain = true;
     // Receives first, then sends starting with the next rank, so that
     // receivers are not all hit by the same sender at once.
     for k in 1..size {
@@ -712,7 +713,7 @@ fn permuted(s: &mut Schedule, input: &UserBuf, order: &[i32], counts: &[u64]) ->
 #[allow(clippy::needless_range_loop)]
 mod tests {
     use super::*;
-    use crate::coll::sim::{self, Rng, TBuf, PACES};
+    use crate::coll::sim::{self, Rng, TBuf, DRAINS, PACES};
     use crate::coll::util::bytes as byte_range;
 
     /// Random cluster layouts: (cluster of each rank, count).
@@ -754,6 +755,10 @@ mod tests {
             }
         }
         assert!(caps.values().all(|&v| v == 0), "a pacing cap was never released");
+        // Drain waits only ever concern paced (so WAN) connections.
+        for (r, peer) in DRAINS.with(|d| std::mem::take(&mut *d.borrow_mut())) {
+            assert!(caps.contains_key(&(r, peer)), "rank {r} waited for an unpaced connection to {peer} to drain");
+        }
     }
 
     #[test]
@@ -779,6 +784,10 @@ mod tests {
                         let want = &sends[p][r * len as usize..(r + 1) * len as usize];
                         assert_eq!(got, want, "n {n} len {len} seed {seed}: block {p}->{r}");
                     }
+                }
+                // Ranks that paced wait for their WAN data to leave before the call ends.
+                if paced_any() {
+                    assert!(DRAINS.with(|d| !d.borrow().is_empty()), "n {n} len {len}: paced alltoall without drain waits");
                 }
                 check_paces(&sites, true);
             }
