@@ -93,6 +93,12 @@ pub struct Round {
     /// the other by up to that queue's duration, and the next call's
     /// exchange then runs one direction at a time (coll/wan.rs).
     pub drain: bool,
+    /// Receives started with this round's communication but awaited only
+    /// at the end of the next round, so their data may be used from the
+    /// round after that on. A pipeline's WAN receive of chunk j, posted with
+    /// the send of chunk j, then overlaps the sends of chunk j+1 instead of
+    /// holding them back until chunk j has crossed the WAN.
+    pub carry: Vec<Step>,
 }
 
 /// Which cluster (site) every rank of a communicator is in, and the WAN
@@ -216,7 +222,11 @@ impl Schedule {
                 })
                 .collect();
             let pace = round.pace.into_iter().map(|(r, rate)| (m(r), rate)).collect();
-            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain });
+            let carry = round.carry.into_iter().map(|step| match step {
+                Step::Recv { from, buf } => Step::Recv { from: m(from), buf },
+                s => s,
+            });
+            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain, carry: carry.collect() });
         }
         self.temps.extend(other.temps);
     }
@@ -237,14 +247,21 @@ impl Schedule {
                 })
                 .collect();
             // Pacing hints name ranks of the other view: local-group rounds go unpaced.
-            self.rounds.push(Round { local: round.local, comm, pace: Vec::new(), drain: false });
+            assert!(round.carry.is_empty(), "append_local: carried receives are not supported");
+            self.rounds.push(Round { local: round.local, comm, pace: Vec::new(), ..Default::default() });
         }
         self.temps.extend(other.temps);
     }
 
-    /// Drop rounds with nothing to do.
+    /// Drop rounds with nothing to do, except those that follow a round
+    /// with carried receives (they mark when those must be complete).
     pub fn prune(&mut self) {
-        self.rounds.retain(|r| !(r.local.is_empty() && r.comm.is_empty()));
+        let mut carried = false;
+        self.rounds.retain(|r| {
+            let keep = carried || !(r.local.is_empty() && r.comm.is_empty() && r.carry.is_empty());
+            carried = !r.carry.is_empty();
+            keep
+        });
     }
 
     /// Allocate `bytes` of scratch memory; returns its address (stable for
@@ -326,6 +343,13 @@ pub(crate) struct Running {
     pace: Vec<(i32, u64)>,
     /// The current round waits for its paced data to leave (Round::drain).
     drain: bool,
+    /// The current round's carried receives, to start with its communication.
+    carry: Vec<Step>,
+    /// Receives the current round carries into the next.
+    carried: Vec<ReqId>,
+    /// Receives the previous round carried into the current one, awaited
+    /// with its communication.
+    carried_in: Vec<ReqId>,
 }
 
 /// A reduction with a user's function, to be run by the caller outside any
@@ -375,6 +399,9 @@ impl Engine {
             paced: Vec::new(),
             pace: Vec::new(),
             drain: false,
+            carry: Vec::new(),
+            carried: Vec::new(),
+            carried_in: Vec::new(),
         });
         self.advance(&mut ex, id);
         self.executor = ex;
@@ -456,9 +483,12 @@ impl Engine {
                 }
             }
             // Then the round's communication.
-            if !run.comm.is_empty() && run.failed.is_none() {
+            if (!run.comm.is_empty() || !run.carry.is_empty() || !run.carried_in.is_empty()) && run.failed.is_none() {
                 moved = true;
-                let comm = std::mem::take(&mut run.comm);
+                let carry_steps = std::mem::take(&mut run.carry);
+                let carry_from = run.comm.len();
+                let mut comm = std::mem::take(&mut run.comm);
+                comm.extend(carry_steps);
                 // Pace first, so the rate is in place before the first byte.
                 let paces = std::mem::take(&mut run.pace);
                 let pids: Vec<(Pid, u64)> = paces.iter().map(|&(r, rate)| (run.sched.view.pid(r), rate)).collect();
@@ -501,10 +531,25 @@ impl Engine {
                     };
                     started.push(r);
                 }
-                ex.running.get_mut(id).unwrap().pending = started;
+                let run = ex.running.get_mut(id).unwrap();
+                // This round waits for its own communication and for what
+                // the previous round carried; its carried receives wait for
+                // the next round.
+                run.carried = started.split_off(carry_from);
+                started.append(&mut run.carried_in);
+                run.pending = started;
                 continue;
             }
             // The round is done: finish, or load the next one.
+            if !(run.carried.is_empty() && run.carried_in.is_empty())
+                && (run.next_round == run.sched.rounds.len() || run.failed.is_some())
+            {
+                // Receives carried past the last round (or a failure) are
+                // still posted: wait for them before finishing.
+                run.pending = std::mem::take(&mut run.carried);
+                run.pending.append(&mut run.carried_in);
+                continue;
+            }
             if run.next_round == run.sched.rounds.len() || run.failed.is_some() {
                 let run = ex.running.remove(id).unwrap();
                 let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: None };
@@ -524,6 +569,8 @@ impl Engine {
             run.comm = round.comm;
             run.pace = round.pace;
             run.drain = round.drain;
+            run.carry = round.carry;
+            run.carried_in = std::mem::take(&mut run.carried);
         }
     }
 

@@ -16,7 +16,7 @@
 //! traffic is never paced.
 
 use super::util::{bytes, byte_area, combine, even_block, items, offsets};
-use super::{allgather, basic, barrier, gather, reduce, reduce_scatter, scatter};
+use super::{basic, barrier, gather, reduce, reduce_scatter, scatter};
 use crate::buf::UserBuf;
 use crate::sched::{CommView, Reducer, Round, Schedule, Sites, Step};
 use std::sync::Arc;
@@ -96,10 +96,11 @@ pub const BCAST_SPLIT_MIN: u64 = 32 * 1024;
 
 /// Bcast across clusters. Small messages: the root sends to one leader per
 /// cluster (one WAN crossing), leaders broadcast in their clusters
-/// (binomial). Large ones: the root scatters k pieces among the k members
-/// of its cluster, member i sends piece i to member i mod k' of every other
-/// cluster (k paced WAN flows instead of one), and every cluster shares its
-/// pieces inside. The WAN carries the message once per remote cluster.
+/// (binomial). Large ones, in chunks (pipelined): the root scatters k
+/// pieces of a chunk among the k members of its cluster, member i sends
+/// piece i to member i mod k' of every other cluster (k paced WAN flows
+/// instead of one), and every cluster shares its pieces inside. The WAN
+/// carries the message once per remote cluster.
 pub fn bcast(view: CommView, sites: &Sites, tag: i32, buf: UserBuf, root: i32) -> Schedule {
     let rank = view.rank;
     let rc = sites.cluster(root);
@@ -134,62 +135,73 @@ pub fn bcast(view: CommView, sites: &Sites, tag: i32, buf: UserBuf, root: i32) -
         return s;
     }
     let (area, dense) = byte_area(&mut s, &buf);
-    let n = area.len();
-    let piece = |i: usize| {
-        let (off, len) = even_block(n, k as u64, i as u64);
-        bytes(&area, off, len)
-    };
     if rank == root && !dense {
         s.round().local.push(Step::Copy { from: buf.clone(), to: area.clone() });
     }
-    // 1. The root scatters the pieces in its cluster.
-    let round = s.round();
-    for (i, &m) in home.iter().enumerate() {
-        if m == root {
-            continue;
-        }
-        if rank == root {
-            round.comm.push(Step::Send { to: m, buf: piece(i) });
-        } else if rank == m {
-            round.comm.push(Step::Recv { from: root, buf: piece(i) });
-        }
-    }
-    // 2. The WAN: home member i -> member i mod k' of every other cluster.
-    let flows = k * (sites.count as usize - 1);
-    let rate = sites.pace_rate(flows as u64 * piece(0).len(), piece(0).len());
-    let round = s.round();
-    for c in 0..sites.count {
-        if c == rc {
-            continue;
-        }
-        let there = sites.members(c);
-        for (i, &m) in home.iter().enumerate() {
-            let dst = there[i % there.len()];
-            if rank == m {
-                round.comm.push(Step::Send { to: dst, buf: piece(i) });
-                if let Some(r) = rate {
-                    round.pace.push((dst, r));
-                }
-            } else if rank == dst {
-                round.comm.push(Step::Recv { from: m, buf: piece(i) });
-            }
-        }
-    }
-    // 3. Inside every cluster, each member gives the pieces it holds to the others.
+    let base = s.rounds.len();
+    // The message in chunks whose pieces are at most PIPELINE_CHUNK; chunk
+    // j moves inside the root's cluster in round j, over the WAN in round
+    // j+1 (received as a carried receive) and inside the other clusters in
+    // round j+3, so the WAN flows run back to back.
+    let n = area.len();
+    let chunks = n.div_ceil(k as u64 * PIPELINE_CHUNK).max(1);
+    let flows = (k * (sites.count as usize - 1)) as u64;
     let c = sites.cluster(rank);
     let members = sites.members(c);
-    let holder = |i: usize| if c == rc { home[i] } else { members[i % members.len()] };
-    let round = s.round();
-    for i in 0..k {
-        let h = holder(i);
-        if h == rank {
-            for &m in &members {
-                if m != rank {
+    for j in 0..chunks {
+        let (co, cn) = even_block(n, chunks, j);
+        let piece = |i: usize| {
+            let (off, len) = even_block(cn, k as u64, i as u64);
+            bytes(&area, co + off, len)
+        };
+        let t = base + j as usize;
+        // 1. The root gives piece i to member i of its cluster.
+        let round = round_at(&mut s, t);
+        for (i, &m) in home.iter().enumerate().filter(|&(_, &m)| m != root) {
+            if rank == root {
+                round.comm.push(Step::Send { to: m, buf: piece(i) });
+            } else if rank == m {
+                round.comm.push(Step::Recv { from: root, buf: piece(i) });
+            }
+        }
+        // 2. Member i: piece i to the rest of its cluster, and over the WAN
+        // to member i mod k' of every other cluster.
+        let rate = sites.pace_rate(flows * piece(0).len(), piece(0).len());
+        let round = round_at(&mut s, t + 1);
+        for (i, &h) in home.iter().enumerate() {
+            if rank == h {
+                for &m in home.iter().filter(|&&m| m != h && m != root) {
                     round.comm.push(Step::Send { to: m, buf: piece(i) });
                 }
+            } else if c == rc && rank != root {
+                round.comm.push(Step::Recv { from: h, buf: piece(i) });
             }
-        } else if members.contains(&rank) {
-            round.comm.push(Step::Recv { from: h, buf: piece(i) });
+            for x in (0..sites.count).filter(|&x| x != rc) {
+                let there = sites.members(x);
+                let dst = there[i % there.len()];
+                if rank == h {
+                    round.comm.push(Step::Send { to: dst, buf: piece(i) });
+                    if let Some(r) = rate {
+                        round.pace.push((dst, r));
+                    }
+                } else if rank == dst {
+                    round.carry.push(Step::Recv { from: h, buf: piece(i) });
+                }
+            }
+        }
+        // 3. Every other cluster shares the pieces its members received.
+        if c != rc {
+            let round = round_at(&mut s, t + 3);
+            for i in 0..k {
+                let h = members[i % members.len()];
+                if h == rank {
+                    for &m in members.iter().filter(|&&m| m != rank) {
+                        round.comm.push(Step::Send { to: m, buf: piece(i) });
+                    }
+                } else {
+                    round.comm.push(Step::Recv { from: h, buf: piece(i) });
+                }
+            }
         }
     }
     if !dense {
@@ -199,13 +211,29 @@ pub fn bcast(view: CommView, sites: &Sites, tag: i32, buf: UserBuf, root: i32) -
     s
 }
 
+/// A pipelined WAN phase sends messages of at most this many bytes: they
+/// go eagerly (the TCP default of GRIDMPI_EAGER_LIMIT), so a chunk's send
+/// never waits a round trip for the receiver's go-ahead, and chunks are
+/// small beside the whole transfer, so the clusters' phases before and
+/// after the WAN overlap it.
+pub const PIPELINE_CHUNK: u64 = 64 * 1024;
+
+/// Round `i` of `s`, adding empty rounds up to it.
+fn round_at(s: &mut Schedule, i: usize) -> &mut Round {
+    while s.rounds.len() <= i {
+        s.rounds.push(Round::default());
+    }
+    &mut s.rounds[i]
+}
+
 /// Allreduce across clusters, commutative operations; the result is the
 /// same bits on every rank (partial results are combined in cluster order).
 /// Small vectors: reduce to each cluster's leader, leaders swap partials
 /// over the WAN and combine them, then broadcast in their clusters. Long
-/// vectors with equal clusters: reduce-scatter inside each cluster, member
-/// i swaps its segment with member i of every other cluster (k paced WAN
-/// flows each way), combine, allgather inside the cluster.
+/// vectors with equal clusters, pipelined in chunks: reduce-scatter inside
+/// each cluster, member i swaps its partial of sub-block i with member i
+/// of every other cluster (k paced WAN flows each way), combine, allgather
+/// inside the cluster.
 pub fn allreduce(view: CommView, sites: &Sites, tag: i32, input: Option<UserBuf>, recv: UserBuf, op: Arc<dyn Reducer>) -> Schedule {
     let rank = view.rank;
     let c = sites.cluster(rank);
@@ -233,22 +261,64 @@ pub fn allreduce(view: CommView, sites: &Sites, tag: i32, input: Option<UserBuf>
         s.prune();
         return s;
     }
-    // Reduce-scatter inside the cluster: member i gets segment i.
-    let counts: Vec<u64> = (0..k).map(|i| even_block(count, k as u64, i as u64).1).collect();
+    // A pipeline over chunks of the vector; member i owns sub-block i of
+    // every chunk, of at most PIPELINE_CHUNK bytes. Round t reduces chunk t
+    // inside the clusters, sends chunk t-1 over the WAN and shares chunk
+    // t-3 inside the clusters, so the WAN flows run back to back.
     let me = sub.rank as usize;
-    let (off, n) = even_block(count, k as u64, me as u64);
-    let seg = items(&recv, off, n);
-    let tmp_all = s.temp_typed(count, &dt);
-    s.round().local.push(Step::Copy { from: input, to: tmp_all.clone() });
-    s.append_mapped(reduce_scatter::ring(sub.clone(), tag, tmp_all, seg.clone(), &counts, op.clone()), &members);
-    // Swap segments with the same-index members of the other clusters.
-    exchange_and_combine(&mut s, sites, &seg, &op, |x| sites.members(x)[me], k);
-    // Allgather the segments inside the cluster.
-    let blocks: Vec<UserBuf> = (0..k).map(|i| {
-        let (o, n) = even_block(count, k as u64, i as u64);
-        items(&recv, o, n)
-    }).collect();
-    s.append_mapped(allgather::ring(sub, tag, None, &blocks), &members);
+    let others: Vec<u32> = (0..sites.count).filter(|&x| x != c).collect();
+    let flows = (k * others.len()) as u64;
+    let chunks = recv.len().div_ceil(k as u64 * PIPELINE_CHUNK).clamp(1, count / k as u64);
+    let base = s.rounds.len();
+    for j in 0..chunks {
+        let (co, cn) = even_block(count, chunks, j);
+        let sub_block = |i: usize| {
+            let (o, n) = even_block(cn, k as u64, i as u64);
+            (co + o, n)
+        };
+        let (mo, mn) = sub_block(me);
+        let t = base + j as usize;
+        // 1. Round t: every member sends the others the sub-blocks they own.
+        let got: Vec<Option<UserBuf>> = (0..k).map(|i| (i != me).then(|| s.temp_typed(mn, &dt))).collect();
+        let round = round_at(&mut s, t);
+        for (i, &m) in members.iter().enumerate().filter(|&(i, _)| i != me) {
+            let (o, n) = sub_block(i);
+            round.comm.push(Step::Send { to: m, buf: items(&input, o, n) });
+            round.comm.push(Step::Recv { from: m, buf: got[i].clone().unwrap() });
+        }
+        // 2. Round t+1: our cluster's partial of our sub-block (members'
+        // inputs combined in member order) to the same-index member of
+        // every other cluster, paced; theirs arrive as carried receives.
+        let part = s.temp_typed(mn, &dt);
+        let theirs: Vec<(u32, UserBuf)> = others.iter().map(|&x| (x, s.temp_typed(mn, &dt))).collect();
+        let x = |i: usize| got[i].clone().unwrap_or_else(|| items(&input, mo, mn));
+        let rate = sites.pace_rate(flows * part.len(), part.len());
+        let round = round_at(&mut s, t + 1);
+        round.local.push(Step::Copy { from: x(k - 1), to: part.clone() });
+        for i in (0..k - 1).rev() {
+            round.local.push(Step::Reduce { op: op.clone(), left: x(i), inout: part.clone() });
+        }
+        for (x, buf) in &theirs {
+            let p = sites.members(*x)[me];
+            round.comm.push(Step::Send { to: p, buf: part.clone() });
+            round.carry.push(Step::Recv { from: p, buf: buf.clone() });
+            if let Some(r) = rate {
+                round.pace.push((p, r));
+            }
+        }
+        // 3. Round t+3 (the carried receives are complete): combine the
+        // clusters' partials in cluster order, share the result inside.
+        let out = items(&recv, mo, mn);
+        let round = round_at(&mut s, t + 3);
+        let mut vals = theirs;
+        vals.push((c, part));
+        combine_in_cluster_order(round, &op, vals, &out);
+        for (i, &m) in members.iter().enumerate().filter(|&(i, _)| i != me) {
+            let (o, n) = sub_block(i);
+            round.comm.push(Step::Send { to: m, buf: out.clone() });
+            round.comm.push(Step::Recv { from: m, buf: items(&recv, o, n) });
+        }
+    }
     s.prune();
     s
 }
@@ -860,31 +930,64 @@ mod tests {
 
     #[test]
     fn large_allreduce_with_equal_clusters_uses_the_split_path() {
-        // 2 clusters of 3: the segmented path (and its paced WAN swap).
-        let n = 6;
-        let sites = Sites { of_rank: vec![0, 1, 0, 1, 0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
-        let count = 20_000;
-        let dt = sim::test_type(1);
-        let (op, f) = sim::test_op(1);
-        let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-        let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-        let m = inputs[0].elements();
-        let mut want = vec![0u64; m];
-        for r in 0..n {
-            let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, 3)).collect();
-            for i in 0..m {
-                want[i] = f(want[i], v[i]);
+        // Equal clusters: the pipelined path (one chunk to many), its paced
+        // WAN swaps and carried receives, under random arrival orders.
+        let layouts: [(&[u32], u64); 3] = [(&[0, 1, 0, 1, 0, 1], 20_000), (&[0, 0, 1, 1, 2, 2], 150_000), (&[0, 0, 0, 0, 1, 1, 1, 1], 300_000)];
+        for (of, count) in layouts {
+            for seed in 0..3 {
+                let n = of.len();
+                let nc = of.iter().max().unwrap() + 1;
+                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+                let dt = sim::test_type(1);
+                let (op, f) = sim::test_op(1);
+                let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+                let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+                let m = inputs[0].elements();
+                let mut want = vec![0u64; m];
+                for r in 0..n {
+                    let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
+                    for i in 0..m {
+                        want[i] = f(want[i], v[i]);
+                    }
+                    inputs[r].set(&v);
+                }
+                let expect = recvs[0].expect(&want);
+                let errs = sim::run(n, seed, |r| allreduce(sim::view(r, n), &sites, 4, Some(inputs[r].ub()), recvs[r].ub(), op.clone()));
+                assert!(errs.iter().all(|e| e.is_none()));
+                for r in 0..n {
+                    assert!(recvs[r].mem == expect, "layout {of:?} count {count} seed {seed}: rank {r} has a wrong result");
+                }
+                let log = PACES.with(|p| p.borrow().clone());
+                assert!(log.iter().any(|e| e.2.is_some()), "the WAN swap was not paced");
+                check_paces(&sites, true);
             }
-            inputs[r].set(&v);
         }
-        let expect = recvs[0].expect(&want);
-        sim::run(n, 3, |r| allreduce(sim::view(r, n), &sites, 4, Some(inputs[r].ub()), recvs[r].ub(), op.clone()));
-        for r in 0..n {
-            assert_eq!(recvs[r].mem, expect);
+    }
+
+    #[test]
+    fn large_bcast_pipelines_over_many_chunks() {
+        let layouts: [&[u32]; 3] = [&[0, 1, 0, 1, 0, 1], &[0, 0, 1, 1, 2, 2, 2], &[0, 0, 0, 0, 1, 1, 1, 1]];
+        for of in layouts {
+            for seed in 0..3u64 {
+                let n = of.len();
+                let nc = of.iter().max().unwrap() + 1;
+                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+                let root = (seed as usize * 3 % n) as i32;
+                let dt = sim::test_type(seed % 2);
+                let count = 120_000;
+                let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+                let v: Vec<u64> = (0..bufs[0].elements()).map(|i| sim::value(root as usize, i, seed)).collect();
+                bufs[root as usize].set(&v);
+                let expect = bufs[0].expect(&v);
+                let errs = sim::run(n, seed, |r| bcast(sim::view(r, n), &sites, 3, bufs[r].ub(), root));
+                assert!(errs.iter().all(|e| e.is_none()));
+                for r in 0..n {
+                    assert!(bufs[r].mem == expect, "layout {of:?} root {root} seed {seed}: rank {r} has wrong data");
+                }
+                assert!(paced_any(), "the WAN phase was not paced");
+                check_paces(&sites, true);
+            }
         }
-        let log = PACES.with(|p| p.borrow().clone());
-        assert!(log.iter().any(|e| e.2.is_some()), "the WAN swap was not paced");
-        check_paces(&sites, true);
     }
 
     /// Alltoallv: each WAN flow is paced at its part of the burst (bytes to
