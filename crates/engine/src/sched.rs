@@ -99,7 +99,37 @@ pub struct Round {
     /// the send of chunk j, then overlaps the sends of chunk j+1 instead of
     /// holding them back until chunk j has crossed the WAN.
     pub carry: Vec<Step>,
+    /// Pacing whose rates are known only when the round starts (added to
+    /// `pace` then), see [`PaceByBurst`].
+    pub pace_by_burst: Option<PaceByBurst>,
 }
+
+/// Pace each flow at its part of a burst whose size an earlier round of
+/// the schedule wrote: the sum of the native-endian u64s in `burst` (e.g.
+/// what every member of our cluster sends over the WAN in an alltoallv,
+/// which no rank knows alone).
+pub struct PaceByBurst {
+    pub sites: Sites,
+    /// Dense bytes holding u64s.
+    pub burst: UserBuf,
+    /// (rank, bytes it is sent).
+    pub flows: Vec<(i32, u64)>,
+}
+
+impl PaceByBurst {
+    fn rates(&self) -> Vec<(i32, u64)> {
+        let n = (self.burst.len() / 8) as usize;
+        // SAFETY: a dense scratch area of n u64s owned by the schedule.
+        let words = unsafe { std::slice::from_raw_parts(self.burst.base() as *const u8, n * 8) };
+        let total: u64 = words.chunks_exact(8).map(|w| u64::from_ne_bytes(w.try_into().unwrap())).fold(0, u64::saturating_add);
+        self.flows.iter().filter_map(|&(to, bytes)| self.sites.pace_rate(total, bytes).map(|r| (to, r))).collect()
+    }
+}
+
+/// The lowest pacing rate (bytes/s): one full-sized packet per 4 ms, the
+/// time a paced socket may hold data unsent (tcp.rs), so no packet waits
+/// longer than that behind the one before it.
+pub const MIN_PACE_RATE: u64 = 1500 * 250;
 
 /// Which cluster (site) every rank of a communicator is in, and the WAN
 /// between them, for cluster-aware algorithms.
@@ -140,6 +170,13 @@ impl Sites {
     /// flows when Q is small beside the burst), all finish together, bursts
     /// little larger than Q go faster (a flow that starts late then catches
     /// up instead of finishing late), and a burst that fits is not paced.
+    ///
+    /// No rate is below [`MIN_PACE_RATE`]: the kernel spaces the packets of
+    /// a paced socket by the last one's length over the rate, so a small
+    /// flow of a skewed alltoallv paced at its tiny share would hold a
+    /// protocol reply written after its last packet for most of the phase
+    /// (a clear-to-send delayed by ~100 ms turned a 90 ms alltoallv into
+    /// 180 ms). Such flows are small, so sending them faster costs nothing.
     pub fn pace_rate(&self, burst: u64, bytes: u64) -> Option<u64> {
         let bw = self.wan_bps?;
         if self.pace_share <= 0.0 || burst <= self.wan_queue || bytes == 0 {
@@ -147,7 +184,7 @@ impl Sites {
         }
         let c = bw as f64 / 8.0 * self.pace_share;
         let r = c * bytes as f64 / (burst - self.wan_queue) as f64;
-        Some(r.min(c).max(1.0) as u64)
+        Some(r.max(MIN_PACE_RATE as f64).min(c).max(1.0) as u64)
     }
 }
 
@@ -226,7 +263,11 @@ impl Schedule {
                 Step::Recv { from, buf } => Step::Recv { from: m(from), buf },
                 s => s,
             });
-            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain, carry: carry.collect() });
+            let pace_by_burst = round.pace_by_burst.map(|mut p| {
+                p.flows.iter_mut().for_each(|f| f.0 = m(f.0));
+                p
+            });
+            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain, carry: carry.collect(), pace_by_burst });
         }
         self.temps.extend(other.temps);
     }
@@ -247,7 +288,7 @@ impl Schedule {
                 })
                 .collect();
             // Pacing hints name ranks of the other view: local-group rounds go unpaced.
-            assert!(round.carry.is_empty(), "append_local: carried receives are not supported");
+            assert!(round.carry.is_empty() && round.pace_by_burst.is_none(), "append_local: carried receives and paced rounds are not supported");
             self.rounds.push(Round { local: round.local, comm, pace: Vec::new(), ..Default::default() });
         }
         self.temps.extend(other.temps);
@@ -337,10 +378,17 @@ pub(crate) struct Running {
     /// A user-function reduction handed out with [`Engine::take_user_steps`]
     /// and not yet reported done.
     waiting_user: bool,
-    /// Peers paced for the current round.
-    paced: Vec<Pid>,
+    /// Caps in force for the current round: the peer and our sends to it.
+    /// A cap is released as soon as those sends are complete, so a flow
+    /// that is done (say a small one of an alltoallv, paced slowly) does not
+    /// hold back the protocol replies we owe that peer: the kernel spaces
+    /// every packet of a paced socket by the last one's length over the rate.
+    paced: Vec<(Pid, Vec<ReqId>)>,
+    /// Every peer paced in the current round (for `drain`).
+    paced_peers: Vec<Pid>,
     /// The current round's pacing, applied when its communication starts.
     pace: Vec<(i32, u64)>,
+    pace_by_burst: Option<PaceByBurst>,
     /// The current round waits for its paced data to leave (Round::drain).
     drain: bool,
     /// The current round's carried receives, to start with its communication.
@@ -397,7 +445,9 @@ impl Engine {
             comm: Vec::new(),
             waiting_user: false,
             paced: Vec::new(),
+            paced_peers: Vec::new(),
             pace: Vec::new(),
+            pace_by_burst: None,
             drain: false,
             carry: Vec::new(),
             carried: Vec::new(),
@@ -432,6 +482,19 @@ impl Engine {
         let mut moved = false;
         loop {
             let run = ex.running.get_mut(id).unwrap();
+            if !run.paced.is_empty() {
+                let mut done = Vec::new();
+                run.paced.retain(|(pid, sends)| {
+                    let complete = sends.iter().all(|&r| self.is_complete(r));
+                    if complete {
+                        done.push(*pid);
+                    }
+                    !complete
+                });
+                for pid in done {
+                    self.pace(pid, None);
+                }
+            }
             if run.waiting_user || !run.pending.iter().all(|&r| self.is_complete(r)) {
                 return moved;
             }
@@ -442,15 +505,16 @@ impl Engine {
                     }
                 }
             }
-            // `paced` is set when the round's communication starts.
-            if run.drain && !run.paced.is_empty() && run.failed.is_none() {
+            for (peer, _) in run.paced.drain(..) {
+                self.pace(peer, None);
+            }
+            // `paced_peers` is set when the round's communication starts.
+            let drain = std::mem::take(&mut run.paced_peers);
+            if run.drain && !drain.is_empty() && run.failed.is_none() {
                 run.drain = false;
-                run.pending = run.paced.iter().map(|&p| self.drain(p)).collect();
+                run.pending = drain.iter().map(|&p| self.drain(p)).collect();
                 moved = true;
                 continue;
-            }
-            for peer in run.paced.drain(..) {
-                self.pace(peer, None);
             }
             // Local steps of the current round, in order.
             if run.failed.is_none() {
@@ -490,9 +554,13 @@ impl Engine {
                 let mut comm = std::mem::take(&mut run.comm);
                 comm.extend(carry_steps);
                 // Pace first, so the rate is in place before the first byte.
-                let paces = std::mem::take(&mut run.pace);
+                let mut paces = std::mem::take(&mut run.pace);
+                if let Some(p) = run.pace_by_burst.take() {
+                    paces.extend(p.rates());
+                }
                 let pids: Vec<(Pid, u64)> = paces.iter().map(|&(r, rate)| (run.sched.view.pid(r), rate)).collect();
-                run.paced = pids.iter().map(|p| p.0).collect();
+                run.paced = pids.iter().map(|p| (p.0, Vec::new())).collect();
+                run.paced_peers = pids.iter().map(|p| p.0).collect();
                 for (pid, rate) in pids {
                     self.pace(pid, Some(rate));
                 }
@@ -513,7 +581,12 @@ impl Engine {
                     let r = match step {
                         Step::Send { to, buf } => {
                             let a = send(view, to, buf);
-                            self.isend(a)
+                            let dest = a.dest;
+                            let r = self.isend(a);
+                            if let Some(p) = ex.running.get_mut(id).unwrap().paced.iter_mut().find(|p| p.0 == dest) {
+                                p.1.push(r);
+                            }
+                            r
                         }
                         Step::SendLocal { to, buf } => {
                             let a = send(local(), to, buf);
@@ -568,6 +641,7 @@ impl Engine {
             run.local = round.local.into();
             run.comm = round.comm;
             run.pace = round.pace;
+            run.pace_by_burst = round.pace_by_burst;
             run.drain = round.drain;
             run.carry = round.carry;
             run.carried_in = std::mem::take(&mut run.carried);
@@ -634,6 +708,8 @@ mod tests {
         // A burst that fits: no pacing; one just above: at most the link.
         assert_eq!(sites(32 * 1024).pace_rate(8 * 4096, 4096), None);
         assert_eq!(sites(32 * 1024).pace_rate(8 * 4096 + 8, 4097), Some(c));
+        // A tiny part of a large burst: no slower than the floor.
+        assert_eq!(sites(0).pace_rate(1 << 20, 100), Some(super::MIN_PACE_RATE));
         // Unknown bandwidth, pacing off, nothing to send: none.
         assert_eq!(Sites { wan_bps: None, ..sites(0) }.pace_rate(4000, 1000), None);
         assert_eq!(Sites { pace_share: 0.0, ..sites(0) }.pace_rate(4000, 1000), None);

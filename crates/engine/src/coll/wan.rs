@@ -18,7 +18,7 @@
 use super::util::{bytes, byte_area, combine, even_block, items, offsets};
 use super::{basic, barrier, gather, reduce, reduce_scatter, scatter};
 use crate::buf::UserBuf;
-use crate::sched::{CommView, Reducer, Round, Schedule, Sites, Step};
+use crate::sched::{CommView, PaceByBurst, Reducer, Round, Schedule, Sites, Step};
 use std::sync::Arc;
 
 /// The members of `ranks` as a view of their own (None if we are not one).
@@ -50,18 +50,35 @@ fn outside(sites: &Sites, c: u32) -> usize {
 /// that cross the WAN are paced so that all the flows leaving a cluster
 /// add up to the configured share of the WAN, which keeps its queue short
 /// (no tail drops, so no retransmission timeouts) while keeping it full.
-/// Intra-cluster exchanges run unpaced alongside. One round.
-pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf]) -> Schedule {
+/// Intra-cluster exchanges run unpaced alongside. Each WAN flow gets its
+/// part of the burst leaving the cluster: with `equal` (MPI_Alltoall)
+/// every member sends as much as we do; otherwise (alltoallv/w) the
+/// members first tell each other how much they send across, so a rank with
+/// more to send gets more of the bandwidth and all finish together.
+pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf], equal: bool) -> Schedule {
     let (rank, size) = (view.rank, view.size);
     let mine = sites.cluster(rank);
-    // Each WAN flow gets its part of the burst, the burst being what the
-    // cluster's members send across if each sends as much as we do (so
-    // alltoallv's larger flows are not held to an equal share).
+    let members = sites.members(mine);
     let ours: u64 = (0..size).filter(|&r| sites.cluster(r) != mine).map(|r| send[r as usize].len()).sum();
-    let burst = sites.members(mine).len() as u64 * ours;
     let mut s = Schedule::new(view, tag);
     if !recv[rank as usize].is_empty() {
         s.round().local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
+    }
+    let paced = sites.pace_rate(u64::MAX, 1).is_some();
+    let mut burst = None;
+    if paced && !equal && members.len() > 1 {
+        // Every member's WAN bytes, ours written now, the others' received.
+        let me = members.iter().position(|&m| m == rank).unwrap();
+        let totals = s.temp_bytes(8 * members.len() as u64);
+        // SAFETY: the temp holds a u64 per member.
+        unsafe { (totals.base() as *mut u64).add(me).write_unaligned(ours) };
+        let slot = |i: usize| bytes(&totals, 8 * i as u64, 8);
+        let round = s.round();
+        for (i, &m) in members.iter().enumerate().filter(|&(_, &m)| m != rank) {
+            round.comm.push(Step::Send { to: m, buf: slot(me) });
+            round.comm.push(Step::Recv { from: m, buf: slot(i) });
+        }
+        burst = Some(totals);
     }
     let round = s.round();
     round.drain = true;
@@ -73,6 +90,7 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
             round.comm.push(Step::Recv { from, buf: recv[from as usize].clone() });
         }
     }
+    let mut flows = Vec::new();
     for k in 1..size {
         let to = (rank + k) % size;
         if send[to as usize].is_empty() {
@@ -80,9 +98,14 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
         }
         round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
         if sites.cluster(to) != mine {
-            if let Some(r) = sites.pace_rate(burst, send[to as usize].len()) {
-                round.pace.push((to, r));
-            }
+            flows.push((to, send[to as usize].len()));
+        }
+    }
+    match burst {
+        Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst, flows }),
+        None => {
+            let burst = members.len() as u64 * ours;
+            round.pace = flows.into_iter().filter_map(|(to, b)| sites.pace_rate(burst, b).map(|r| (to, r))).collect();
         }
     }
     s.prune();
@@ -784,6 +807,7 @@ fn permuted(s: &mut Schedule, input: &UserBuf, order: &[i32], counts: &[u64]) ->
 mod tests {
     use super::*;
     use crate::coll::sim::{self, Rng, TBuf, DRAINS, PACES};
+    use crate::p2p::Pid;
     use crate::coll::util::bytes as byte_range;
 
     /// Random cluster layouts: (cluster of each rank, count).
@@ -845,7 +869,7 @@ mod tests {
                 let errs = sim::run(n, seed, |r| {
                     let s: Vec<UserBuf> = (0..n).map(|p| byte_range(&sb[r], p as u64 * len, len)).collect();
                     let d: Vec<UserBuf> = (0..n).map(|p| byte_range(&rb[r], p as u64 * len, len)).collect();
-                    alltoall(sim::view(r, n), &sites, 5, &s, &d)
+                    alltoall(sim::view(r, n), &sites, 5, &s, &d, len % 2 == 0)
                 });
                 assert!(errs.iter().all(|e| e.is_none()));
                 for r in 0..n {
@@ -990,22 +1014,54 @@ mod tests {
         }
     }
 
-    /// Alltoallv: each WAN flow is paced at its part of the burst (bytes to
-    /// that peer over the cluster's estimated total), so flows of different
-    /// sizes finish together; the cluster's flows add up to the share.
+    /// Alltoallv: the members of a cluster tell each other how much they
+    /// send across, and each WAN flow is paced at its part of that burst,
+    /// so flows of different sizes finish together and a cluster's flows
+    /// add up to the share; MPI_Alltoall (equal) needs no such exchange.
     #[test]
     fn alltoallv_paces_each_flow_by_its_part_of_the_burst() {
         let sites = Sites { of_rank: vec![0, 0, 1, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
-        let lens = [0u64, 100, 1000, 3000]; // rank 0 sends 1000 and 3000 bytes across
-        let mut mem: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l as usize]).collect();
-        let bufs: Vec<UserBuf> = mem.iter_mut().map(|v| unsafe { UserBuf::new(v.as_mut_ptr(), v.len() as u64, crate::sched::byte_type()) }).collect();
-        let s = alltoall(sim::view(0, 4), &sites, 7, &bufs, &bufs);
-        let paces: Vec<(i32, u64)> = s.rounds.iter().flat_map(|r| r.pace.clone()).collect();
+        // lens[a][b]: bytes rank a sends to rank b.
+        let lens = [[0u64, 10, 1000, 3000], [10, 0, 500, 500], [7000, 100, 0, 5], [1, 2, 3, 0]];
+        let mut send: Vec<Vec<u8>> = lens.iter().map(|l| (0..l.iter().sum::<u64>()).map(|i| i as u8).collect()).collect();
+        let mut recv: Vec<Vec<u8>> = (0..4).map(|b| vec![0u8; (0..4).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
+        let blocks = |mem: &mut Vec<u8>, sizes: [u64; 4]| -> Vec<UserBuf> {
+            let mut off = 0;
+            sizes.iter().map(|&n| {
+                let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), n, crate::sched::byte_type()) };
+                off += n as usize;
+                b
+            }).collect()
+        };
+        let sb: Vec<Vec<UserBuf>> = (0..4).map(|a| blocks(&mut send[a], lens[a])).collect();
+        let rb: Vec<Vec<UserBuf>> = (0..4).map(|b| blocks(&mut recv[b], [lens[0][b], lens[1][b], lens[2][b], lens[3][b]])).collect();
+        PACES.with(|p| p.borrow_mut().clear());
+        let errs = sim::run(4, 5, |r| alltoall(sim::view(r, 4), &sites, 7, &sb[r], &rb[r], false));
+        assert!(errs.iter().all(|e| e.is_none()));
+        for b in 0..4 {
+            let mut off = 0;
+            for a in 0..4 {
+                let n = lens[a][b] as usize;
+                let from_a: u64 = lens[a][..b].iter().sum();
+                assert_eq!(&recv[b][off..off + n], &send[a][from_a as usize..from_a as usize + n], "block {a}->{b}");
+                off += n;
+            }
+        }
         let c = 100_000_000.0 / 8.0 * 0.9;
-        // The burst: 2 members x 4000 bytes each.
-        let want = |b: f64| (c * b / 8000.0) as u64;
-        assert_eq!(paces.len(), 2, "{paces:?}");
-        assert!(paces.contains(&(2, want(1000.0))) && paces.contains(&(3, want(3000.0))), "{paces:?}");
+        let total = |x: &[usize], y: &[usize]| x.iter().flat_map(|&a| y.iter().map(move |&b| lens[a][b])).sum::<u64>() as f64;
+        let (out0, out1) = (total(&[0, 1], &[2, 3]), total(&[2, 3], &[0, 1]));
+        let log = PACES.with(|p| p.borrow().clone());
+        for a in 0..4usize {
+            for b in 0..4usize {
+                if sites.cluster(a as i32) == sites.cluster(b as i32) || lens[a][b] == 0 {
+                    continue;
+                }
+                let burst = if a < 2 { out0 } else { out1 };
+                let want = ((c * lens[a][b] as f64 / burst).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64;
+                assert!(log.contains(&(a, b as Pid, Some(want))), "flow {a}->{b}: want {want} in {log:?}");
+            }
+        }
+        check_paces(&sites, true);
     }
 
     #[test]

@@ -613,8 +613,8 @@ pub unsafe extern "C" fn PMPI_Allgatherv_init_c(
 // ---- alltoall ----------------------------------------------------------------------------
 
 /// Alltoall(v,w) on per-peer blocks; `send` None for MPI_IN_PLACE.
-/// `block`: the common block size in bytes (alltoall only, for Bruck).
-fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>, input: Input, block: u64) -> Build {
+/// `block`: the common block size in bytes (alltoall), None for v and w.
+fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>, input: Input, block: Option<u64>) -> Build {
     if c.remote.is_some() {
         let send = send.expect("intercommunicator send buffer");
         return Box::new(move |e| inter::alltoall(e.v(), e.local(), e.tag, &send, &recv));
@@ -628,9 +628,9 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
         s.append(match e.sel.alltoall(&input) {
             Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
             Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
-            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block),
+            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block.unwrap_or(0)),
             Alltoall::Wan => match &e.sites {
-                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, &send, &recv),
+                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, &send, &recv, block.is_some()),
                 None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
             },
         });
@@ -655,7 +655,7 @@ fn plan_alltoall(
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
     let send = if in_place(sendbuf) { None } else { Some(blocks(sendbuf, c.peers(), check_count(sendcount)?, &st.dtype(sendtype)?)?) };
     let block = rc * rdt.size();
-    Ok(alltoall_build(&c, send, recv, c.input(block), block))
+    Ok(alltoall_build(&c, send, recv, c.input(block), Some(block)))
 }
 
 #[no_mangle]
@@ -739,7 +739,7 @@ fn plan_alltoallv(
     } else {
         Some(blocks_v(sendbuf, &counts(sendcounts, q, "sendcounts")?, &sdispls.read(q.into(), "sdispls")?, &st.dtype(sendtype)?)?)
     };
-    Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
+    Ok(alltoall_build(&c, send, recv, uneven(&c), None))
 }
 
 #[no_mangle]
@@ -837,7 +837,7 @@ fn plan_alltoallw(
         let sd = sdispls.read(q.into(), "sdispls")?;
         Some(blocks_w(st, sendbuf, sendcounts, &sd, sendtypes, q, "send")?)
     };
-    Ok(alltoall_build(&c, send, recv, uneven(&c), 0))
+    Ok(alltoall_build(&c, send, recv, uneven(&c), None))
 }
 
 #[no_mangle]
