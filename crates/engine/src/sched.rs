@@ -8,6 +8,12 @@
 //! nonblocking form started and waited for, and algorithms can be swapped
 //! without touching anything else.
 //!
+//! Two refinements serve pipelines and the WAN: a round may *carry*
+//! receives into the next round (posted with this round's communication,
+//! awaited at the end of the next, so a pipeline's chunk j+1 is sent while
+//! chunk j still crosses the WAN), and a round may end only once its paced
+//! data has left the host (*drain*, see [`Round::drain`]).
+//!
 //! Schedule traffic uses the communicator's collective context, so it never
 //! matches the user's point-to-point messages, with the collective's
 //! sequence number as tag, so concurrent nonblocking collectives on one

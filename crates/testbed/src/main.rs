@@ -355,6 +355,10 @@ fn fmt_bytes(b: u64) -> String {
 }
 
 fn status(json: bool, reset: bool) -> Result<ExitCode, String> {
+    // A reader that stops early (`status | head`) ends us quietly, as it
+    // would any Unix tool, instead of making println! panic.
+    // SAFETY: restoring the default disposition of SIGPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let state = state::State::require()?;
     let live = control::request(&Request::Status);
     if reset && live.is_ok() {
