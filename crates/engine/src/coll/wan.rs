@@ -913,6 +913,37 @@ mod tests {
         }
     }
 
+    /// Run the cluster-aware allreduce (sum-like test op on a holey type)
+    /// on `sites` and check every rank got the reference result.
+    fn check_allreduce(sites: &Sites, count: u64, seed: u64, in_place: bool) {
+        let n = sites.of_rank.len();
+        let dt = sim::test_type(1);
+        let (op, f) = sim::test_op(1);
+        let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+        let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+        let m = inputs[0].elements();
+        let mut want = vec![0u64; m];
+        for r in 0..n {
+            let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
+            for i in 0..m {
+                want[i] = f(want[i], v[i]);
+            }
+            inputs[r].set(&v);
+            if in_place {
+                recvs[r].set(&v);
+            }
+        }
+        let expect = recvs[0].expect(&want);
+        let errs = sim::run(n, seed, |r| {
+            let input = if in_place { None } else { Some(inputs[r].ub()) };
+            allreduce(sim::view(r, n), sites, 4, input, recvs[r].ub(), op.clone())
+        });
+        assert!(errs.iter().all(|e| e.is_none()));
+        for r in 0..n {
+            assert!(recvs[r].mem == expect, "n {n} count {count} seed {seed} in place {in_place}: rank {r} has a wrong result");
+        }
+    }
+
     #[test]
     fn allreduce_gives_every_rank_the_same_sum() {
         let mut rng = Rng(13);
@@ -921,31 +952,7 @@ mod tests {
                 for in_place in [false, true] {
                     let seed = rng.next() % 1000;
                     let sites = layout(&mut rng, n);
-                    let dt = sim::test_type(1);
-                    let (op, f) = sim::test_op(1);
-                    let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                    let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                    let m = inputs[0].elements();
-                    let mut want = vec![0u64; m];
-                    for r in 0..n {
-                        let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
-                        for i in 0..m {
-                            want[i] = f(want[i], v[i]);
-                        }
-                        inputs[r].set(&v);
-                        if in_place {
-                            recvs[r].set(&v);
-                        }
-                    }
-                    let expect = recvs[0].expect(&want);
-                    let errs = sim::run(n, seed, |r| {
-                        let input = if in_place { None } else { Some(inputs[r].ub()) };
-                        allreduce(sim::view(r, n), &sites, 4, input, recvs[r].ub(), op.clone())
-                    });
-                    assert!(errs.iter().all(|e| e.is_none()));
-                    for r in 0..n {
-                        assert_eq!(recvs[r].mem, expect, "n {n} count {count} rank {r} seed {seed}");
-                    }
+                    check_allreduce(&sites, count, seed, in_place);
                     check_paces(&sites, true);
                 }
             }
@@ -959,28 +966,9 @@ mod tests {
         let layouts: [(&[u32], u64); 3] = [(&[0, 1, 0, 1, 0, 1], 20_000), (&[0, 0, 1, 1, 2, 2], 150_000), (&[0, 0, 0, 0, 1, 1, 1, 1], 300_000)];
         for (of, count) in layouts {
             for seed in 0..3 {
-                let n = of.len();
                 let nc = of.iter().max().unwrap() + 1;
                 let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
-                let dt = sim::test_type(1);
-                let (op, f) = sim::test_op(1);
-                let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                let m = inputs[0].elements();
-                let mut want = vec![0u64; m];
-                for r in 0..n {
-                    let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
-                    for i in 0..m {
-                        want[i] = f(want[i], v[i]);
-                    }
-                    inputs[r].set(&v);
-                }
-                let expect = recvs[0].expect(&want);
-                let errs = sim::run(n, seed, |r| allreduce(sim::view(r, n), &sites, 4, Some(inputs[r].ub()), recvs[r].ub(), op.clone()));
-                assert!(errs.iter().all(|e| e.is_none()));
-                for r in 0..n {
-                    assert!(recvs[r].mem == expect, "layout {of:?} count {count} seed {seed}: rank {r} has a wrong result");
-                }
+                check_allreduce(&sites, count, seed, seed == 2);
                 let log = PACES.with(|p| p.borrow().clone());
                 assert!(log.iter().any(|e| e.2.is_some()), "the WAN swap was not paced");
                 check_paces(&sites, true);
