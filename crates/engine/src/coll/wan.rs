@@ -888,6 +888,22 @@ mod tests {
         }
     }
 
+    /// Run the cluster-aware bcast of `count` items of test type `tk` from
+    /// `root` on `sites` and check every rank got the root's data.
+    fn check_bcast(sites: &Sites, count: u64, tk: u64, root: i32, seed: u64) {
+        let n = sites.of_rank.len();
+        let dt = sim::test_type(tk);
+        let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+        let v: Vec<u64> = (0..bufs[0].elements()).map(|i| sim::value(root as usize, i, seed)).collect();
+        bufs[root as usize].set(&v);
+        let expect = bufs[0].expect(&v);
+        let errs = sim::run(n, seed, |r| bcast(sim::view(r, n), sites, 3, bufs[r].ub(), root));
+        assert!(errs.iter().all(|e| e.is_none()));
+        for r in 0..n {
+            assert!(bufs[r].mem == expect, "n {n} count {count} root {root} seed {seed}: rank {r} has wrong data");
+        }
+    }
+
     #[test]
     fn bcast_small_and_split_reach_everyone() {
         let mut rng = Rng(11);
@@ -897,20 +913,27 @@ mod tests {
                     let seed = rng.next() % 1000;
                     let sites = layout(&mut rng, n);
                     let root = rng.below(n as u64) as i32;
-                    let dt = sim::test_type(tk);
-                    let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                    let v: Vec<u64> = (0..bufs[0].elements()).map(|i| sim::value(root as usize, i, seed)).collect();
-                    bufs[root as usize].set(&v);
-                    let expect = bufs[0].expect(&v);
-                    let errs = sim::run(n, seed, |r| bcast(sim::view(r, n), &sites, 3, bufs[r].ub(), root));
-                    assert!(errs.iter().all(|e| e.is_none()));
-                    for r in 0..n {
-                        assert_eq!(bufs[r].mem, expect, "n {n} count {count} root {root} rank {r} seed {seed}");
-                    }
+                    check_bcast(&sites, count, tk, root, seed);
                     check_paces(&sites, true);
                 }
             }
         }
+    }
+
+    /// Every rank's input (`count` items of `dt`, values from `seed`) and
+    /// their reduction by `f` in rank order.
+    fn inputs_and_result(n: usize, count: u64, dt: &Arc<gridmpi_datatype::Datatype>, f: sim::ElementOp, seed: u64) -> (Vec<TBuf>, Vec<u64>) {
+        let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, dt)).collect();
+        let m = inputs[0].elements();
+        let mut want = vec![0u64; m];
+        for (r, input) in inputs.iter_mut().enumerate() {
+            let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
+            for i in 0..m {
+                want[i] = f(want[i], v[i]);
+            }
+            input.set(&v);
+        }
+        (inputs, want)
     }
 
     /// Run the cluster-aware allreduce (sum-like test op on a holey type)
@@ -919,18 +942,11 @@ mod tests {
         let n = sites.of_rank.len();
         let dt = sim::test_type(1);
         let (op, f) = sim::test_op(1);
-        let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+        let (mut inputs, want) = inputs_and_result(n, count, &dt, f, seed);
         let mut recvs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-        let m = inputs[0].elements();
-        let mut want = vec![0u64; m];
-        for r in 0..n {
-            let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
-            for i in 0..m {
-                want[i] = f(want[i], v[i]);
-            }
-            inputs[r].set(&v);
-            if in_place {
-                recvs[r].set(&v);
+        if in_place {
+            for r in 0..n {
+                recvs[r].mem.copy_from_slice(&inputs[r].mem);
             }
         }
         let expect = recvs[0].expect(&want);
@@ -981,21 +997,10 @@ mod tests {
         let layouts: [&[u32]; 3] = [&[0, 1, 0, 1, 0, 1], &[0, 0, 1, 1, 2, 2, 2], &[0, 0, 0, 0, 1, 1, 1, 1]];
         for of in layouts {
             for seed in 0..3u64 {
-                let n = of.len();
                 let nc = of.iter().max().unwrap() + 1;
                 let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
-                let root = (seed as usize * 3 % n) as i32;
-                let dt = sim::test_type(seed % 2);
-                let count = 120_000;
-                let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
-                let v: Vec<u64> = (0..bufs[0].elements()).map(|i| sim::value(root as usize, i, seed)).collect();
-                bufs[root as usize].set(&v);
-                let expect = bufs[0].expect(&v);
-                let errs = sim::run(n, seed, |r| bcast(sim::view(r, n), &sites, 3, bufs[r].ub(), root));
-                assert!(errs.iter().all(|e| e.is_none()));
-                for r in 0..n {
-                    assert!(bufs[r].mem == expect, "layout {of:?} root {root} seed {seed}: rank {r} has wrong data");
-                }
+                let root = (seed as usize * 3 % of.len()) as i32;
+                check_bcast(&sites, 120_000, seed % 2, root, seed);
                 assert!(paced_any(), "the WAN phase was not paced");
                 check_paces(&sites, true);
             }
@@ -1063,17 +1068,8 @@ mod tests {
             let count = 50;
             let dt = sim::test_type(0);
             let (op, f) = sim::test_op(1);
-            let mut inputs: Vec<TBuf> = (0..n).map(|_| TBuf::new(count, &dt)).collect();
+            let (mut inputs, want) = inputs_and_result(n, count, &dt, f, seed);
             let mut out = TBuf::new(count, &dt);
-            let m = inputs[0].elements();
-            let mut want = vec![0u64; m];
-            for r in 0..n {
-                let v: Vec<u64> = (0..m).map(|i| sim::value(r, i, seed)).collect();
-                for i in 0..m {
-                    want[i] = f(want[i], v[i]);
-                }
-                inputs[r].set(&v);
-            }
             let expect = out.expect(&want);
             let ob = out.ub();
             sim::run(n, seed, |r| {
