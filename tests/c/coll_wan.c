@@ -112,13 +112,7 @@ int main(int argc, char **argv)
 
     /* The library says it saw two clusters. */
 #ifdef GRIDMPI
-    MPI_Info info;
-    char v[64];
-    int flag;
-    MPI_Comm_get_info(comm, &info);
-    MPI_Info_get(info, "gridmpi_clusters", 63, v, &flag);
-    CHECK(flag && atoi(v) == 2, "gridmpi_clusters is %s", flag ? v : "unset");
-    MPI_Info_free(&info);
+    CHECK_CLUSTERS(comm, 2);
 #endif
     MPI_Finalize();
     return test_finish();

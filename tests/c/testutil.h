@@ -269,4 +269,22 @@ static void *tu_malloc(size_t n)
     return p;
 }
 
+#ifdef GRIDMPI
+/* GridMPI: the cluster count it reports on `comm` (info key
+ * gridmpi_clusters) is `expected`. */
+#define CHECK_CLUSTERS(comm, expected) tu_check_clusters(__FILE__, __LINE__, comm, expected)
+static int tu_check_clusters(const char *file, int line, MPI_Comm comm, int expected)
+{
+    MPI_Info info;
+    char v[64];
+    int flag = 0;
+    MPI_Comm_get_info(comm, &info);
+    MPI_Info_get(info, "gridmpi_clusters", 63, v, &flag);
+    MPI_Info_free(&info);
+    if (flag && atoi(v) == expected)
+        return 1;
+    return tu_fail(file, line, "gridmpi_clusters is %s, expected %d", flag ? v : "unset", expected);
+}
+#endif
+
 #endif /* GRIDMPI_TESTUTIL_H */
