@@ -132,10 +132,16 @@ impl PaceByBurst {
     }
 }
 
-/// The lowest pacing rate (bytes/s): one full-sized packet per 4 ms, the
-/// time a paced socket may hold data unsent (tcp.rs), so no packet waits
-/// longer than that behind the one before it.
-pub const MIN_PACE_RATE: u64 = 1500 * 250;
+/// How much sending time a paced connection may hold unsent in the kernel
+/// (a transport bounds its socket by it: whatever is queued there leaves
+/// at the paced rate, and a protocol reply written after it waits that
+/// long).
+pub const PACED_UNSENT: std::time::Duration = std::time::Duration::from_millis(4);
+
+/// The lowest pacing rate (bytes/s): one full-sized packet per
+/// [`PACED_UNSENT`], so no packet waits longer than that behind the one
+/// before it.
+pub const MIN_PACE_RATE: u64 = 1500 * 1_000_000 / PACED_UNSENT.as_micros() as u64;
 
 /// Which cluster (site) every rank of a communicator is in, and the WAN
 /// between them, for cluster-aware algorithms.
@@ -163,6 +169,11 @@ impl Sites {
         (0..self.of_rank.len() as i32).filter(|&r| self.of_rank[r as usize] == c).collect()
     }
 
+    /// Whether WAN phases are paced at all (bandwidth known, share > 0).
+    pub fn pacing(&self) -> bool {
+        self.wan_bps.is_some() && self.pace_share > 0.0
+    }
+
     /// The pacing rate in bytes/s of a connection carrying `bytes` in a WAN
     /// phase during which `burst` bytes leave the cluster in all; None when
     /// the bandwidth is unknown, pacing is off, or the burst fits in the
@@ -185,7 +196,7 @@ impl Sites {
     /// 180 ms). Such flows are small, so sending them faster costs nothing.
     pub fn pace_rate(&self, burst: u64, bytes: u64) -> Option<u64> {
         let bw = self.wan_bps?;
-        if self.pace_share <= 0.0 || burst <= self.wan_queue || bytes == 0 {
+        if !self.pacing() || burst <= self.wan_queue || bytes == 0 {
             return None;
         }
         let c = bw as f64 / 8.0 * self.pace_share;

@@ -19,6 +19,7 @@
 
 use crate::auth;
 use crate::sys;
+use gridmpi_engine::sched::PACED_UNSENT;
 use gridmpi_engine::wire::{Header, Kind, Urgency, HEADER_LEN};
 use gridmpi_engine::{Engine, Payload, Pid, ReqId, Transmit};
 use std::collections::VecDeque;
@@ -177,9 +178,6 @@ struct Direct {
     /// Payload bytes already in place.
     done: u64,
 }
-
-/// How much sending time a paced socket may hold unsent (see set_pacing).
-const PACED_UNSENT: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// The unsent-data bound of a socket paced at `rate` bytes/s: `PACED_UNSENT`
 /// of it, at least 4 KiB, at most the connection's own bound.

@@ -64,9 +64,8 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
     if !recv[rank as usize].is_empty() {
         s.round().local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
     }
-    let paced = sites.pace_rate(u64::MAX, 1).is_some();
     let mut burst = None;
-    if paced && !equal && members.len() > 1 {
+    if sites.pacing() && !equal && members.len() > 1 {
         // Every member's WAN bytes, ours written now, the others' received.
         let me = members.iter().position(|&m| m == rank).unwrap();
         let totals = s.temp_bytes(8 * members.len() as u64);
