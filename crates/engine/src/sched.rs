@@ -732,4 +732,50 @@ mod tests {
         assert_eq!(Sites { pace_share: 0.0, ..sites(0) }.pace_rate(4000, 1000), None);
         assert_eq!(sites(0).pace_rate(1000, 0), None);
     }
+
+    /// A flow's cap is released once its sends are complete, while the
+    /// round still waits for other traffic (so protocol replies to that
+    /// peer are not held back by the pacing for the rest of the round).
+    #[test]
+    fn a_paced_flow_is_released_when_its_sends_complete() {
+        use super::{byte_type, Schedule, Step};
+        use crate::buf::UserBuf;
+        use crate::p2p::{Action, Engine, EngineConfig, PeerParams};
+        let mut e = Engine::new(0, 3, EngineConfig { eager_credit: 1 << 20 });
+        for p in 1..3 {
+            e.set_peer_params(p, PeerParams { eager_limit: 1 << 16, max_data_frame: 1 << 16, single_copy: false, single_copy_min: u64::MAX });
+        }
+        let (mut out, mut inb) = (vec![7u8; 100], vec![0u8; 100]);
+        // SAFETY: both vectors outlive the schedule.
+        let (ob, ib) = unsafe { (UserBuf::new(out.as_mut_ptr(), 100, byte_type()), UserBuf::new(inb.as_mut_ptr(), 100, byte_type())) };
+        let mut s = Schedule::new(crate::coll::sim::view(0, 3), 9);
+        let round = s.round();
+        round.comm.push(Step::Send { to: 1, buf: ob });
+        round.comm.push(Step::Recv { from: 2, buf: ib });
+        round.pace.push((1, 1_000_000));
+        let req = e.start_schedule(s);
+        let mut paces = Vec::new();
+        while let Some(a) = e.poll_action() {
+            match a {
+                Action::Pace { peer, bytes_per_sec } => paces.push((peer, bytes_per_sec)),
+                Action::Transmit(t) => {
+                    if let Some(r) = t.notify {
+                        e.transmitted(r);
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(paces, vec![(1, Some(1_000_000))]);
+        e.progress_schedules();
+        let released: Vec<_> = std::iter::from_fn(|| e.poll_action())
+            .filter_map(|a| match a {
+                Action::Pace { peer, bytes_per_sec } => Some((peer, bytes_per_sec)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(released, vec![(1, None)], "the cap outlived the flow's sends");
+        assert!(!e.is_complete(req), "the round finished without its receive");
+        drop((out, inb));
+    }
 }
