@@ -23,7 +23,14 @@ check() { # name, expected library path, command...
     fi
 }
 # The binary must really load our library.
-LD_LIBRARY_PATH=$lib ldd "$work/pi" | grep -q "$lib/libmpi.so.12" || { echo "FAIL  the MPICH-built binary does not resolve to our libmpi"; exit 1; }
+# (ldd's output is captured first: `ldd | grep -q` under pipefail fails when
+# grep exits at the match before ldd has written its last line.)
+resolved=$(LD_LIBRARY_PATH=$lib ldd "$work/pi")
+if ! grep -qF "$lib/libmpi.so.12" <<<"$resolved"; then
+    echo "FAIL  the MPICH-built binary does not resolve to our libmpi"
+    echo "$resolved" | sed 's/^/    | /'
+    exit 1
+fi
 check "MPICH-built binary under gridmpirun -n 4" env LD_LIBRARY_PATH=$lib build/bin/gridmpirun -n 4 -x LD_LIBRARY_PATH "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec -n 4" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 4 -genv LD_LIBRARY_PATH "$lib" "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec, PMI-2" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 3 -genv LD_LIBRARY_PATH "$lib" -genv PMI_VERSION 2 "$work/pi" 200000

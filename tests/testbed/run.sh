@@ -69,7 +69,7 @@ if "$TB" status >/dev/null 2>&1 || [ -e "${GRIDMPI_TESTBED_DIR:-/run/gridmpi-tes
     echo "FAIL  a grid is already up; this suite will not touch it (gridmpi-testbed down first)"
     echo "0 passed, 1 failed"; exit 1
 fi
-if ls /run/netns 2>/dev/null | grep -q '^gtb-'; then
+if ls /run/netns 2>/dev/null | grep '^gtb-' >/dev/null; then
     echo "FAIL  stray gtb-* namespaces exist (gridmpi-testbed down --force removes them)"
     echo "0 passed, 1 failed"; exit 1
 fi
