@@ -136,7 +136,7 @@ for k in keys:
 EOF
 echo
 echo "GridMPI's TCP connections (gridmpi-trace summary, connections that crossed the WAN first):"
-"$B/bin/gridmpi-trace" summary "$OUT/trace" | head -30
+"$B/bin/gridmpi-trace" summary "$OUT/trace" | sed -n 1,30p  # sed reads it all: no broken pipe under pipefail
 "$B/bin/gridmpi-trace" report "$OUT/trace" -o "$OUT/trace.html" --title "GridMPI TCP history, $TITLE" >/dev/null
 echo
 echo "Plots in $OUT:"
