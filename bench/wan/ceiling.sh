@@ -54,7 +54,7 @@ for d in ${delays//,/ }; do
             args=(--size "$n" --reps 5 --rep-ms 1000)
             [ $mode = paced ] && args+=(--pace "$pace" --rto-min-us 5000)
             out=$("$B/bin/gridmpi-testbed" exec h0 -- "$B/bin/gridmpirun" --launcher /run/gridmpi-testbed/bin/gridmpi-testbed-ssh \
-                -hosts $hosts -n 8 -x LD_LIBRARY_PATH "$work/raw_alltoall" "${args[@]}" 2>&1) || { echo "$out" >&2; exit 1; }
+                -hosts $hosts -n 8 "$work/raw_alltoall" "${args[@]}" 2>&1) || { echo "$out" >&2; exit 1; }
             grep -q "^CHECK ok" <<<"$out" || { echo "$out" >&2; exit 1; }
             row+=$(grep "^RESULT" <<<"$out" | python3 -c '
 import sys, statistics
