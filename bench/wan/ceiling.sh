@@ -25,6 +25,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -x "$B/bin/mpicc" ] || { echo "ceiling: run make build first" >&2; exit 1; }
+if "$B/bin/gridmpi-testbed" status >/dev/null 2>&1; then
+    echo "ceiling: a grid is already up (someone else's run?); gridmpi-testbed down first" >&2
+    exit 1
+fi
 work=$(mktemp -d /tmp/gridmpi-ceiling.XXXXXX)
 trap '"$B/bin/gridmpi-testbed" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 "$B/bin/mpicc" -O2 -Wall -o "$work/raw_alltoall" bench/wan/raw_alltoall.c
@@ -40,7 +44,7 @@ pace=$(( 100000000 / 8 * 95 / 100 / 16 ))
 hosts=h0,h1,h2,h3,h4,h5,h6,h7
 echo "# plain TCP all-to-all on the testbed ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD))"
 for d in ${delays//,/ }; do
-    "$B/bin/gridmpi-testbed" down >/dev/null 2>&1 || true
+    "$B/bin/gridmpi-testbed" down >/dev/null 2>&1 || true # ours, from the delay before
     "$B/bin/gridmpi-testbed" up 2x4 --rate 100mbit --delay "${d}ms" --queue 40p --cc cubic >/dev/null
     echo
     echo "## ${d} ms one-way delay"
