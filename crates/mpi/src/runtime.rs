@@ -524,8 +524,8 @@ impl Runtime {
         match &self.shm {
             Some(s) if s.backlog_len > 0 => Some(Duration::from_micros(200)),
             // Nothing wakes us when a socket's queue drains: look again soon
-            // (in effect after 1 ms, epoll's resolution; see Epoll::wait_raw).
-            _ if !self.drains.is_empty() => Some(Duration::from_micros(500)),
+            // (1 ms, epoll's resolution; see Epoll::wait_raw).
+            _ if !self.drains.is_empty() => Some(Duration::from_millis(1)),
             _ => Some(Duration::from_millis(500)),
         }
     }
