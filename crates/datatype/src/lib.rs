@@ -30,7 +30,7 @@
 //! doubles is one part of one 8-byte run, never a million segments.
 //!
 //! This crate does no I/O and has no dependencies beyond `std`. `unsafe`
-//! is confined to the functions that touch user memory (`pack.rs`,
+//! is confined to the functions that touch user memory (`pack.rs`, `userbuf.rs`,
 //! `external32.rs`), each block with its reason.
 
 mod array;
@@ -45,6 +45,7 @@ mod fortran;
 mod layout;
 mod pack;
 mod signature;
+mod userbuf;
 #[cfg(test)]
 mod tests;
 
@@ -56,3 +57,4 @@ pub use error::{ArgName, ErrorClass, TypeError};
 pub use external32::{external32_size, pack_external32, unpack_external32};
 pub use fortran::{f90_complex_type, f90_integer_type, f90_real_type, match_size, MatchClass};
 pub use pack::{copy, pack, unpack};
+pub use userbuf::UserBuf;

@@ -1,17 +1,22 @@
-//! GridMPI's MPI engine. Sans-IO: no system calls, no clock. See DESIGN.md.
+//! GridMPI's MPI engine: the sole owner of MPI semantics. Sans-IO: no system
+//! calls, no clock. See [`engine`] for the contract with the driver.
 
-pub mod buf;
 pub mod coll;
+pub mod engine;
 pub mod p2p;
+pub mod pacing;
+pub mod request;
 pub mod sched;
 pub mod slab;
-pub mod wire;
 
+#[cfg(test)]
+mod sim;
 #[cfg(test)]
 mod sim_tests;
 
-pub use buf::UserBuf;
-pub use p2p::{
-    Action, Engine, EngineConfig, ErrorKind, MsgId, Payload, PeerParams, Pid, ProtocolError, RecvArgs, ReqId,
-    SendArgs, SendMode, Status, Transmit,
-};
+pub use engine::{Action, Engine, EngineConfig, PeerParams, ProtocolError};
+pub use gridmpi_datatype::UserBuf;
+pub use gridmpi_wire as wire;
+pub use gridmpi_wire::{Payload, Pid, Transmit};
+pub use p2p::{MsgId, RecvArgs, SendArgs, SendMode};
+pub use request::{ErrorKind, ReqId, Status};

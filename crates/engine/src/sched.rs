@@ -29,8 +29,11 @@
 //! of phases), [`Schedule::append_local`] runs an intracommunicator
 //! algorithm inside our group of an intercommunicator.
 
-use crate::buf::UserBuf;
-use crate::p2p::{Engine, Pid, RecvArgs, ReqId, SendArgs, SendMode, Status};
+use gridmpi_datatype::UserBuf;
+use crate::p2p::{RecvArgs, SendArgs, SendMode};
+use crate::request::{ReqId, Status};
+use crate::Engine;
+use gridmpi_wire::{Pid, PACED_UNSENT};
 use crate::slab::Slab;
 use gridmpi_datatype::Datatype;
 use std::sync::Arc;
@@ -131,12 +134,6 @@ impl PaceByBurst {
         self.flows.iter().filter_map(|&(to, bytes)| self.sites.pace_rate(total, bytes).map(|r| (to, r))).collect()
     }
 }
-
-/// How much sending time a paced connection may hold unsent in the kernel
-/// (a transport bounds its socket by it: whatever is queued there leaves
-/// at the paced rate, and a protocol reply written after it waits that
-/// long).
-pub const PACED_UNSENT: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// The lowest pacing rate (bytes/s): one full-sized packet per
 /// [`PACED_UNSENT`], so no packet waits longer than that behind the one
@@ -739,8 +736,8 @@ mod tests {
     #[test]
     fn a_paced_flow_is_released_when_its_sends_complete() {
         use super::{byte_type, Schedule, Step};
-        use crate::buf::UserBuf;
-        use crate::p2p::{Action, Engine, EngineConfig, PeerParams};
+        use gridmpi_datatype::UserBuf;
+        use crate::{Action, Engine, EngineConfig, PeerParams};
         let mut e = Engine::new(0, 3, EngineConfig { eager_credit: 1 << 20 });
         for p in 1..3 {
             e.set_peer_params(p, PeerParams { eager_limit: 1 << 16, max_data_frame: 1 << 16, single_copy: false, single_copy_min: u64::MAX });
@@ -757,10 +754,10 @@ mod tests {
         let mut paces = Vec::new();
         while let Some(a) = e.poll_action() {
             match a {
-                Action::Pace { peer, bytes_per_sec } => paces.push((peer, bytes_per_sec)),
+                Action::SetPace { peer, bytes_per_sec } => paces.push((peer, bytes_per_sec)),
                 Action::Transmit(t) => {
                     if let Some(r) = t.notify {
-                        e.transmitted(r);
+                        e.handle_sent(r);
                     }
                 }
                 _ => {}
@@ -768,13 +765,16 @@ mod tests {
         }
         assert_eq!(paces, vec![(1, Some(1_000_000))]);
         e.progress_schedules();
+        // Released: lifted as soon as the connection has sent what it holds.
+        assert_eq!(e.unsent_watch().collect::<Vec<_>>(), vec![1], "the cap outlived the flow's sends");
+        e.handle_unsent(1, 0);
         let released: Vec<_> = std::iter::from_fn(|| e.poll_action())
             .filter_map(|a| match a {
-                Action::Pace { peer, bytes_per_sec } => Some((peer, bytes_per_sec)),
+                Action::SetPace { peer, bytes_per_sec } => Some((peer, bytes_per_sec)),
                 _ => None,
             })
             .collect();
-        assert_eq!(released, vec![(1, None)], "the cap outlived the flow's sends");
+        assert_eq!(released, vec![(1, None)]);
         assert!(!e.is_complete(req), "the round finished without its receive");
         drop((out, inb));
     }

@@ -1,110 +1,15 @@
-//! Simulated-network tests: several engines exchange frames through
-//! in-memory FIFO links; a seeded PRNG decides which engine acts and which
-//! link delivers next, so every run is a different legal interleaving and
-//! every failure replays from its seed.
+//! Point-to-point tests on the simulated network (sim.rs): every seed is a
+//! different legal interleaving, and every failure replays from its seed.
 
-use crate::buf::UserBuf;
 use crate::p2p::*;
-use crate::wire::{Header, HEADER_LEN};
-use gridmpi_datatype::{BasicType, Datatype};
-use std::collections::VecDeque;
+use crate::sim::{Rng, Sim};
+use crate::{Engine, EngineConfig, PeerParams, Pid, ProtocolError};
+use gridmpi_datatype::{BasicType, Datatype, UserBuf};
+use gridmpi_wire::{Envelope, Frame, Header, HEADER_LEN};
 use std::sync::Arc;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-struct Net {
-    engines: Vec<Engine>,
-    /// links[from][to]: frames in flight.
-    links: Vec<Vec<VecDeque<(Header, Vec<u8>)>>>,
-    /// Largest unexpected eager payload held at any receiver, from any one sender.
-    rng: Rng,
-}
 
 fn bytes_type() -> Arc<Datatype> {
     Arc::new(Datatype::basic(BasicType::Byte))
-}
-
-impl Net {
-    fn new(n: usize, seed: u64, params: PeerParams, credit: u32) -> Net {
-        let mut engines: Vec<Engine> = (0..n).map(|i| Engine::new(i as Pid, n, EngineConfig { eager_credit: credit })).collect();
-        for e in engines.iter_mut() {
-            for p in 0..n {
-                e.set_peer_params(p as Pid, params);
-            }
-        }
-        Net { engines, links: (0..n).map(|_| (0..n).map(|_| VecDeque::new()).collect()).collect(), rng: Rng(seed | 1) }
-    }
-
-    /// Let engine `i` hand out its actions.
-    fn drain(&mut self, i: usize) {
-        while let Some(a) = self.engines[i].poll_action() {
-            match a {
-                Action::Transmit(t) => {
-                    let mut payload = vec![0u8; t.payload.len() as usize];
-                    match &t.payload {
-                        Payload::None => {}
-                        Payload::Owned(v) => payload.copy_from_slice(v),
-                        Payload::Word(w) => payload.copy_from_slice(&w.to_le_bytes()),
-                        Payload::User { buf, offset, len } => unsafe {
-                            buf.read_packed(*offset, &mut payload[..*len as usize]);
-                        },
-                    }
-                    // The encoded header must decode to itself.
-                    let h = Header::decode(&t.header.encode()).expect("engine emitted an invalid header");
-                    self.links[i][t.peer as usize].push_back((h, payload));
-                    if let Some(r) = t.notify {
-                        self.engines[i].transmitted(r);
-                    }
-                }
-                Action::Pace { .. } => {}
-                Action::Drain { req, .. } => self.engines[i].complete_external(req, Default::default()),
-                Action::RemoteRead { remote_addr, len, dst, req, .. } => {
-                    // Same address space: the "remote" buffer is readable here.
-                    let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };
-                    let ok = self.rng.below(4) != 0; // sometimes fail: exercises the fallback
-                    if ok {
-                        unsafe { dst.write_packed(0, src) };
-                    }
-                    self.engines[i].remote_read_done(req, ok);
-                }
-            }
-        }
-    }
-
-    /// One random step; false when nothing is left to do.
-    fn step(&mut self) -> bool {
-        let n = self.engines.len();
-        for i in 0..n {
-            self.drain(i);
-        }
-        let busy: Vec<(usize, usize)> =
-            (0..n).flat_map(|a| (0..n).map(move |b| (a, b))).filter(|&(a, b)| !self.links[a][b].is_empty()).collect();
-        if busy.is_empty() {
-            return false;
-        }
-        let (a, b) = busy[self.rng.below(busy.len() as u64) as usize];
-        let (h, p) = self.links[a][b].pop_front().unwrap();
-        if std::env::var("SIM_TRACE").is_ok() && a == 0 && b == 1 {
-            eprintln!("deliver 0->1 {:?} tag {} sreq {} rreq {} len {} plen {}", h.kind, h.tag, h.sreq, h.rreq, h.len, h.payload_len);
-        }
-        self.engines[b].handle_frame(a as Pid, &h, &p).expect("protocol error between correct engines");
-        true
-    }
-
-    fn run(&mut self) {
-        while self.step() {}
-    }
 }
 
 /// A message's payload: source, sequence number and a pattern.
@@ -130,13 +35,12 @@ fn random_traffic_is_matched_in_order_and_intact() {
         let n = 2 + rng.below(3) as usize;
         let params = PeerParams { eager_limit: 4096, max_data_frame: 3000, single_copy: seed % 2 == 0, single_copy_min: 4097 };
         let credit = [HEADER_LEN as u32 + 64, 10_000, 1 << 20][rng.below(3) as usize];
-        let mut net = Net::new(n, seed, params, credit);
+        let mut net = Sim::new(n, seed, params, credit);
         // Plan: every rank sends some messages to random peers (including itself).
         struct Msg {
             src: usize,
             dst: usize,
             tag: i32,
-            seq: usize,
             data: Vec<u8>,
         }
         let mut msgs = Vec::new();
@@ -144,7 +48,7 @@ fn random_traffic_is_matched_in_order_and_intact() {
             for seq in 0..(5 + rng.below(20) as usize) {
                 let dst = rng.below(n as u64) as usize;
                 let len = sizes[rng.below(sizes.len() as u64) as usize];
-                msgs.push(Msg { src, dst, tag: rng.below(3) as i32, seq, data: payload(src, seq, len) });
+                msgs.push(Msg { src, dst, tag: rng.below(3) as i32, data: payload(src, seq, len) });
             }
         }
         let bt = bytes_type();
@@ -237,7 +141,7 @@ fn exact_receives_get_messages_in_send_order() {
     for seed in 1..=200u64 {
         let mut rng = Rng(seed);
         let params = PeerParams { eager_limit: 512, max_data_frame: 700, single_copy: seed % 3 == 0, single_copy_min: 513 };
-        let mut net = Net::new(2, seed, params, 2000);
+        let mut net = Sim::new(2, seed, params, 2000);
         let bt = bytes_type();
         let k = 40;
         let data: Vec<Vec<u8>> = (0..k).map(|s| payload(0, s, [8usize, 100, 600, 3000][rng.below(4) as usize])).collect();
@@ -276,7 +180,7 @@ fn a_flood_of_unmatched_sends_stays_within_the_credit() {
     // `credit` bytes of eager data; the rest wait as small RTS frames.
     let credit = 8 * 1024u32;
     let params = PeerParams { eager_limit: 1024, max_data_frame: 4096, single_copy: false, single_copy_min: u64::MAX };
-    let mut net = Net::new(2, 42, params, credit);
+    let mut net = Sim::new(2, 42, params, credit);
     let bt = bytes_type();
     let data = payload(0, 0, 1000);
     let mut sends = Vec::new();
@@ -303,28 +207,102 @@ fn a_flood_of_unmatched_sends_stays_within_the_credit() {
     }
 }
 
+/// A peer that breaks the protocol gets an error naming what it did wrong;
+/// the engine's state is unchanged by the frame, and nothing panics.
 #[test]
-fn malformed_frames_are_errors_not_crashes() {
+fn hostile_frames_get_the_right_error() {
+    let bt = bytes_type();
+    let mut e = Engine::new(1, 3, EngineConfig::default());
+    let env = Envelope { ctx: 0, src: 0, tag: 1 };
+    let reason = |r: Result<(), ProtocolError>| r.expect_err("a hostile frame was accepted").reason;
+    // From nobody we know, or from ourselves.
+    let credit = Header::new(Frame::Credit, 0);
+    assert!(reason(e.handle_frame(7, &credit, &[])).contains("unknown process 7"));
+    assert!(reason(e.handle_frame(1, &credit, &[])).contains("unknown process 1"));
+    // A payload that disagrees with its header.
+    let eager = Header::new(Frame::Eager { env, sync: None }, 4);
+    assert!(reason(e.handle_frame(0, &eager, &[1, 2])).contains("payload length"));
+    // Replies about requests that do not exist.
+    let cts = Header::new(Frame::Cts { sreq: 5, rreq: 0, accepted: 10 }, 0);
+    assert!(reason(e.handle_frame(0, &cts, &[])).contains("unknown send request 5"));
+    let data = Header::new(Frame::Data { rreq: 3, offset: 0 }, 2);
+    assert!(reason(e.handle_frame(0, &data, &[0, 0])).contains("unknown receive request 3"));
+    assert!(reason(e.handle_frame(0, &Header::new(Frame::Fin { sreq: 2 }, 0), &[])).contains("unknown send request 2"));
+    assert!(reason(e.handle_frame(0, &Header::new(Frame::SyncAck { sreq: 2 }, 0), &[])).contains("unknown send request 2"));
+    assert!(e.data_target(0, &data).is_err());
+
+    // A real rendezvous from 0 to 1: receive 10 bytes.
+    let mut rbuf = vec![0u8; 10];
+    let r = e.irecv(RecvArgs { ctx: 0, src: Some(0), tag: Some(1), buf: unsafe { UserBuf::new(rbuf.as_mut_ptr(), 10, bt.clone()) } });
+    e.handle_frame(0, &Header::new(Frame::Rts { env, len: 10, sreq: 9, single_copy: false }, 0), &[]).unwrap();
+    let rreq = loop {
+        match e.poll_action() {
+            Some(crate::Action::Transmit(t)) => {
+                if let Frame::Cts { rreq, accepted, .. } = t.header.frame {
+                    assert_eq!(accepted, 10);
+                    break rreq;
+                }
+            }
+            Some(_) => {}
+            None => panic!("no clear-to-send"),
+        }
+    };
+    // Data from another peer, at the wrong offset, or past the accepted length.
+    let d = |offset, len| Header::new(Frame::Data { rreq, offset }, len);
+    assert!(reason(e.handle_frame(2, &d(0, 4), &[0; 4])).contains("does not continue"));
+    assert!(reason(e.handle_frame(0, &d(4, 4), &[0; 4])).contains("at offset 4"));
+    assert!(reason(e.handle_frame(0, &d(0, 11), &[0; 11])).contains("(+11)"));
+    assert!(e.data_target(0, &d(8, 4)).is_err());
+    // None of that touched the receive: the real data still lands.
+    e.handle_frame(0, &d(0, 6), &[1; 6]).unwrap();
+    e.handle_frame(0, &d(6, 4), &[2; 4]).unwrap();
+    assert_eq!(e.take(r).map(|s| s.count), Some(10));
+    assert_eq!(rbuf, [1, 1, 1, 1, 1, 1, 2, 2, 2, 2]);
+    // Finished: more data for it is an error.
+    assert!(reason(e.handle_frame(0, &d(10, 1), &[0])).contains("unknown receive request"));
+
+    // A send of ours, then replies that do not fit it.
+    let sdata = vec![5u8; 100_000];
+    let s = e.isend(SendArgs {
+        ctx: 0,
+        src: 1,
+        dest: 0,
+        tag: 2,
+        buf: unsafe { UserBuf::new(sdata.as_ptr() as *mut u8, 100_000, bt.clone()) },
+        mode: SendMode::Standard,
+    });
+    while e.poll_action().is_some() {}
+    let cts = |accepted| Header::new(Frame::Cts { sreq: s.0, rreq: 4, accepted }, 0);
+    assert!(reason(e.handle_frame(2, &cts(10), &[])).contains("unexpected clear-to-send"));
+    assert!(reason(e.handle_frame(0, &cts(100_001), &[])).contains("accepts 100001 bytes of a 100000-byte message"));
+    assert!(reason(e.handle_frame(0, &Header::new(Frame::SyncAck { sreq: s.0 }, 0), &[])).contains("unexpected SyncAck"));
+    assert!(!e.is_complete(s));
+    e.handle_frame(0, &cts(100_000), &[]).unwrap();
+    assert!(reason(e.handle_frame(0, &cts(100_000), &[])).contains("unexpected clear-to-send"));
+}
+
+/// Random frames (valid headers with random ids and lengths) from several
+/// peers: errors are fine, panics are not.
+#[test]
+fn random_frames_are_errors_not_crashes() {
     let mut e = Engine::new(1, 2, EngineConfig::default());
     let mut rng = Rng(99);
     for _ in 0..20000 {
-        let mut h = Header::new(crate::wire::Kind::Cts);
-        h.kind = [crate::wire::Kind::Cts, crate::wire::Kind::Data, crate::wire::Kind::Fin, crate::wire::Kind::SyncAck, crate::wire::Kind::Eager, crate::wire::Kind::Rts][rng.below(6) as usize];
-        h.sreq = rng.below(8) as u32;
-        h.rreq = rng.below(8) as u32;
-        h.len = rng.below(100);
-        h.tag = rng.below(3) as i32;
-        let plen = match h.kind {
-            crate::wire::Kind::Data => 1 + rng.below(50) as u32,
-            crate::wire::Kind::Eager => h.len as u32,
-            _ => 0,
+        let env = Envelope { ctx: 0, src: 0, tag: rng.below(3) as i32 };
+        let (sreq, rreq, len) = (rng.below(8) as u32, rng.below(8) as u32, rng.below(100));
+        let (frame, plen) = match rng.below(6) {
+            0 => (Frame::Cts { sreq, rreq, accepted: len }, 0),
+            1 => (Frame::Data { rreq, offset: len }, 1 + rng.below(50) as u32),
+            2 => (Frame::Fin { sreq }, 0),
+            3 => (Frame::SyncAck { sreq }, 0),
+            4 => (Frame::Eager { env, sync: (rng.below(2) == 0).then_some(sreq) }, len as u32),
+            _ => (Frame::Rts { env, len, sreq, single_copy: false }, 0),
         };
-        h.payload_len = plen;
+        let h = Header::new(frame, plen);
         let p = vec![0u8; plen as usize];
-        // Errors are fine; panics are not. From a wrong peer id too.
         let _ = e.handle_frame(0, &h, &p);
         let _ = e.handle_frame(7, &h, &p);
         let _ = e.handle_frame(1, &h, &p);
+        while e.poll_action().is_some() {}
     }
 }
-

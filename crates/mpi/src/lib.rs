@@ -3,8 +3,9 @@
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-pub mod auth;
+pub mod bootstrap;
 pub mod clustermap;
+pub mod driver;
 pub mod errors;
 pub mod exported;
 pub mod ffi;
@@ -12,11 +13,10 @@ pub mod handles;
 pub mod objects;
 pub mod runtime;
 pub mod shell;
-pub mod shm;
 pub mod state;
-pub mod sys;
-pub mod tcp;
 pub mod trace;
+
+pub use gridmpi_transport::{auth, sys};
 
 /// The exported MPI_X entry points (each calls PMPI_X) and the functions of
 /// unavailable features, generated from abi/functions.txt by build.rs.

@@ -157,11 +157,11 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         if !st.rt.prepare_sleep() {
             continue;
         }
-        let fd = st.rt.epoll_fd();
+        let fd = st.rt.sleep_fd();
         let timeout = st.rt.sleep_timeout();
         st.sleepers += 1;
         drop(g);
-        crate::sys::Epoll::wait_raw(fd, timeout);
+        gridmpi_transport::progress::Poller::sleep(fd, timeout);
         let mut g = lock();
         if let Some(st) = g.as_mut() {
             st.sleepers -= 1;

@@ -3,7 +3,7 @@
 //! our data, or None for MPI_IN_PLACE (then it is already in our block).
 
 use super::util::{bytes, offsets, Fold};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{byte_type, CommView, Schedule, Step};
 
 /// The blocks as one dense byte area when they are: each one run, each

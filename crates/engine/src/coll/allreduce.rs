@@ -3,7 +3,7 @@
 
 use super::reduce::{halving, next_round};
 use super::util::{combine, even_block, items, Fold};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Schedule, Step};
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! types (v and w forms), except for Bruck, which needs equal sizes.
 
 use super::util::bytes;
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Schedule, Step};
 
 /// For MPI_IN_PLACE: copy every block of the receive buffer to scratch

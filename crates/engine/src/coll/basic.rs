@@ -1,7 +1,7 @@
 //! Basic algorithms used everywhere, including inside the library (context
 //! id agreement, communicator splitting, finalize).
 
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Schedule, Step};
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! p`), so every algorithm is written for root 0.
 
 use super::util::{byte_area, bytes, ceil_pow2};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Schedule, Step};
 
 pub use super::basic::bcast_binomial as binomial;

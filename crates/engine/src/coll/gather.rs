@@ -1,7 +1,7 @@
 //! Gather and gatherv.
 
 use super::util::{bytes, ceil_pow2};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Schedule, Step};
 
 /// Linear: every rank sends its block straight to the root, which receives

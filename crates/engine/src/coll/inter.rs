@@ -7,7 +7,7 @@
 
 use super::util::{items, nothing, offsets};
 use super::{barrier, bcast, reduce, scatter};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Schedule, Step};
 use std::sync::Arc;
 

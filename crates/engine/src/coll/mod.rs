@@ -8,7 +8,7 @@
 //! schedule with the collective's tag already set. Messages that carry no
 //! bytes on both sides are left out (both sides compute the same sizes).
 //!
-//! [`UserBuf`]: crate::buf::UserBuf
+//! [`UserBuf`]: gridmpi_datatype::UserBuf
 
 pub mod allgather;
 pub mod allreduce;

@@ -1,7 +1,7 @@
 //! Neighborhood collectives (allgather(v), alltoall(v,w) over a process
 //! topology): every exchange with every neighbour at once.
 
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Schedule, Step};
 
 /// One step: `sends[i] = (destination, block)` and `recvs[i] = (source,

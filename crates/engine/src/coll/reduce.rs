@@ -3,7 +3,7 @@
 //! are combined in rank order.
 
 use super::util::{combine, items, Fold};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Round, Schedule, Step};
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 
 use super::reduce::next_round;
 use super::util::{items, offsets, Fold};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Schedule, Step};
 use std::sync::Arc;
 

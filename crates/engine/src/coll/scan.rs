@@ -4,7 +4,7 @@
 //! Operands are combined in rank order, so any operation may be used.
 
 use super::reduce::next_round;
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Reducer, Schedule, Step};
 use std::sync::Arc;
 

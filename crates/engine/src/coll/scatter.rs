@@ -1,7 +1,7 @@
 //! Scatter and scatterv.
 
 use super::util::{bytes, ceil_pow2};
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{CommView, Schedule, Step};
 
 /// Linear: the root sends every rank its block at once. One step, p-1

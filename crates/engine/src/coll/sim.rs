@@ -1,117 +1,41 @@
-//! Test harness: runs one collective's schedules on n in-memory engines
-//! joined by FIFO links. A seeded PRNG picks when each rank starts its
-//! schedule and which link delivers next, so every seed is a different legal
-//! interleaving, and a failure replays from its seed.
+//! Test harness: runs one collective's schedules on n engines over the
+//! simulated network (sim.rs). A seeded PRNG picks when each rank starts its
+//! schedule, the network's parameters and its timing, so every seed is a
+//! different legal interleaving, and a failure replays from its seed.
 //!
 //! Also: typed test buffers (`TBuf`) that check the bytes between a derived
 //! datatype's items are never touched, and reducers with a known answer
 //! (a non-commutative one that catches any operand out of rank order).
 
-use crate::buf::UserBuf;
-use crate::p2p::*;
+use crate::engine::PeerParams;
+use crate::request::ReqId;
 use crate::sched::{CommView, Reducer, Schedule};
-use crate::wire::Header;
-use gridmpi_datatype::{BasicType, Datatype};
-use std::collections::VecDeque;
+use crate::sim::Sim;
+use gridmpi_datatype::{BasicType, Datatype, UserBuf};
+use gridmpi_wire::Pid;
 use std::sync::Arc;
 
-pub struct Rng(pub u64);
-
-#[allow(clippy::should_implement_trait)]
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    pub fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len() as u64) as usize]
-    }
-}
+pub use crate::sim::Rng;
 
 thread_local! {
-    /// Pacing actions seen by [`run`]: (rank, peer pid, rate or release).
+    /// Pacing rates applied in [`run`]: (rank, peer pid, rate or none).
     pub static PACES: std::cell::RefCell<Vec<(usize, Pid, Option<u64>)>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// Drain waits seen by [`run`]: (rank, peer pid).
+    /// Connections whose unsent bytes an engine waited on in [`run`] (drain
+    /// waits and lifted caps): (rank, peer pid).
     pub static DRAINS: std::cell::RefCell<Vec<(usize, Pid)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Frames in flight from one engine to another.
-type Link = VecDeque<(Header, Vec<u8>)>;
-
-struct Net {
-    engines: Vec<Engine>,
-    /// links[from][to]
-    links: Vec<Vec<Link>>,
-    rng: Rng,
-    /// Drain waits not yet reported done: (rank, request). They complete
-    /// at random moments, or when nothing else can happen.
-    drains: Vec<(usize, ReqId)>,
-}
-
-impl Net {
-    fn new(n: usize, rng: &mut Rng) -> Net {
-        let eager_limit = rng.pick(&[0u64, 16, 64, 4096, 1 << 20]);
-        let params = PeerParams {
-            eager_limit,
-            max_data_frame: rng.pick(&[100u32, 1000, 1 << 16]),
-            single_copy: rng.below(2) == 0,
-            single_copy_min: eager_limit + 1,
-        };
-        let credit = rng.pick(&[200u32, 10_000, 1 << 20]);
-        let mut engines: Vec<Engine> =
-            (0..n).map(|i| Engine::new(i as Pid, n, EngineConfig { eager_credit: credit })).collect();
-        for e in engines.iter_mut() {
-            for p in 0..n {
-                e.set_peer_params(p as Pid, params);
-            }
-        }
-        Net {
-            engines,
-            links: (0..n).map(|_| (0..n).map(|_| VecDeque::new()).collect()).collect(),
-            rng: Rng(rng.next() | 1),
-            drains: Vec::new(),
-        }
-    }
-
-    fn drain(&mut self, i: usize) {
-        while let Some(a) = self.engines[i].poll_action() {
-            match a {
-                Action::Transmit(t) => {
-                    let mut payload = vec![0u8; t.payload.len() as usize];
-                    match &t.payload {
-                        Payload::None => {}
-                        Payload::Owned(v) => payload.copy_from_slice(v),
-                        Payload::Word(w) => payload.copy_from_slice(&w.to_le_bytes()),
-                        Payload::User { buf, offset, len } => unsafe {
-                            buf.read_packed(*offset, &mut payload[..*len as usize]);
-                        },
-                    }
-                    self.links[i][t.peer as usize].push_back((t.header, payload));
-                    if let Some(r) = t.notify {
-                        self.engines[i].transmitted(r);
-                    }
-                }
-                Action::Pace { peer, bytes_per_sec } => PACES.with(|p| p.borrow_mut().push((i, peer, bytes_per_sec))),
-                Action::Drain { peer, req } => {
-                    DRAINS.with(|d| d.borrow_mut().push((i, peer)));
-                    self.drains.push((i, req));
-                }
-                Action::RemoteRead { remote_addr, len, dst, req, .. } => {
-                    let src = unsafe { std::slice::from_raw_parts(remote_addr as *const u8, len as usize) };
-                    let ok = self.rng.below(4) != 0;
-                    if ok {
-                        unsafe { dst.write_packed(0, src) };
-                    }
-                    self.engines[i].remote_read_done(req, ok);
-                }
-            }
-        }
-    }
+/// A network with random protocol parameters.
+fn network(n: usize, rng: &mut Rng) -> Sim {
+    let eager_limit = rng.pick(&[0u64, 16, 64, 4096, 1 << 20]);
+    let params = PeerParams {
+        eager_limit,
+        max_data_frame: rng.pick(&[100u32, 1000, 1 << 16]),
+        single_copy: rng.below(2) == 0,
+        single_copy_min: eager_limit + 1,
+    };
+    let credit = rng.pick(&[200u32, 10_000, 1 << 20]);
+    Sim::new(n, rng.next(), params, credit)
 }
 
 /// Run one schedule per rank (built by `build(rank)`, each started at a
@@ -125,7 +49,7 @@ pub fn run(n: usize, seed: u64, build: impl FnMut(usize) -> Schedule) -> Vec<Opt
 /// every rank had started (the barrier property).
 pub fn run_opts(n: usize, seed: u64, mut build: impl FnMut(usize) -> Schedule, synchronizing: bool) -> Vec<Option<String>> {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut net = Net::new(n, &mut rng);
+    let mut net = network(n, &mut rng);
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         order.swap(i, rng.below(i as u64 + 1) as usize);
@@ -134,16 +58,12 @@ pub fn run_opts(n: usize, seed: u64, mut build: impl FnMut(usize) -> Schedule, s
     let mut next = 0;
     loop {
         // Start a rank now and then (and whenever nothing else can happen).
-        let busy = net.links.iter().flatten().any(|l| !l.is_empty());
-        if next < n && (!busy || rng.below(4) == 0) {
+        if next < n && (!net.busy() || rng.below(4) == 0) {
             let r = order[next];
             next += 1;
             reqs[r] = Some(net.engines[r].start_schedule(build(r)));
         }
-        for i in 0..n {
-            net.engines[i].progress_schedules();
-            net.drain(i);
-        }
+        net.settle_all();
         if synchronizing && next < n {
             for (i, r) in reqs.iter().enumerate() {
                 if let Some(r) = r {
@@ -151,26 +71,12 @@ pub fn run_opts(n: usize, seed: u64, mut build: impl FnMut(usize) -> Schedule, s
                 }
             }
         }
-        let links: Vec<(usize, usize)> = (0..n)
-            .flat_map(|a| (0..n).map(move |b| (a, b)))
-            .filter(|&(a, b)| !net.links[a][b].is_empty())
-            .collect();
-        if !net.drains.is_empty() && (links.is_empty() || rng.below(4) == 0) {
-            let (i, req) = net.drains.swap_remove(rng.below(net.drains.len() as u64) as usize);
-            net.engines[i].complete_external(req, Default::default());
-            continue;
-        }
-        if links.is_empty() {
-            if next < n {
-                continue;
-            }
+        if !net.step() && next == n {
             break;
         }
-        let (a, b) = links[rng.below(links.len() as u64) as usize];
-        let (h, p) = net.links[a][b].pop_front().unwrap();
-        net.engines[b].handle_frame(a as Pid, &h, &p).expect("protocol error between correct engines");
-        net.engines[b].progress_schedules();
     }
+    PACES.with(|p| p.borrow_mut().extend(net.paces.drain(..)));
+    DRAINS.with(|d| d.borrow_mut().extend(net.unsent_waits.drain(..)));
     let mut errors = Vec::new();
     for (i, r) in reqs.iter().enumerate() {
         let r = r.unwrap();
@@ -178,6 +84,7 @@ pub fn run_opts(n: usize, seed: u64, mut build: impl FnMut(usize) -> Schedule, s
         assert!(e.take(r).is_some(), "seed {seed}: rank {i} of {n} did not finish its schedule (deadlock)");
         errors.push(e.take_schedule_error(r));
         assert_eq!(e.live_requests(), 0, "seed {seed}: rank {i} leaked requests");
+        assert!(!e.watching_unsent(), "seed {seed}: rank {i} still waits for a connection to drain");
     }
     errors
 }

@@ -2,7 +2,7 @@
 //! the power-of-two fold used by recursive algorithms, and the reduction
 //! step that keeps operands in rank order.
 
-use crate::buf::UserBuf;
+use gridmpi_datatype::UserBuf;
 use crate::sched::{byte_type, Reducer, Round, Schedule, Step};
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
 //! A user buffer: base address, count and datatype, as given to an MPI call.
 //!
-//! The engine moves bytes in and out of user memory only through this type,
-//! so the unsafety of raw user pointers is confined here: the MPI standard
-//! makes the user promise that the memory described by (base, count,
-//! datatype) stays valid and untouched until the operation completes, and the
-//! engine only touches it while the operation is pending.
+//! The engine and the transports move bytes in and out of user memory only
+//! through this type, so the unsafety of raw user pointers is confined here:
+//! the MPI standard makes the user promise that the memory described by
+//! (base, count, datatype) stays valid and untouched until the operation
+//! completes, and nothing touches it after the operation is complete.
 
-use gridmpi_datatype::Datatype;
+use crate::Datatype;
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -20,9 +20,9 @@ pub struct UserBuf {
     contig: Option<*mut u8>,
 }
 
-// SAFETY: a UserBuf is only a description of user memory; the engine is used
-// under one lock, and MPI's rules make the user responsible for not touching
-// the memory concurrently with the operation.
+// SAFETY: a UserBuf is only a description of user memory; MPI's rules make
+// the user responsible for not touching the memory concurrently with the
+// operation, and the library touches it from one thread at a time.
 unsafe impl Send for UserBuf {}
 unsafe impl Sync for UserBuf {}
 
@@ -56,7 +56,7 @@ impl UserBuf {
 
     /// An owned byte vector viewed as a buffer of `MPI_BYTE`s.
     pub fn empty() -> UserBuf {
-        let dt = Arc::new(Datatype::basic(gridmpi_datatype::BasicType::Byte));
+        let dt = Arc::new(Datatype::basic(crate::BasicType::Byte));
         UserBuf { base: std::ptr::null_mut(), count: 0, dt, len: 0, contig: Some(std::ptr::null_mut()) }
     }
 
@@ -100,7 +100,7 @@ impl UserBuf {
                 std::ptr::copy_nonoverlapping(p.add(from as usize), out.as_mut_ptr(), n);
                 n
             }
-            None => gridmpi_datatype::pack(self.base, self.count, &self.dt, from, &mut out[..n]),
+            None => crate::pack(self.base, self.count, &self.dt, from, &mut out[..n]),
         }
     }
 
@@ -119,7 +119,7 @@ impl UserBuf {
                 std::ptr::copy_nonoverlapping(data.as_ptr(), p.add(from as usize), n);
                 n
             }
-            None => gridmpi_datatype::unpack(self.base, self.count, &self.dt, from, &data[..n]),
+            None => crate::unpack(self.base, self.count, &self.dt, from, &data[..n]),
         }
     }
 
@@ -172,6 +172,6 @@ impl UserBuf {
         if let Some(d) = self.contig {
             return src.read_packed(0, std::slice::from_raw_parts_mut(d, n as usize)) as u64;
         }
-        gridmpi_datatype::copy(src.base, src.count, &src.dt, self.base, self.count, &self.dt).min(n)
+        crate::copy(src.base, src.count, &src.dt, self.base, self.count, &self.dt).min(n)
     }
 }

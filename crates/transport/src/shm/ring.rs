@@ -13,7 +13,7 @@
 //! it set after publishing a frame rings the owner's doorbell (sys::Doorbell).
 
 use crate::sys::SharedMap;
-use gridmpi_engine::wire::HEADER_LEN;
+use gridmpi_wire::HEADER_LEN;
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -301,13 +301,10 @@ impl RingWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gridmpi_engine::wire::{Header, Kind};
+    use gridmpi_wire::{Envelope, Frame, Header};
 
     fn frame(tag: i32, payload: &[u8]) -> Vec<u8> {
-        let mut h = Header::new(Kind::Eager);
-        h.tag = tag;
-        h.payload_len = payload.len() as u32;
-        h.len = payload.len() as u64;
+        let h = Header::new(Frame::Eager { env: Envelope { ctx: 0, src: 0, tag }, sync: None }, payload.len() as u32);
         let mut v = h.encode().to_vec();
         v.extend_from_slice(payload);
         v
@@ -336,7 +333,8 @@ mod tests {
             let r = inbox.reader(1);
             while let Some(fr) = r.peek().unwrap() {
                 let h = Header::decode(fr[..HEADER_LEN].try_into().unwrap()).unwrap();
-                assert_eq!(h.tag, got);
+                let Frame::Eager { env, .. } = h.frame else { panic!("not the frame written") };
+                assert_eq!(env.tag, got);
                 let p = &fr[HEADER_LEN..HEADER_LEN + h.payload_len as usize];
                 assert!(p.iter().enumerate().all(|(i, &b)| b == (i as u8).wrapping_add(got as u8)));
                 let l = HEADER_LEN + h.payload_len as usize;
@@ -353,9 +351,7 @@ mod tests {
         let mut inbox = Inbox::create(&name, 1, 4096).unwrap();
         let mut peer = PeerInbox::open(&name, 0).unwrap();
         // A header claiming a huge payload.
-        let mut h = Header::new(Kind::Eager);
-        h.payload_len = 100_000;
-        let b = h.encode();
+        let b = Header::new(Frame::Eager { env: Envelope { ctx: 0, src: 0, tag: 0 }, sync: None }, 100_000).encode();
         assert!(peer.writer().try_write(HEADER_LEN, |s| s.copy_from_slice(&b)));
         assert!(inbox.reader(0).peek().is_err());
     }

@@ -17,17 +17,15 @@
 //!
 //! Frames are written with writev straight from user buffers.
 
-use crate::auth;
-use crate::sys;
-use gridmpi_engine::sched::PACED_UNSENT;
-use gridmpi_engine::wire::{Header, Kind, Urgency, HEADER_LEN};
-use gridmpi_engine::{Engine, Payload, Pid, ReqId, Transmit};
+use crate::sys::{self, Epoll};
+use crate::{auth, terr, ConnEvent, Sink, Transport, TransportError};
+use gridmpi_wire::{paced_unsent_bytes, Frame, Header, Payload, Pid, SentToken, Transmit, Urgency, HEADER_LEN, WIRE_VERSION};
 use std::collections::VecDeque;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-const VERSION: u32 = 1;
+const VERSION: u32 = WIRE_VERSION;
 const HELLO_MAGIC: &[u8; 8] = b"GMPIhelo";
 const WELCOME_MAGIC: &[u8; 8] = b"GMPIwlcm";
 const PROOF_MAGIC: &[u8; 8] = b"GMPIprof";
@@ -38,20 +36,10 @@ const STATUS_OK: u32 = 0;
 const STATUS_DUPLICATE: u32 = 1;
 const STATUS_WRONG_JOB: u32 = 2;
 
-/// Epoll tokens of connections start here; smaller ones belong to the runtime.
-pub const CONN_TOKEN_BASE: u64 = 16;
-pub const LISTEN_TOKEN: u64 = 2;
-
-/// Something the runtime's observers (the tracer) may want to know.
-#[derive(Debug, Clone)]
-pub enum ConnEvent {
-    /// An authenticated connection to `peer` is ready on `fd`.
-    Opened { peer: Pid, fd: RawFd },
-    /// The established connection to `peer` on `fd` is going away.
-    Closed { peer: Pid, fd: RawFd },
-    /// A socket option was applied to the connection with `peer`.
-    Tuned { peer: Pid, option: &'static str, value: String },
-}
+/// Tokens in the transport's epoll set: the listening socket, then one per
+/// connection slot.
+const LISTEN_TOKEN: u64 = 0;
+const CONN_TOKEN_BASE: u64 = 1;
 
 /// Socket options for the connection to one peer (WAN connections get them
 /// from the cluster map; see runtime.rs).
@@ -115,25 +103,6 @@ fn apply_tuning(fd: RawFd, t: &Tuning) -> Vec<(&'static str, String)> {
     done
 }
 
-#[derive(Debug)]
-pub struct TransportError {
-    pub peer: Option<Pid>,
-    pub message: String,
-}
-
-impl std::fmt::Display for TransportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.peer {
-            Some(p) => write!(f, "connection with rank {p}: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-fn terr(peer: Option<Pid>, message: impl Into<String>) -> TransportError {
-    TransportError { peer, message: message.into() }
-}
-
 #[derive(Debug, PartialEq, Eq)]
 enum State {
     /// Non-blocking connect in progress (connector).
@@ -174,16 +143,15 @@ struct Conn {
 /// recvmsg into the receive buffer's memory runs.
 struct Direct {
     header: Header,
-    buf: gridmpi_engine::UserBuf,
+    buf: gridmpi_datatype::UserBuf,
     /// Payload bytes already in place.
     done: u64,
 }
 
-/// The unsent-data bound of a socket paced at `rate` bytes/s: `PACED_UNSENT`
-/// of it, at least 4 KiB, at most the connection's own bound.
+/// The unsent-data bound of a socket paced at `rate` bytes/s (see
+/// [`gridmpi_wire::PACED_UNSENT`]), at most the connection's own bound.
 fn paced_lowat(rate: u64, tuned: Option<u32>) -> u32 {
-    let v = (rate as f64 * PACED_UNSENT.as_secs_f64()) as u64;
-    let v = v.clamp(4096, u32::MAX as u64) as u32;
+    let v = paced_unsent_bytes(rate).min(u32::MAX as u64) as u32;
     tuned.map_or(v, |t| v.min(t))
 }
 
@@ -221,7 +189,7 @@ struct OutFrame {
     payload: Payload,
     /// Bytes of header + payload written so far.
     done: u64,
-    notify: Option<ReqId>,
+    notify: Option<SentToken>,
     prio: Urgency,
 }
 
@@ -252,13 +220,18 @@ struct PeerLink {
     out: VecDeque<OutFrame>,
     /// The peer closed an established connection (it finalized or died).
     closed: bool,
+    /// The pacing rate asked for (bytes/s); applied when the connection is
+    /// established if it is not yet.
+    pace: Option<u64>,
     /// While the connection is paced: how many bytes the socket may hold
-    /// unsent (see `Tcp::set_pacing`).
+    /// unsent (see `Tcp::apply_pacing`).
     paced_unsent: Option<u32>,
 }
 
 pub struct Tcp {
     me: Pid,
+    /// The transport's own epoll set: the listener and every connection.
+    ep: Epoll,
     job: u64,
     secret: [u8; 32],
     listener: OwnedFd,
@@ -267,14 +240,16 @@ pub struct Tcp {
     peers: Vec<PeerLink>,
     /// Scratch for building iovecs.
     runs: Vec<(*mut u8, usize)>,
+    /// Scratch for epoll events.
+    ready: Vec<(u64, u32)>,
     pub sndbuf: Option<usize>,
     pub rcvbuf: Option<usize>,
     /// Set when the job is finishing: peers closing connections is normal.
     pub finalizing: bool,
     /// Give up on a connection not established after this long.
     pub connect_timeout: std::time::Duration,
-    /// Connection events not yet taken by the runtime.
-    pub events: Vec<ConnEvent>,
+    /// Connection events not yet handed to the sink.
+    events: Vec<ConnEvent>,
     /// Socket options per peer (None: kernel defaults).
     tuning: Vec<Option<Tuning>>,
 }
@@ -335,8 +310,11 @@ impl Tcp {
             return Err(last_err());
         }
         let port = u16::from_be(got.sin_port);
+        let ep = Epoll::new()?;
+        ep.add(fd, sys::EPOLLIN, LISTEN_TOKEN)?;
         Ok(Tcp {
             me,
+            ep,
             job,
             secret,
             listener,
@@ -344,6 +322,7 @@ impl Tcp {
             conns: Vec::new(),
             peers: (0..npeers).map(|_| PeerLink::default()).collect(),
             runs: Vec::new(),
+            ready: Vec::with_capacity(64),
             sndbuf: None,
             rcvbuf: None,
             finalizing: false,
@@ -381,8 +360,9 @@ impl Tcp {
         }
     }
 
-    /// Cap the sending rate of the connection with `peer` (None: uncapped).
-    /// Returns false if there is no established connection.
+    /// Apply the pacing rate asked for `peer` to its connection (None:
+    /// uncapped). Returns false if there is no established connection yet
+    /// (the rate is applied when there is).
     ///
     /// While capped, the socket also holds little unsent data (about
     /// `PACED_UNSENT` of sending time): whatever sits unsent in the kernel
@@ -390,8 +370,10 @@ impl Tcp {
     /// (however urgent, see [`enqueue`]) waits that long. TCP_NOTSENT_LOWAT
     /// alone does not bound it (one write may add a whole 64 KiB segment
     /// train past the mark), so flush_peer also writes no more than the
-    /// room below it.
-    pub fn set_pacing(&mut self, peer: Pid, bytes_per_sec: Option<u64>) -> bool {
+    /// room below it. (The engine cuts rendezvous payloads to a paced peer
+    /// into pieces of that size, so a reply waits for one piece at most.)
+    fn apply_pacing(&mut self, peer: Pid) -> bool {
+        let bytes_per_sec = self.peers[peer as usize].pace;
         let Some(idx) = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established) else {
             return false;
         };
@@ -422,7 +404,7 @@ impl Tcp {
 
     /// Bytes written to the socket of `peer` but not yet sent (TCP_INFO's
     /// notsent bytes), or None without a connection.
-    pub fn unsent_bytes(&self, peer: Pid) -> Option<u32> {
+    fn unsent_bytes(&self, peer: Pid) -> Option<u32> {
         let idx = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established)?;
         let c = self.conns[idx].as_ref()?;
         socket_unsent(c.fd.as_raw_fd())
@@ -438,10 +420,6 @@ impl Tcp {
         self.port
     }
 
-    pub fn listen_fd(&self) -> RawFd {
-        self.listener.as_raw_fd()
-    }
-
     pub fn set_peer_addrs(&mut self, peer: Pid, addrs: Vec<SocketAddrV4>) {
         self.peers[peer as usize].addrs = addrs;
     }
@@ -452,43 +430,24 @@ impl Tcp {
     }
 
     /// Queue a frame for its peer and write what the socket takes now.
-    pub fn send(&mut self, t: Transmit, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn queue(&mut self, t: Transmit, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let peer = t.peer;
         let link = &mut self.peers[peer as usize];
         if link.closed {
             return Err(terr(Some(peer), "the peer closed its connection (did it exit?)"));
         }
-        let prio = t.header.kind.urgency();
-        match (link.paced_unsent, t.payload) {
-            // Paced: rendezvous payloads go out in pieces of what the socket
-            // may hold unsent, so a reply queued meanwhile waits for one
-            // piece, not for the rest of a large frame at the paced rate.
-            (Some(piece), Payload::User { buf, offset, len }) if t.header.kind == Kind::Data && len > piece as u64 => {
-                let piece = piece as u64;
-                let mut off = 0;
-                while off < len {
-                    let n = (len - off).min(piece);
-                    let mut h = t.header;
-                    h.len += off;
-                    h.payload_len = n as u32;
-                    let last = off + n == len;
-                    let payload = Payload::User { buf: buf.clone(), offset: offset + off, len: n };
-                    enqueue(&mut link.out, OutFrame { header: h.encode(), payload, done: 0, notify: if last { t.notify } else { None }, prio });
-                    off += n;
-                }
-            }
-            (_, payload) => enqueue(&mut link.out, OutFrame { header: t.header.encode(), payload, done: 0, notify: t.notify, prio }),
-        }
+        let prio = t.header.frame.urgency();
+        enqueue(&mut link.out, OutFrame { header: t.header.encode(), payload: t.payload, done: 0, notify: t.notify, prio });
         if link.conn.is_none() {
-            self.connect(peer, ep)?;
+            self.connect(peer)?;
         }
         if self.peers[peer as usize].established {
-            self.flush_peer(peer, engine, ep)?;
+            self.flush_peer(peer, sink)?;
         }
         Ok(())
     }
 
-    fn connect(&mut self, peer: Pid, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn connect(&mut self, peer: Pid) -> Result<(), TransportError> {
         let addrs = self.peers[peer as usize].addrs.clone();
         if addrs.is_empty() {
             return Err(terr(Some(peer), "no TCP address is known for this rank"));
@@ -522,7 +481,7 @@ impl Tcp {
         };
         let idx = self.insert_conn(conn);
         self.peers[peer as usize].conn = Some(idx);
-        self.start_connect(idx, ep)
+        self.start_connect(idx)
     }
 
     fn insert_conn(&mut self, c: Conn) -> usize {
@@ -539,7 +498,7 @@ impl Tcp {
     }
 
     /// Try the next address of a connecting connection.
-    fn start_connect(&mut self, idx: usize, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn start_connect(&mut self, idx: usize) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer;
         let Some(addr) = c.addrs.first().copied() else {
@@ -555,17 +514,17 @@ impl Tcp {
                 if c.addrs.is_empty() {
                     return Err(terr(peer, format!("connect to {addr}: {e}")));
                 }
-                return self.start_connect(idx, ep);
+                return self.start_connect(idx);
             }
         }
         let token = CONN_TOKEN_BASE + idx as u64;
-        let _ = ep.add(c.fd.as_raw_fd(), sys::EPOLLIN | sys::EPOLLOUT, token);
+        let _ = self.ep.add(c.fd.as_raw_fd(), sys::EPOLLIN | sys::EPOLLOUT, token);
         c.writable_armed = true;
         Ok(())
     }
 
     /// Accept pending connections.
-    pub fn accept(&mut self, ep: &sys::Epoll) {
+    fn accept(&mut self) {
         loop {
             // SAFETY: accept on our listening socket.
             let fd = unsafe {
@@ -599,7 +558,7 @@ impl Tcp {
             };
             let raw = conn.fd.as_raw_fd();
             let idx = self.insert_conn(conn);
-            let _ = ep.add(raw, sys::EPOLLIN, CONN_TOKEN_BASE + idx as u64);
+            let _ = self.ep.add(raw, sys::EPOLLIN, CONN_TOKEN_BASE + idx as u64);
         }
     }
 
@@ -608,35 +567,25 @@ impl Tcp {
     }
 
     /// Handle readiness of connection `token`.
-    pub fn handle_event(&mut self, token: u64, events: u32, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn handle_event(&mut self, token: u64, events: u32, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let idx = (token - CONN_TOKEN_BASE) as usize;
         if self.conns.get(idx).is_none_or(|c| c.is_none()) {
             return Ok(());
         }
         if events & sys::EPOLLOUT != 0 {
-            self.on_writable(idx, engine, ep)?;
+            self.on_writable(idx, sink)?;
         }
         if events & (sys::EPOLLIN | sys::EPOLLHUP | sys::EPOLLERR) != 0 && self.conns[idx].is_some() {
-            self.on_readable(idx, engine, ep)?;
+            self.on_readable(idx, sink)?;
         }
-        self.reap(idx, ep);
+        self.reap(idx);
         Ok(())
     }
 
-    /// Read from every established connection (used while polling).
-    pub fn poll_reads(&mut self, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
-        for idx in 0..self.conns.len() {
-            if self.conns[idx].as_ref().is_some_and(|c| c.state == State::Established) {
-                self.on_readable(idx, engine, ep)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn reap(&mut self, idx: usize, ep: &sys::Epoll) {
+    fn reap(&mut self, idx: usize) {
         if self.conns[idx].as_ref().is_some_and(|c| c.state == State::Dead) {
             let c = self.conns[idx].take().unwrap();
-            let _ = ep.delete(c.fd.as_raw_fd());
+            let _ = self.ep.delete(c.fd.as_raw_fd());
             if let Some(p) = c.peer {
                 let link = &mut self.peers[p as usize];
                 if link.established && link.conn == Some(idx) {
@@ -650,7 +599,7 @@ impl Tcp {
         }
     }
 
-    fn on_writable(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn on_writable(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let me = self.me;
         let job = self.job;
         let c = self.conns[idx].as_mut().unwrap();
@@ -666,7 +615,7 @@ impl Tcp {
                     return Err(terr(peer, format!("connect to {addr}: {}", io::Error::from_raw_os_error(err))));
                 }
                 // A fresh socket for the next address.
-                let _ = ep.delete(c.fd.as_raw_fd());
+                let _ = self.ep.delete(c.fd.as_raw_fd());
                 // SAFETY: creating a socket we own.
                 let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
                 if fd < 0 {
@@ -677,7 +626,7 @@ impl Tcp {
                 if let Some(p) = peer {
                     self.tune(p, fd);
                 }
-                return self.start_connect(idx, ep);
+                return self.start_connect(idx);
             }
             let peer = c.peer.unwrap();
             let mut hello = Vec::with_capacity(HELLO_LEN);
@@ -697,29 +646,29 @@ impl Tcp {
         let c = self.conns[idx].as_mut().unwrap();
         if c.state == State::Established && c.hs_out.is_empty() {
             if let Some(p) = c.peer {
-                self.flush_peer(p, engine, ep)?;
+                self.flush_peer(p, sink)?;
             }
         }
-        self.update_interest(idx, ep);
+        self.update_interest(idx);
         Ok(())
     }
 
-    fn update_interest(&mut self, idx: usize, ep: &sys::Epoll) {
+    fn update_interest(&mut self, idx: usize) {
         let Some(c) = self.conns[idx].as_mut() else { return };
         let want = !c.hs_out.is_empty()
             || c.state == State::Connecting
             || (c.state == State::Established && c.peer.is_some_and(|p| !self.peers[p as usize].out.is_empty()));
         if want != c.writable_armed {
             let ev = if want { sys::EPOLLIN | sys::EPOLLOUT } else { sys::EPOLLIN };
-            let _ = ep.modify(c.fd.as_raw_fd(), ev, CONN_TOKEN_BASE + idx as u64);
+            let _ = self.ep.modify(c.fd.as_raw_fd(), ev, CONN_TOKEN_BASE + idx as u64);
             c.writable_armed = want;
         }
     }
 
-    fn on_readable(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn on_readable(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
         loop {
             if self.conns[idx].as_ref().unwrap().direct.is_some() {
-                match self.read_direct(idx, engine)? {
+                match self.read_direct(idx, sink)? {
                     Some(true) => continue,
                     Some(false) => return Ok(()),
                     None => return self.on_eof(idx),
@@ -752,7 +701,7 @@ impl Tcp {
                 }
             }
             c.rlen += n as usize;
-            self.consume(idx, engine, ep)?;
+            self.consume(idx, sink)?;
             if self.conns[idx].as_ref().is_none_or(|c| c.state == State::Dead) {
                 return Ok(());
             }
@@ -761,13 +710,14 @@ impl Tcp {
 
     /// Read the payload of the pending direct Data frame into user memory.
     /// Some(true): progress (or done), Some(false): would block, None: EOF.
-    fn read_direct(&mut self, idx: usize, engine: &mut Engine) -> Result<Option<bool>, TransportError> {
+    fn read_direct(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<Option<bool>, TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer;
         let d = c.direct.as_mut().unwrap();
         let len = d.header.payload_len as u64;
         self.runs.clear();
-        d.buf.runs(d.header.len + d.done, len - d.done, 256, &mut self.runs);
+        let Frame::Data { offset, .. } = d.header.frame else { unreachable!("only Data frames land directly") };
+        d.buf.runs(offset + d.done, len - d.done, 256, &mut self.runs);
         let mut iov: Vec<libc::iovec> =
             self.runs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
         // SAFETY: a zeroed msghdr is valid; the iovecs point into the receive
@@ -792,7 +742,7 @@ impl Tcp {
         if d.done == len {
             let h = d.header;
             c.direct = None;
-            engine.data_landed(peer.unwrap(), &h).map_err(|e| terr(peer, e.reason))?;
+            sink.data_landed(peer.unwrap(), &h).map_err(|e| terr(peer, e))?;
         }
         Ok(Some(true))
     }
@@ -814,7 +764,7 @@ impl Tcp {
     }
 
     /// Parse what has been read: handshake messages, then frames.
-    fn consume(&mut self, idx: usize, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn consume(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let mut start = 0usize;
         let result = loop {
             let c = self.conns[idx].as_mut().unwrap();
@@ -826,7 +776,7 @@ impl Tcp {
                     }
                     let m = c.rbuf[start..start + HELLO_LEN].to_vec();
                     start += HELLO_LEN;
-                    if let Err(e) = self.on_hello(idx, &m, ep) {
+                    if let Err(e) = self.on_hello(idx, &m) {
                         break Err(e);
                     }
                 }
@@ -836,7 +786,7 @@ impl Tcp {
                     }
                     let m = c.rbuf[start..start + WELCOME_LEN].to_vec();
                     start += WELCOME_LEN;
-                    if let Err(e) = self.on_welcome(idx, &m, engine, ep) {
+                    if let Err(e) = self.on_welcome(idx, &m, sink) {
                         break Err(e);
                     }
                 }
@@ -846,7 +796,7 @@ impl Tcp {
                     }
                     let m = c.rbuf[start..start + PROOF_LEN].to_vec();
                     start += PROOF_LEN;
-                    if let Err(e) = self.on_proof(idx, &m, engine, ep) {
+                    if let Err(e) = self.on_proof(idx, &m, sink) {
                         break Err(e);
                     }
                 }
@@ -861,15 +811,16 @@ impl Tcp {
                         Err(e) => break Err(terr(Some(peer), format!("malformed frame: {e}"))),
                     };
                     let total = HEADER_LEN + h.payload_len as usize;
-                    if avail < total && h.kind == gridmpi_engine::wire::Kind::Data && h.payload_len as usize >= DIRECT_MIN {
+                    if avail < total && matches!(h.frame, Frame::Data { .. }) && h.payload_len as usize >= DIRECT_MIN {
                         // Land what we have, then read the rest in place.
-                        let buf = match engine.data_target(peer, &h) {
+                        let buf = match sink.data_target(peer, &h) {
                             Ok(b) => b,
-                            Err(e) => break Err(terr(Some(peer), e.reason)),
+                            Err(e) => break Err(terr(Some(peer), e)),
                         };
                         let have = avail - HEADER_LEN;
-                        // SAFETY: the engine checked the range against the accepted length.
-                        unsafe { buf.write_packed(h.len, &c.rbuf[start + HEADER_LEN..start + HEADER_LEN + have]) };
+                        let Frame::Data { offset, .. } = h.frame else { unreachable!("checked above") };
+                        // SAFETY: the sink checked the range against what it accepts.
+                        unsafe { buf.write_packed(offset, &c.rbuf[start + HEADER_LEN..start + HEADER_LEN + have]) };
                         c.direct = Some(Direct { header: h, buf, done: have as u64 });
                         start += avail;
                         break Ok(());
@@ -885,8 +836,8 @@ impl Tcp {
                         break Ok(());
                     }
                     let payload = &c.rbuf[start + HEADER_LEN..start + total];
-                    if let Err(e) = engine.handle_frame(peer, &h, payload) {
-                        break Err(terr(Some(peer), e.reason));
+                    if let Err(e) = sink.frame(peer, &h, payload) {
+                        break Err(terr(Some(peer), e));
                     }
                     start += total;
                 }
@@ -905,7 +856,7 @@ impl Tcp {
         result
     }
 
-    fn on_hello(&mut self, idx: usize, m: &[u8], ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn on_hello(&mut self, idx: usize, m: &[u8]) -> Result<(), TransportError> {
         let u32_at = |i: usize| u32::from_le_bytes(m[i..i + 4].try_into().unwrap());
         let c = self.conns[idx].as_mut().unwrap();
         if &m[..8] != HELLO_MAGIC || u32_at(8) != VERSION {
@@ -949,7 +900,7 @@ impl Tcp {
                         oc.peer = None; // its refusal must not disturb the link
                         oc.state = State::Dead;
                     }
-                    self.reap(old, ep);
+                    self.reap(old);
                 }
             }
         }
@@ -958,11 +909,11 @@ impl Tcp {
         if status != STATUS_OK {
             c.state = State::Dead;
         }
-        self.update_interest(idx, ep);
+        self.update_interest(idx);
         Ok(())
     }
 
-    fn on_welcome(&mut self, idx: usize, m: &[u8], engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn on_welcome(&mut self, idx: usize, m: &[u8], sink: &mut dyn Sink) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer.unwrap();
         if &m[..8] != WELCOME_MAGIC {
@@ -998,12 +949,15 @@ impl Tcp {
         let fd = c.fd.as_raw_fd();
         self.events.push(ConnEvent::Opened { peer, fd });
         self.peers[peer as usize].established = true;
-        self.flush_peer(peer, engine, ep)?;
-        self.update_interest(idx, ep);
+        if self.peers[peer as usize].pace.is_some() {
+            self.apply_pacing(peer);
+        }
+        self.flush_peer(peer, sink)?;
+        self.update_interest(idx);
         Ok(())
     }
 
-    fn on_proof(&mut self, idx: usize, m: &[u8], engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn on_proof(&mut self, idx: usize, m: &[u8], sink: &mut dyn Sink) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer.unwrap();
         let (nc, na) = (c.nonce_c, c.nonce_a);
@@ -1020,13 +974,16 @@ impl Tcp {
         let fd = c.fd.as_raw_fd();
         self.events.push(ConnEvent::Opened { peer, fd });
         self.peers[peer as usize].established = true;
-        self.flush_peer(peer, engine, ep)?;
-        self.update_interest(idx, ep);
+        if self.peers[peer as usize].pace.is_some() {
+            self.apply_pacing(peer);
+        }
+        self.flush_peer(peer, sink)?;
+        self.update_interest(idx);
         Ok(())
     }
 
     /// Write queued frames of `peer` until the socket is full.
-    fn flush_peer(&mut self, peer: Pid, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn flush_peer(&mut self, peer: Pid, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let Some(idx) = self.peers[peer as usize].conn else { return Ok(()) };
         let Some(c) = self.conns[idx].as_ref() else { return Ok(()) };
         if c.state != State::Established || !c.hs_out.is_empty() {
@@ -1041,22 +998,22 @@ impl Tcp {
             None => u64::MAX,
         };
         if budget == 0 {
-            self.update_interest(idx, ep);
+            self.update_interest(idx);
             return Ok(());
         }
         let mut out = std::mem::take(&mut self.peers[peer as usize].out);
-        let result = write_frames(fd, &mut out, &mut self.runs, engine, budget);
+        let result = write_frames(fd, &mut out, &mut self.runs, sink, budget);
         self.peers[peer as usize].out = out;
         result.map_err(|e| terr(Some(peer), format!("send failed: {e}")))?;
-        self.update_interest(idx, ep);
+        self.update_interest(idx);
         Ok(())
     }
 
     /// Try to push out everything queued (called from the progress loop).
-    pub fn flush_all(&mut self, engine: &mut Engine, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn flush_all(&mut self, sink: &mut dyn Sink) -> Result<(), TransportError> {
         for p in 0..self.peers.len() {
             if !self.peers[p].out.is_empty() && self.peers[p].established {
-                self.flush_peer(p as Pid, engine, ep)?;
+                self.flush_peer(p as Pid, sink)?;
             }
         }
         Ok(())
@@ -1064,7 +1021,7 @@ impl Tcp {
 
     /// Fail connections we opened that are still not established after the
     /// timeout; drop incoming ones that never completed the handshake.
-    pub fn check_timeouts(&mut self, ep: &sys::Epoll) -> Result<(), TransportError> {
+    fn check_timeouts(&mut self) -> Result<(), TransportError> {
         for idx in 0..self.conns.len() {
             let Some(c) = self.conns[idx].as_mut() else { continue };
             if c.state == State::Established || c.state == State::Dead || c.opened.elapsed() < self.connect_timeout {
@@ -1078,20 +1035,92 @@ impl Tcp {
                 ));
             }
             c.state = State::Dead;
-            self.reap(idx, ep);
+            self.reap(idx);
         }
         Ok(())
     }
 
-    /// Close every connection (at finalize).
-    pub fn close_all(&mut self, ep: &sys::Epoll) {
+    fn close_all(&mut self) {
         for c in self.conns.iter_mut().flatten() {
             if let (State::Established, Some(p)) = (&c.state, c.peer) {
                 self.events.push(ConnEvent::Closed { peer: p, fd: c.fd.as_raw_fd() });
             }
-            let _ = ep.delete(c.fd.as_raw_fd());
+            let _ = self.ep.delete(c.fd.as_raw_fd());
         }
         self.conns.clear();
+    }
+}
+
+impl Tcp {
+    /// Hand the connection events gathered meanwhile to the sink.
+    fn report(&mut self, sink: &mut dyn Sink) {
+        for ev in self.events.drain(..) {
+            sink.event(ev);
+        }
+    }
+
+    /// Close every connection (at finalize).
+    pub fn close(&mut self, sink: &mut dyn Sink) {
+        self.close_all();
+        self.report(sink);
+    }
+}
+
+impl Transport for Tcp {
+    fn send(&mut self, t: Transmit, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        let r = self.queue(t, sink);
+        self.report(sink);
+        r
+    }
+
+    fn poll(&mut self, sink: &mut dyn Sink) -> Result<bool, TransportError> {
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        let waited = self.ep.wait(&mut ready, Some(std::time::Duration::ZERO));
+        let mut result = waited.map(|_| !ready.is_empty()).map_err(|e| terr(None, format!("epoll_wait: {e}")));
+        for &(token, ev) in &ready {
+            if result.is_err() {
+                break;
+            }
+            if token == LISTEN_TOKEN {
+                self.accept();
+            } else if let Err(e) = self.handle_event(token, ev, sink) {
+                result = Err(e);
+            }
+        }
+        self.ready = ready;
+        if result.is_ok() && self.backlog() > 0 {
+            // Frames wait for a connection or for room: try again, and make
+            // sure a connection cannot be waited for forever.
+            if let Err(e) = self.flush_all(sink).and_then(|_| self.check_timeouts()) {
+                result = Err(e);
+            }
+        }
+        self.report(sink);
+        result
+    }
+
+    fn set_pace(&mut self, peer: Pid, bytes_per_sec: Option<u64>, sink: &mut dyn Sink) {
+        self.peers[peer as usize].pace = bytes_per_sec;
+        self.apply_pacing(peer);
+        self.report(sink);
+    }
+
+    fn unsent(&self, peer: Pid) -> u64 {
+        self.unsent_bytes(peer).unwrap_or(0) as u64
+    }
+
+    fn backlog(&self) -> usize {
+        Tcp::backlog(self)
+    }
+
+    fn next_deadline(&self) -> Option<std::time::Duration> {
+        // A connection being made is checked against its timeout.
+        (self.backlog() > 0).then_some(std::time::Duration::from_millis(100))
+    }
+
+    fn wait_fd(&self) -> RawFd {
+        self.ep.raw_fd()
     }
 }
 
@@ -1127,7 +1156,7 @@ fn write_frames(
     fd: RawFd,
     out: &mut VecDeque<OutFrame>,
     runs: &mut Vec<(*mut u8, usize)>,
-    engine: &mut Engine,
+    sink: &mut dyn Sink,
     mut budget: u64,
 ) -> io::Result<()> {
     const MAX_IOV: usize = 256;
@@ -1209,7 +1238,7 @@ fn write_frames(
                 n -= left;
                 let f = out.pop_front().unwrap();
                 if let Some(r) = f.notify {
-                    engine.transmitted(r);
+                    sink.sent(r);
                 }
             } else {
                 f.done += n;
@@ -1223,9 +1252,20 @@ fn write_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gridmpi_wire::{Envelope, Kind};
 
     fn frame(kind: Kind, done: u64) -> OutFrame {
-        OutFrame { header: Header::new(kind).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
+        let env = Envelope { ctx: 0, src: 0, tag: 0 };
+        let f = match kind {
+            Kind::Eager => Frame::Eager { env, sync: None },
+            Kind::Rts => Frame::Rts { env, len: 1, sreq: 0, single_copy: false },
+            Kind::Cts => Frame::Cts { sreq: 0, rreq: 0, accepted: 0 },
+            Kind::Data => Frame::Data { rreq: 0, offset: 0 },
+            Kind::Fin => Frame::Fin { sreq: 0 },
+            Kind::SyncAck => Frame::SyncAck { sreq: 0 },
+            Kind::Credit => Frame::Credit,
+        };
+        OutFrame { header: Header::new(f, 0).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
     }
 
     fn kinds(out: &VecDeque<OutFrame>) -> Vec<u8> {

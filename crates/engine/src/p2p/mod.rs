@@ -1,0 +1,134 @@
+//! Point-to-point messaging: matching, the eager and rendezvous protocols,
+//! eager credits, synchronous sends, single-copy and self messages.
+//!
+//! Protocols, per message of `len` packed bytes from S to R:
+//! - eager (len <= eager limit and S holds enough credit from R): one
+//!   `Eager` frame; S's request completes once the transport has taken the
+//!   payload (or, for MPI_Ssend, when R's `SyncAck` comes back).
+//! - rendezvous: S sends `Rts`; when R matches it, R answers `Cts` with the
+//!   number of bytes it accepts and S streams `Data` frames; or, with
+//!   single-copy (same host), R reads S's buffer itself and answers `Fin`.
+//! - credits: see [`credit`].
+//!
+//! One module per concern: [`matching`] (posted and unexpected queues,
+//! probes), [`send`], [`recv`], [`rendezvous`], [`credit`].
+
+pub(crate) mod credit;
+pub(crate) mod matching;
+pub(crate) mod recv;
+pub(crate) mod rendezvous;
+pub(crate) mod send;
+
+use crate::engine::{PeerParams, ProtocolError};
+use crate::Engine;
+use gridmpi_datatype::UserBuf;
+use gridmpi_wire::{Frame, Header, Pid};
+
+pub(crate) use matching::{MatchQueues, Unexpected};
+
+/// A message taken off the unexpected queue by MPI_Mprobe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MsgId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// MPI_Send, MPI_Rsend (and MPI_Bsend from the attached buffer).
+    Standard,
+    /// MPI_Ssend: completes only once the receive has matched.
+    Sync,
+}
+
+pub struct SendArgs {
+    pub ctx: u32,
+    /// The sender's rank in the communicator (what the receiver sees as source).
+    pub src: i32,
+    pub dest: Pid,
+    pub tag: i32,
+    pub buf: UserBuf,
+    pub mode: SendMode,
+}
+
+pub struct RecvArgs {
+    pub ctx: u32,
+    /// `None` for MPI_ANY_SOURCE.
+    pub src: Option<i32>,
+    /// `None` for MPI_ANY_TAG.
+    pub tag: Option<i32>,
+    pub buf: UserBuf,
+}
+
+/// What this process knows about one peer.
+pub(crate) struct Peer {
+    pub(crate) credit: credit::Credit,
+    pub(crate) params: PeerParams,
+}
+
+impl Peer {
+    pub(crate) fn new(grant: u32) -> Peer {
+        Peer { credit: credit::Credit::new(grant), params: PeerParams::default() }
+    }
+}
+
+pub(crate) enum SendStage {
+    /// The eager frame is queued or sent.
+    Eager { transmitted: bool, acked: bool },
+    /// Rts sent; waiting for Cts (or Fin for single-copy).
+    AwaitCts,
+    /// Data frames queued; `pending` sent-notifications outstanding.
+    Sending { pending: u32 },
+    /// A message to ourselves waiting in our own unexpected queue.
+    SelfPending,
+}
+
+pub(crate) struct SendOp {
+    pub(crate) peer: Pid,
+    pub(crate) buf: UserBuf,
+    pub(crate) sync: bool,
+    pub(crate) stage: SendStage,
+}
+
+pub(crate) enum RecvStage {
+    Posted,
+    /// Matched a rendezvous; `expect` bytes will arrive in Data frames.
+    Receiving { peer: Pid, expect: u64, got: u64 },
+    /// Reading the sender's memory ourselves.
+    RemoteRead { peer: Pid, sreq: u32, accepted: u64 },
+}
+
+pub(crate) struct RecvOp {
+    pub(crate) ctx: u32,
+    pub(crate) src: Option<i32>,
+    pub(crate) tag: Option<i32>,
+    pub(crate) buf: UserBuf,
+    pub(crate) stage: RecvStage,
+}
+
+impl Engine {
+    /// Handle one frame from `from`. `payload` holds the frame's payload
+    /// (`header.payload_len` bytes). Errors mean the peer broke the protocol.
+    pub fn handle_frame(&mut self, from: Pid, h: &Header, payload: &[u8]) -> Result<(), ProtocolError> {
+        if from as usize >= self.peers.len() || from == self.me {
+            return Err(ProtocolError { peer: from, reason: format!("frame from unknown process {from}") });
+        }
+        if payload.len() != h.payload_len as usize {
+            return Err(ProtocolError { peer: from, reason: "payload length does not match the header".into() });
+        }
+        self.peers[from as usize].credit.returned(h.credit);
+        match h.frame {
+            Frame::Credit => Ok(()),
+            Frame::Eager { env, sync } => {
+                self.eager_arrived(from, env, sync, payload);
+                Ok(())
+            }
+            Frame::Rts { env, len, sreq, single_copy } => {
+                let addr = single_copy.then(|| u64::from_le_bytes(payload.try_into().expect("checked: 8 bytes")));
+                self.rts_arrived(from, env, len, sreq, addr);
+                Ok(())
+            }
+            Frame::Cts { sreq, rreq, accepted } => self.cts_arrived(from, sreq, rreq, accepted),
+            Frame::Data { rreq, offset } => self.data_arrived(from, rreq, offset, payload),
+            Frame::Fin { sreq } => self.fin_arrived(from, sreq),
+            Frame::SyncAck { sreq } => self.sync_ack_arrived(from, sreq),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Receiving: posting receives, delivering matched messages, and what
+//! happens when an eager message or a request-to-send arrives.
+
+use crate::p2p::matching::{UnexBody, Unexpected};
+use crate::p2p::{RecvArgs, RecvOp, RecvStage};
+use crate::request::{ErrorKind, ReqId, ReqOp, Status};
+use crate::Engine;
+use gridmpi_datatype::UserBuf;
+use gridmpi_wire::{Envelope, Frame, Header, Payload, Pid, HEADER_LEN};
+
+impl Engine {
+    pub fn irecv(&mut self, a: RecvArgs) -> ReqId {
+        let r = self.new_req(ReqOp::Recv(RecvOp { ctx: a.ctx, src: a.src, tag: a.tag, buf: a.buf, stage: RecvStage::Posted }));
+        self.post_recv(r, a.ctx, a.src, a.tag);
+        r
+    }
+
+    /// The buffer of the pending receive `r`.
+    pub(crate) fn recv_buf(&self, r: ReqId) -> UserBuf {
+        match &self.reqs.get(r.0).expect("a live receive").op {
+            ReqOp::Recv(op) => op.buf.clone(),
+            _ => unreachable!("not a receive"),
+        }
+    }
+
+    /// Match an unexpected message to the posted receive `r`.
+    pub(crate) fn deliver(&mut self, r: ReqId, u: Unexpected) {
+        let buf = self.recv_buf(r);
+        match u.body {
+            UnexBody::Eager { data, sync_sreq } => {
+                // SAFETY: the receive buffer is valid while the request is pending.
+                let n = unsafe { buf.write_packed(0, &data) };
+                if u.pid != self.me {
+                    self.owe_credit(u.pid, u.len + HEADER_LEN as u64);
+                }
+                if let Some(sreq) = sync_sreq {
+                    self.transmit(u.pid, Header::new(Frame::SyncAck { sreq }, 0), Payload::None, None);
+                }
+                self.complete_recv(r, u.src, u.tag, u.len, n as u64);
+            }
+            UnexBody::Rts { sreq, single_copy_addr } => self.start_rendezvous(r, u.pid, u.src, u.tag, u.len, sreq, single_copy_addr),
+            UnexBody::SelfSend { sreq } => {
+                let send_buf = match self.reqs.get(sreq).map(|q| &q.op) {
+                    Some(ReqOp::Send(op)) => op.buf.clone(),
+                    _ => unreachable!("self-send request vanished"),
+                };
+                // SAFETY: both requests are pending, so both buffers are valid.
+                let n = unsafe { buf.copy_from(&send_buf) };
+                self.complete_recv(r, u.src, u.tag, u.len, n);
+                self.finish_with(ReqId(sreq), Status::default());
+            }
+        }
+    }
+
+    /// Complete receive `r` of a `len`-byte message of which `stored` bytes fit.
+    pub(crate) fn complete_recv(&mut self, r: ReqId, src: i32, tag: i32, len: u64, stored: u64) {
+        let status = Status { source: src, tag, count: stored, cancelled: false, error: (stored < len).then_some(ErrorKind::Truncate) };
+        self.finish_with(r, status);
+    }
+
+    pub(crate) fn eager_arrived(&mut self, from: Pid, env: Envelope, sync: Option<u32>, payload: &[u8]) {
+        let len = payload.len() as u64;
+        match self.take_posted_match(env.ctx, env.src, env.tag) {
+            Some(r) => {
+                let buf = self.recv_buf(r);
+                // SAFETY: the receive buffer is valid while the request is pending.
+                let n = unsafe { buf.write_packed(0, payload) };
+                self.owe_credit(from, len + HEADER_LEN as u64);
+                if let Some(sreq) = sync {
+                    self.transmit(from, Header::new(Frame::SyncAck { sreq }, 0), Payload::None, None);
+                }
+                self.complete_recv(r, env.src, env.tag, len, n as u64);
+            }
+            None => self.queue_unexpected(env.ctx, Unexpected {
+                pid: from,
+                src: env.src,
+                tag: env.tag,
+                len,
+                body: UnexBody::Eager { data: payload.to_vec(), sync_sreq: sync },
+            }),
+        }
+    }
+
+    pub(crate) fn rts_arrived(&mut self, from: Pid, env: Envelope, len: u64, sreq: u32, addr: Option<u64>) {
+        match self.take_posted_match(env.ctx, env.src, env.tag) {
+            Some(r) => self.start_rendezvous(r, from, env.src, env.tag, len, sreq, addr),
+            None => self.queue_unexpected(env.ctx, Unexpected {
+                pid: from,
+                src: env.src,
+                tag: env.tag,
+                len,
+                body: UnexBody::Rts { sreq, single_copy_addr: addr },
+            }),
+        }
+    }
+}

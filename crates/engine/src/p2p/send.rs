@@ -1,0 +1,101 @@
+//! Starting sends: eager or rendezvous by size and credit; messages to
+//! ourselves; completion once the payload has left user memory.
+
+use crate::p2p::matching::{UnexBody, Unexpected};
+use crate::p2p::{SendArgs, SendMode, SendOp, SendStage};
+use crate::request::{ReqId, ReqOp, Status};
+use crate::Engine;
+use gridmpi_wire::{Envelope, Frame, Header, Payload, SentToken, HEADER_LEN, MAX_PAYLOAD};
+
+impl Engine {
+    pub fn isend(&mut self, a: SendArgs) -> ReqId {
+        let len = a.buf.len();
+        let sync = a.mode == SendMode::Sync;
+        if a.dest == self.me {
+            return self.self_send(a);
+        }
+        let env = Envelope { ctx: a.ctx, src: a.src, tag: a.tag };
+        let peer = &mut self.peers[a.dest as usize];
+        let eager = len <= peer.params.eager_limit
+            && len <= MAX_PAYLOAD as u64
+            && peer.credit.try_spend(len + HEADER_LEN as u64);
+        if eager {
+            let r = self.new_req(ReqOp::Send(SendOp {
+                peer: a.dest,
+                buf: a.buf.clone(),
+                sync,
+                stage: SendStage::Eager { transmitted: false, acked: !sync },
+            }));
+            let h = Header::new(Frame::Eager { env, sync: sync.then_some(r.0) }, len as u32);
+            let payload = if len == 0 { Payload::None } else { Payload::User { buf: a.buf, offset: 0, len } };
+            self.transmit(a.dest, h, payload, Some(r));
+            r
+        } else {
+            let single = peer.params.single_copy && len >= peer.params.single_copy_min;
+            let addr = if single { a.buf.contiguous().map(|p| p as u64) } else { None };
+            let r = self.new_req(ReqOp::Send(SendOp { peer: a.dest, buf: a.buf, sync, stage: SendStage::AwaitCts }));
+            let (payload, payload_len) = match addr {
+                Some(addr) => (Payload::Word(addr), 8),
+                None => (Payload::None, 0),
+            };
+            let h = Header::new(Frame::Rts { env, len, sreq: r.0, single_copy: addr.is_some() }, payload_len);
+            self.transmit(a.dest, h, payload, None);
+            r
+        }
+    }
+
+    fn self_send(&mut self, a: SendArgs) -> ReqId {
+        let len = a.buf.len();
+        let sync = a.mode == SendMode::Sync;
+        // A posted receive takes it at once.
+        if let Some(rr) = self.take_posted_match(a.ctx, a.src, a.tag) {
+            let recv_buf = self.recv_buf(rr);
+            // SAFETY: both buffers are valid while their requests are pending.
+            let copied = unsafe { recv_buf.copy_from(&a.buf) };
+            self.complete_recv(rr, a.src, a.tag, len, copied);
+            return self.completed_request(Status { source: -1, tag: -1, ..Default::default() });
+        }
+        // Standard-mode sends to ourselves are buffered whatever their size
+        // (as MPICH does): a program that sends to itself before receiving
+        // must not deadlock.
+        if !sync {
+            let mut data = vec![0u8; len as usize];
+            // SAFETY: the send buffer is valid during the call.
+            unsafe { a.buf.read_packed(0, &mut data) };
+            let r = self.completed_request(Status::default());
+            self.queue_unexpected(a.ctx, Unexpected {
+                pid: self.me,
+                src: a.src,
+                tag: a.tag,
+                len,
+                body: UnexBody::Eager { data, sync_sreq: None },
+            });
+            return r;
+        }
+        let r = self.new_req(ReqOp::Send(SendOp { peer: self.me, buf: a.buf, sync, stage: SendStage::SelfPending }));
+        self.queue_unexpected(a.ctx, Unexpected { pid: self.me, src: a.src, tag: a.tag, len, body: UnexBody::SelfSend { sreq: r.0 } });
+        r
+    }
+
+    /// The transport has taken the payload of a frame that named `token`:
+    /// the user buffer may be reused.
+    pub fn handle_sent(&mut self, token: SentToken) {
+        let r = ReqId(token.0);
+        let Some(req) = self.reqs.get_mut(r.0) else { return };
+        let ReqOp::Send(op) = &mut req.op else { return };
+        let done = match &mut op.stage {
+            SendStage::Eager { transmitted, acked } => {
+                *transmitted = true;
+                *acked
+            }
+            SendStage::Sending { pending } => {
+                *pending = pending.saturating_sub(1);
+                *pending == 0
+            }
+            _ => false,
+        };
+        if done {
+            self.finish_with(r, Status::default());
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Requests: the engine's table of pending and completed operations.
+//!
+//! Every operation (a send, a receive, a schedule, a generalized request)
+//! is a request until its owner takes its status. A request completes once;
+//! a detached one (MPI_Request_free) is dropped as soon as it does.
+
+use crate::p2p::{RecvOp, SendOp};
+use crate::Engine;
+
+/// A request in the engine's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReqId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The message was longer than the receive buffer.
+    Truncate,
+}
+
+/// What MPI_Status reports. `count` is in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub count: u64,
+    pub cancelled: bool,
+    pub error: Option<ErrorKind>,
+}
+
+pub(crate) enum ReqOp {
+    Send(SendOp),
+    Recv(RecvOp),
+    /// Completed on creation or by its owner (MPI_PROC_NULL operations,
+    /// schedules, drain waits and generalized requests use these).
+    External,
+}
+
+pub(crate) struct Request {
+    pub(crate) op: ReqOp,
+    pub(crate) done: bool,
+    /// MPI_Request_free was called: drop it as soon as it completes.
+    pub(crate) detached: bool,
+    pub(crate) status: Status,
+}
+
+impl Engine {
+    pub(crate) fn new_req(&mut self, op: ReqOp) -> ReqId {
+        ReqId(self.reqs.insert(Request { op, done: false, detached: false, status: Status::default() }))
+    }
+
+    /// Requests in the table (for leak checks at finalize).
+    pub fn live_requests(&self) -> usize {
+        self.reqs.len()
+    }
+
+    /// A request that is already complete with `status` (e.g. MPI_PROC_NULL).
+    pub fn completed_request(&mut self, status: Status) -> ReqId {
+        let r = self.new_req(ReqOp::External);
+        let req = self.reqs.get_mut(r.0).unwrap();
+        req.done = true;
+        req.status = status;
+        r
+    }
+
+    /// A request completed later by its owner with [`Engine::complete_external`].
+    pub fn external_request(&mut self) -> ReqId {
+        self.new_req(ReqOp::External)
+    }
+
+    pub fn complete_external(&mut self, r: ReqId, status: Status) {
+        if let Some(req) = self.reqs.get_mut(r.0) {
+            if matches!(req.op, ReqOp::External) && !req.done {
+                req.status = status;
+                self.finish(r);
+            }
+        }
+    }
+
+    pub fn exists(&self, r: ReqId) -> bool {
+        self.reqs.get(r.0).is_some()
+    }
+
+    pub fn is_complete(&self, r: ReqId) -> bool {
+        self.reqs.get(r.0).is_some_and(|q| q.done)
+    }
+
+    /// The status of a completed request, without freeing it.
+    pub fn peek_status(&self, r: ReqId) -> Option<Status> {
+        self.reqs.get(r.0).filter(|q| q.done).map(|q| q.status)
+    }
+
+    /// If `r` is complete, free it and return its status.
+    pub fn take(&mut self, r: ReqId) -> Option<Status> {
+        if self.is_complete(r) {
+            self.reqs.remove(r.0).map(|q| q.status)
+        } else {
+            None
+        }
+    }
+
+    /// MPI_Request_free: forget `r`; it completes in the background.
+    pub fn detach(&mut self, r: ReqId) {
+        if let Some(q) = self.reqs.get_mut(r.0) {
+            if q.done {
+                self.reqs.remove(r.0);
+            } else {
+                q.detached = true;
+            }
+        }
+    }
+
+    pub(crate) fn finish(&mut self, r: ReqId) {
+        self.completions = self.completions.wrapping_add(1);
+        let req = self.reqs.get_mut(r.0).expect("finishing a live request");
+        req.done = true;
+        if req.detached {
+            self.reqs.remove(r.0);
+        }
+    }
+
+    /// Complete `r` with `status` (a request of any kind this module's
+    /// callers finished).
+    pub(crate) fn finish_with(&mut self, r: ReqId, status: Status) {
+        self.reqs.get_mut(r.0).expect("finishing a live request").status = status;
+        self.finish(r);
+    }
+}

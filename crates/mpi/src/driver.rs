@@ -1,0 +1,254 @@
+//! The driver: runs the engine's I/O on the transports.
+//!
+//! It is the only part that knows both sides: it hands the engine's
+//! actions to the transport of each peer (shared memory on this host, TCP
+//! elsewhere), passes what the transports report back to the engine
+//! through [`EngineSink`], performs single-copy reads, and tells the engine
+//! how much each watched connection still holds unsent. It never blocks;
+//! waiting is the caller's (state.rs), which sleeps on [`Driver::sleep_fd`].
+
+use crate::trace::Tracer;
+use gridmpi_engine::{Action, Engine, Pid, UserBuf};
+use gridmpi_transport::progress::Poller;
+use gridmpi_transport::shm::Shm;
+use gridmpi_transport::tcp::Tcp;
+use gridmpi_transport::{ConnEvent, Sink, Transport, TransportError};
+use gridmpi_wire::{Header, SentToken};
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+/// How a peer is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Me,
+    Shm,
+    Tcp,
+}
+
+/// Fatal runtime error: a peer or the network failed. The job ends.
+#[derive(Debug)]
+pub struct Fatal(pub String);
+
+/// Who a peer is, for error messages and the trace.
+#[derive(Clone, Debug)]
+pub struct PeerName {
+    pub host: String,
+    pub os_pid: u32,
+}
+
+/// Where transports report: the engine, and the tracer for connection events.
+struct EngineSink<'a> {
+    engine: &'a mut Engine,
+    tracer: Option<&'a mut Tracer>,
+    names: &'a [PeerName],
+}
+
+impl Sink for EngineSink<'_> {
+    fn frame(&mut self, peer: Pid, h: &Header, payload: &[u8]) -> Result<(), String> {
+        self.engine.handle_frame(peer, h, payload).map_err(|e| e.reason)
+    }
+
+    fn data_target(&mut self, peer: Pid, h: &Header) -> Result<UserBuf, String> {
+        self.engine.data_target(peer, h).map_err(|e| e.reason)
+    }
+
+    fn data_landed(&mut self, peer: Pid, h: &Header) -> Result<(), String> {
+        self.engine.handle_data_landed(peer, h).map_err(|e| e.reason)
+    }
+
+    fn sent(&mut self, token: SentToken) {
+        self.engine.handle_sent(token);
+    }
+
+    fn event(&mut self, ev: ConnEvent) {
+        let Some(tr) = self.tracer.as_deref_mut() else { return };
+        match ev {
+            ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.names[peer as usize].host),
+            ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
+            ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
+        }
+    }
+}
+
+pub struct Driver {
+    me: Pid,
+    routes: Vec<Route>,
+    tcp: Option<Tcp>,
+    shm: Option<Shm>,
+    /// Some peer is reached over TCP: poll the sockets while progressing.
+    tcp_routes: bool,
+    poller: Poller,
+    names: Vec<PeerName>,
+    debug_conn: bool,
+}
+
+// SAFETY: the driver is used under the library's lock; the raw pointers its
+// transports hold (shared memory, user buffers) are valid across threads.
+unsafe impl Send for Driver {}
+
+const TCP_TOKEN: u64 = 1;
+const SHM_TOKEN: u64 = 2;
+
+impl Driver {
+    pub fn new(me: Pid, routes: Vec<Route>, tcp: Option<Tcp>, shm: Option<Shm>, names: Vec<PeerName>, debug_conn: bool) -> Result<Driver, String> {
+        let poller = Poller::new().map_err(|e| format!("epoll: {e}"))?;
+        if let Some(t) = &tcp {
+            poller.watch(t.wait_fd(), TCP_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+        }
+        if let Some(s) = &shm {
+            poller.watch(s.wait_fd(), SHM_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+        }
+        let tcp_routes = routes.contains(&Route::Tcp);
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn })
+    }
+
+    fn fatal(&self, e: TransportError) -> Fatal {
+        match e.peer {
+            Some(p) => {
+                let n = &self.names[p as usize];
+                Fatal(format!("rank {p} (pid {} on {}): {}", n.os_pid, n.host, e.message))
+            }
+            None => Fatal(e.message),
+        }
+    }
+
+    /// Move everything forward without blocking. Returns whether anything
+    /// happened (a frame moved or a request completed).
+    pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<bool, Fatal> {
+        let mut any = false;
+        for _round in 0..64 {
+            let completions = engine.completions();
+            let mut did = false;
+            while let Some(a) = engine.poll_action() {
+                did = true;
+                self.dispatch(a, engine, tracer)?;
+            }
+            let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+            let shm = match self.shm.as_mut() {
+                Some(s) => s.poll(&mut sink),
+                None => Ok(false),
+            };
+            let tcp = match self.tcp.as_mut() {
+                Some(t) if self.tcp_routes && shm.is_ok() => t.poll(&mut sink),
+                _ => Ok(false),
+            };
+            did |= shm.map_err(|e| self.fatal(e))?;
+            did |= tcp.map_err(|e| self.fatal(e))?;
+            self.report_unsent(engine);
+            if !did && engine.completions() == completions && !engine.has_actions() {
+                break;
+            }
+            any = true;
+        }
+        if let Some(tr) = tracer.as_mut() {
+            tr.tick(any);
+        }
+        Ok(any)
+    }
+
+    /// Tell the engine how much the connections it waits on still hold.
+    fn report_unsent(&mut self, engine: &mut Engine) {
+        if !engine.watching_unsent() {
+            return;
+        }
+        let watched: Vec<Pid> = engine.unsent_watch().collect();
+        for p in watched {
+            let unsent = match (self.routes[p as usize], self.tcp.as_ref()) {
+                (Route::Tcp, Some(t)) => t.unsent(p),
+                _ => 0,
+            };
+            engine.handle_unsent(p, unsent);
+        }
+    }
+
+    fn dispatch(&mut self, a: Action, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<(), Fatal> {
+        let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        match a {
+            Action::Transmit(t) => {
+                let r = match (self.routes[t.peer as usize], self.shm.as_mut(), self.tcp.as_mut()) {
+                    (Route::Shm, Some(s), _) => s.send(t, &mut sink),
+                    (Route::Tcp, _, Some(c)) => c.send(t, &mut sink),
+                    (route, _, _) => return Err(Fatal(format!("internal error: a frame for rank {} on route {route:?}", t.peer))),
+                };
+                r.map_err(|e| self.fatal(e))
+            }
+            Action::SetPace { peer, bytes_per_sec } => {
+                // Only sockets are paced: memory is no shared bottleneck.
+                if let (Route::Tcp, Some(c)) = (self.routes[peer as usize], self.tcp.as_mut()) {
+                    c.set_pace(peer, bytes_per_sec, &mut sink);
+                }
+                Ok(())
+            }
+            Action::RemoteRead { peer, remote_addr, len, dst, req } => {
+                let ok = match self.shm.as_mut().map(|s| s.read_remote(peer, remote_addr, len, &dst)) {
+                    Some(Ok(ok)) => ok,
+                    Some(Err(e)) => {
+                        if self.debug_conn {
+                            eprintln!("gridmpi[{}]: single-copy read from rank {peer} failed ({e}); copying through the ring", self.me);
+                        }
+                        false
+                    }
+                    None => false,
+                };
+                engine.handle_remote_read(req, ok);
+                Ok(())
+            }
+        }
+    }
+
+    /// Before sleeping: arm the transports' wakeups and look once more.
+    /// Returns false if the caller must not sleep.
+    pub fn prepare_sleep(&mut self, engine: &Engine) -> bool {
+        if engine.has_actions() {
+            return false;
+        }
+        self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+    }
+
+    /// After waking (or deciding not to sleep after `prepare_sleep`).
+    pub fn after_sleep(&mut self) {
+        if let Some(s) = self.shm.as_mut() {
+            s.after_sleep();
+        }
+        self.poller.clear_wake();
+    }
+
+    /// The fd to sleep on without holding the lock (see progress.rs).
+    pub fn sleep_fd(&self) -> RawFd {
+        self.poller.sleep_fd()
+    }
+
+    /// How long a sleeper may sleep before progress must run again even if
+    /// nothing wakes it.
+    pub fn sleep_timeout(&self, engine: &Engine) -> Option<Duration> {
+        [engine.poll_timeout(), self.shm.as_ref().and_then(|s| s.next_deadline()), self.tcp.as_ref().and_then(|t| t.next_deadline())]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Wake threads sleeping on [`Driver::sleep_fd`].
+    pub fn wake(&self) {
+        self.poller.wake();
+    }
+
+    /// Frames not yet handed to the kernel or a ring.
+    pub fn outbound_pending(&self, engine: &Engine) -> bool {
+        engine.has_actions() || self.shm.as_ref().is_some_and(|s| s.backlog() > 0) || self.tcp.as_ref().is_some_and(|t| t.backlog() > 0)
+    }
+
+    /// The job is finishing: peers closing their connections is normal now.
+    pub fn shutdown(&mut self) {
+        if let Some(t) = self.tcp.as_mut() {
+            t.finalizing = true;
+        }
+    }
+
+    /// Close every connection (after the final barrier).
+    pub fn close(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) {
+        let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        if let Some(t) = self.tcp.as_mut() {
+            t.close(&mut sink);
+        }
+    }
+}
