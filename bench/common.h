@@ -343,9 +343,21 @@ static __attribute__((unused)) long next_size(long s)
     return opt_pow4 ? s * 4 : s * 2;
 }
 
-static void bench_init(int *argc, char ***argv)
+/* MPI_Init_thread at `level` (MPI_Init when level < 0), then the harness
+ * setup and the common options. */
+static void bench_init_level(int *argc, char ***argv, int level)
 {
-    CHK(MPI_Init(argc, argv));
+    if (level < 0) {
+        CHK(MPI_Init(argc, argv));
+    } else {
+        int provided = -1;
+        CHK(MPI_Init_thread(argc, argv, level, &provided));
+        if (provided < level) {
+            printf("ERROR bench=init size=-1 rank=0 msg=thread level %d requested, %d provided\n", level, provided);
+            fflush(stdout);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* Errors not tied to a communicator are raised on MPI_COMM_SELF. */
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
@@ -398,6 +410,11 @@ static void bench_init(int *argc, char ***argv)
     /* Make every connection the harness uses before anything is timed. */
     ctl_barrier();
     ctl_barrier();
+}
+
+static __attribute__((unused)) void bench_init(int *argc, char ***argv)
+{
+    bench_init_level(argc, argv, -1);
 }
 
 static int bench_finish(void)

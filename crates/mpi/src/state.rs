@@ -3,7 +3,16 @@
 //!
 //! All MPI state lives in one [`State`] behind one mutex: MPI_THREAD_MULTIPLE
 //! is provided by serialising calls. A blocking call releases the lock while
-//! it sleeps, so other threads progress meanwhile.
+//! it waits, so other threads progress meanwhile.
+//!
+//! Waiting threads ([`wait_until`]) take turns: at most one of them, the
+//! *poller*, sleeps in the kernel on the transports' fds; the others wait on
+//! a condition variable. Whoever makes progress that completes requests
+//! (the poller after it wakes, or any thread inside an MPI call) wakes the
+//! waiting threads, and the poller too (through its eventfd) when it is
+//! not the one who progressed. So no thread sleeps while the message it
+//! waits for has already been received by another, and when the poller
+//! leaves, the next waiter takes its place.
 
 use crate::errors::{err, MpiError, R};
 use crate::ffi::*;
@@ -13,7 +22,7 @@ use crate::runtime::Runtime;
 use gridmpi_engine::ReqId;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 pub const PHASE_NONE: u8 = 0;
@@ -24,6 +33,24 @@ pub const PHASE_FINALIZED: u8 = 2;
 pub static PHASE: AtomicU8 = AtomicU8::new(PHASE_NONE);
 
 static STATE: Mutex<Option<Box<State>>> = Mutex::new(None);
+
+/// Where waiting threads that are not the poller wait (with [`STATE`]'s lock).
+static WAITERS: Condvar = Condvar::new();
+
+/// A waiter that is not the poller looks again after this long even if
+/// nobody wakes it: a safety net, not the way it normally wakes.
+const FOLLOWER_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Threads waiting in [`wait_until`].
+#[derive(Default)]
+pub struct Waiting {
+    /// A thread sleeps in the kernel on the transports' fds.
+    poller: bool,
+    /// Threads waiting on [`WAITERS`].
+    followers: usize,
+    /// The engine's completion count when waiters were last woken.
+    seen: u64,
+}
 
 pub struct State {
     pub rt: Runtime,
@@ -45,8 +72,8 @@ pub struct State {
     pub bsend: Option<BsendBuffer>,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
-    /// Threads sleeping in epoll; woken when another thread completes work.
-    pub sleepers: usize,
+    /// Threads waiting for progress (see [`Waiting`]).
+    pub waiting: Waiting,
     /// Buffered sends in flight.
     pub bsend_inflight: Vec<BsendInflight>,
     /// MPI_Buffer_iflush / MPI_Comm_iflush_buffer requests: complete when
@@ -124,17 +151,18 @@ pub fn run_user_steps() -> R<()> {
     }
 }
 
-/// Make progress until `done` says so, releasing the lock while sleeping.
+/// Make progress until `done` says so, releasing the lock while waiting.
 pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut spin_start: Option<Instant> = None;
     let mut yields = 0u32;
+    let mut g = lock();
     loop {
-        let mut g = lock();
         let st = g.as_mut().ok_or_else(not_running)?;
         st.progress()?;
         if st.rt.engine.has_user_steps() {
             drop(g);
             run_user_steps()?;
+            g = lock();
             continue;
         }
         if done(st)? {
@@ -144,6 +172,7 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         if start.elapsed() < st.rt.spin {
             drop(g);
             std::hint::spin_loop();
+            g = lock();
             continue;
         }
         if st.rt.oversubscribed && yields < 8 {
@@ -152,23 +181,38 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
             drop(g);
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
+            g = lock();
+            continue;
+        }
+        spin_start = None;
+        yields = 0;
+        if st.waiting.poller {
+            // Another thread sleeps on the fds: wait until someone progresses.
+            st.waiting.followers += 1;
+            g = WAITERS.wait_timeout(g, FOLLOWER_TIMEOUT).unwrap_or_else(|p| p.into_inner()).0;
+            if let Some(st) = g.as_mut() {
+                st.waiting.followers -= 1;
+            }
             continue;
         }
         if !st.rt.prepare_sleep() {
+            st.rt.after_sleep();
             continue;
         }
         let fd = st.rt.sleep_fd();
         let timeout = st.rt.sleep_timeout();
-        st.sleepers += 1;
+        st.waiting.poller = true;
         drop(g);
         gridmpi_transport::progress::Poller::sleep(fd, timeout);
-        let mut g = lock();
+        g = lock();
         if let Some(st) = g.as_mut() {
-            st.sleepers -= 1;
+            st.waiting.poller = false;
             st.rt.after_sleep();
+            // The others look again (one of them may take over the fds).
+            if st.waiting.followers > 0 {
+                WAITERS.notify_all();
+            }
         }
-        spin_start = None;
-        yields = 0;
     }
 }
 
@@ -298,10 +342,24 @@ impl State {
             }
             any = true;
         }
-        if any && self.sleepers > 0 {
+        self.wake_waiters();
+        Ok(any)
+    }
+
+    /// Wake the threads waiting in [`wait_until`] if requests completed
+    /// since they were last woken: their request may be among them.
+    pub fn wake_waiters(&mut self) {
+        let done = self.rt.engine.completions();
+        if done == self.waiting.seen {
+            return;
+        }
+        self.waiting.seen = done;
+        if self.waiting.followers > 0 {
+            WAITERS.notify_all();
+        }
+        if self.waiting.poller {
             self.rt.wake_sleepers();
         }
-        Ok(any)
     }
 
     /// A failure of the runtime (lost peer, protocol error): end the job.

@@ -53,7 +53,7 @@ fn init(required: c_int) -> R<c_int> {
         bsend: None,
         thread_level: required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE),
         main_thread: std::thread::current().id(),
-        sleepers: 0,
+        waiting: Default::default(),
         bsend_inflight: Vec::new(),
         flushes: Vec::new(),
         pairs: Vec::new(),

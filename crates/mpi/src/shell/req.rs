@@ -887,9 +887,7 @@ pub unsafe extern "C" fn PMPI_Grequest_complete(request: MPI_Request) -> c_int {
                 _ => return Err(err(MPI_ERR_REQUEST, format!("{request:#x} is not a generalized request"))),
             };
             st.rt.engine.complete_external(r, Default::default());
-            if st.sleepers > 0 {
-                st.rt.wake_sleepers();
-            }
+            st.wake_waiters();
             Ok(())
         })
     })
