@@ -19,6 +19,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "how long a blocked call polls before sleeping in the kernel (auto: 50us, 0 when ranks outnumber cores)",
     },
     Setting {
+        name: "GRIDMPI_PROGRESS_THREAD",
+        kind: Kind::Bool,
+        default: "no",
+        scope: Scope::Library,
+        help: "run a progress thread that moves communication on while the application computes (it sleeps in the kernel when nothing moves)",
+    },
+    Setting {
         name: "GRIDMPI_EAGER_LIMIT",
         kind: Kind::Size,
         default: "auto",

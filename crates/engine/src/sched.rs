@@ -439,8 +439,12 @@ impl UserStep {
 #[derive(Default)]
 pub struct Executor {
     running: Slab<Running>,
-    /// User-function reductions waiting to be run by the caller: (running id, step).
-    user_steps: Vec<(u32, UserStep)>,
+    /// User-function reductions waiting to be run by the caller: (running
+    /// id, step, handed out). A step stays here until it is reported done
+    /// (to find its schedule then), and is handed out once: with several
+    /// threads waiting, each must run a different step, never the same
+    /// reduction twice.
+    user_steps: Vec<(u32, UserStep, bool)>,
     next_user_id: u64,
 }
 
@@ -539,7 +543,7 @@ impl Engine {
                             let uid = ex.next_user_id;
                             ex.next_user_id += 1;
                             run.waiting_user = true;
-                            ex.user_steps.push((id, UserStep { id: uid, op, left, inout }));
+                            ex.user_steps.push((id, UserStep { id: uid, op, left, inout }, false));
                             return true;
                         }
                         Step::Reduce { op, left, inout } => {
@@ -664,23 +668,23 @@ impl Engine {
 
     /// User-function reductions to run outside the lock (see [`UserStep`]).
     pub fn take_user_steps(&mut self) -> Vec<UserStep> {
-        let mut ex = std::mem::take(&mut self.executor);
-        let out = ex.user_steps.iter_mut().map(|(_, s)| UserStep { id: s.id, op: s.op.clone(), left: s.left.clone(), inout: s.inout.clone() }).collect();
-        // Keep the records (to find the schedule on completion) but hand each out once.
-        ex.user_steps.iter_mut().for_each(|(_, s)| s.id |= 1 << 63);
-        self.executor = ex;
+        let mut out = Vec::new();
+        for (_, s, handed_out) in self.executor.user_steps.iter_mut().filter(|u| !u.2) {
+            *handed_out = true;
+            out.push(UserStep { id: s.id, op: s.op.clone(), left: s.left.clone(), inout: s.inout.clone() });
+        }
         out
     }
 
     pub fn has_user_steps(&self) -> bool {
-        self.executor.user_steps.iter().any(|(_, s)| s.id & (1 << 63) == 0)
+        self.executor.user_steps.iter().any(|u| !u.2)
     }
 
     /// A step from [`Engine::take_user_steps`] has run.
     pub fn user_step_done(&mut self, id: u64, result: Result<(), String>) {
         let mut ex = std::mem::take(&mut self.executor);
-        if let Some(i) = ex.user_steps.iter().position(|(_, s)| s.id & !(1 << 63) == id) {
-            let (rid, _) = ex.user_steps.swap_remove(i);
+        if let Some(i) = ex.user_steps.iter().position(|(_, s, _)| s.id == id) {
+            let (rid, _, _) = ex.user_steps.swap_remove(i);
             if let Some(run) = ex.running.get_mut(rid) {
                 run.waiting_user = false;
                 if let Err(e) = result {
@@ -728,6 +732,51 @@ mod tests {
         assert_eq!(Sites { wan_bps: None, ..sites(0) }.pace_rate(4000, 1000), None);
         assert_eq!(Sites { pace_share: 0.0, ..sites(0) }.pace_rate(4000, 1000), None);
         assert_eq!(sites(0).pace_rate(1000, 0), None);
+    }
+
+    /// A user-function reduction is handed out once, even when several
+    /// threads ask for work before it is done (a second run would apply
+    /// the reduction twice).
+    #[test]
+    fn a_user_step_is_handed_out_once() {
+        use super::{byte_type, Reducer, Schedule, Step};
+        use crate::{Engine, EngineConfig};
+        use gridmpi_datatype::{Datatype, UserBuf};
+        use std::sync::Arc;
+        struct UserAdd;
+        impl Reducer for UserAdd {
+            unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, _: &Arc<Datatype>) -> Result<(), String> {
+                for i in 0..count as usize {
+                    *inout.add(i) += *left.add(i);
+                }
+                Ok(())
+            }
+            fn is_commutative(&self) -> bool {
+                true
+            }
+            fn calls_user_code(&self) -> bool {
+                true
+            }
+        }
+        let mut e = Engine::new(0, 1, EngineConfig::default());
+        let (mut a, mut b) = ([1u8, 2], [10u8, 20]);
+        // SAFETY: both arrays outlive the schedule.
+        let (la, lb) = unsafe { (UserBuf::new(a.as_mut_ptr(), 2, byte_type()), UserBuf::new(b.as_mut_ptr(), 2, byte_type())) };
+        let mut s = Schedule::new(crate::coll::sim::view(0, 1), 1);
+        s.round().local.push(Step::Reduce { op: Arc::new(UserAdd), left: la, inout: lb });
+        let req = e.start_schedule(s);
+        e.progress_schedules();
+        assert!(e.has_user_steps());
+        let first = e.take_user_steps();
+        assert_eq!(first.len(), 1);
+        assert!(!e.has_user_steps());
+        assert!(e.take_user_steps().is_empty(), "a step was handed out twice");
+        // SAFETY: the schedule's buffers are alive.
+        let r = unsafe { first[0].run() };
+        e.user_step_done(first[0].id, r);
+        e.progress_schedules();
+        assert!(e.take(req).is_some());
+        assert_eq!(b, [11, 22]);
     }
 
     /// A flow's cap is released once its sends are complete, while the

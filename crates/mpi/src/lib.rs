@@ -11,6 +11,7 @@ pub mod exported;
 pub mod ffi;
 pub mod handles;
 pub mod objects;
+pub mod progress_thread;
 pub mod runtime;
 pub mod shell;
 pub mod state;

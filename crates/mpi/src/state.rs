@@ -50,6 +50,8 @@ pub struct Waiting {
     followers: usize,
     /// The engine's completion count when waiters were last woken.
     seen: u64,
+    /// The progress thread (progress_thread.rs) is asked to stop.
+    pub stop_progress_thread: bool,
 }
 
 pub struct State {
@@ -152,7 +154,14 @@ pub fn run_user_steps() -> R<()> {
 }
 
 /// Make progress until `done` says so, releasing the lock while waiting.
-pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+pub fn wait_until(done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+    wait(true, done)
+}
+
+/// [`wait_until`]; with `spin` false the caller goes to sleep at once when
+/// nothing moves (the progress thread: it must not take a core from the
+/// application).
+pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut spin_start: Option<Instant> = None;
     let mut yields = 0u32;
     let mut g = lock();
@@ -169,13 +178,13 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
             return Ok(());
         }
         let start = *spin_start.get_or_insert_with(Instant::now);
-        if start.elapsed() < st.rt.spin {
+        if spin && start.elapsed() < st.rt.spin {
             drop(g);
             std::hint::spin_loop();
             g = lock();
             continue;
         }
-        if st.rt.oversubscribed && yields < 8 {
+        if spin && st.rt.oversubscribed && yields < 8 {
             // Give the CPU to a local peer that may be about to send to us.
             yields += 1;
             drop(g);
@@ -214,6 +223,12 @@ pub fn wait_until(mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
             }
         }
     }
+}
+
+/// Wake every waiting thread, whatever completed.
+pub fn wake_all(st: &mut State) {
+    WAITERS.notify_all();
+    st.rt.wake_sleepers();
 }
 
 /// Which error handler applies to an error.

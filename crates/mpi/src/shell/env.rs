@@ -62,8 +62,12 @@ fn init(required: c_int) -> R<c_int> {
         universe_size,
         appnum,
     };
+    let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
     state::install(Box::new(st));
     PHASE.store(PHASE_RUNNING, Ordering::Release);
+    if progress_thread {
+        crate::progress_thread::start().map_err(|e| err(MPI_ERR_OTHER, e))?;
+    }
     // We serialise every call under one lock, so every level is provided.
     Ok(required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE))
 }
@@ -153,6 +157,7 @@ pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
         })?;
         wait_engine(r)?;
         state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
+        crate::progress_thread::stop();
         let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
         PHASE.store(PHASE_FINALIZED, Ordering::Release);
         st.rt.close();
