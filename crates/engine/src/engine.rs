@@ -25,12 +25,13 @@
 //! engine never blocks and never waits for the driver: every call returns
 //! at once, and nothing it asked for needs an answer within a deadline.
 
-use crate::p2p::{MatchQueues, Peer, Unexpected};
+use crate::p2p::matching::QueuesByCtx;
+use crate::p2p::{Peer, Unexpected};
 use crate::pacing::Pacing;
 use crate::request::{ReqId, Request};
 use crate::slab::Slab;
 use gridmpi_wire::{Header, Payload, Pid, SentToken, Transmit};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 
 /// How a peer is reached, set by the driver when it picks a transport.
@@ -95,7 +96,7 @@ pub struct Engine {
     pub(crate) config: EngineConfig,
     pub(crate) peers: Vec<Peer>,
     pub(crate) reqs: Slab<Request>,
-    pub(crate) queues: HashMap<u32, MatchQueues>,
+    pub(crate) queues: QueuesByCtx,
     /// Messages taken off the unexpected queues by MPI_Mprobe.
     pub(crate) messages: Slab<Unexpected>,
     pub(crate) actions: VecDeque<Action>,
@@ -116,7 +117,7 @@ impl Engine {
             config,
             peers: (0..npeers).map(|_| Peer::new(config.eager_credit)).collect(),
             reqs: Slab::default(),
-            queues: HashMap::new(),
+            queues: QueuesByCtx::default(),
             messages: Slab::default(),
             actions: VecDeque::new(),
             completions: 0,

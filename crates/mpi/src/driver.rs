@@ -9,7 +9,7 @@
 
 use crate::trace::Tracer;
 use gridmpi_engine::{Action, Engine, Pid, UserBuf};
-use gridmpi_transport::progress::Poller;
+use gridmpi_transport::progress::{Arrivals, Poller};
 use gridmpi_transport::shm::Shm;
 use gridmpi_transport::tcp::Tcp;
 use gridmpi_transport::{ConnEvent, Sink, Transport, TransportError};
@@ -211,6 +211,12 @@ impl Driver {
             s.after_sleep();
         }
         self.poller.clear_wake();
+    }
+
+    /// What a blocked call may spin on without the lock.
+    pub fn arrivals(&self) -> Arrivals {
+        let tcp = self.tcp.as_ref().filter(|_| self.tcp_routes).map(|t| t.wait_fd());
+        Arrivals::new(self.shm.as_ref().map(|s| s.arrival_probe()), tcp)
     }
 
     /// The fd to sleep on without holding the lock (see progress.rs).

@@ -37,6 +37,8 @@ pub struct Runtime {
     pub map: ClusterMap,
     /// Ranks on this host, in order.
     local: Vec<Pid>,
+    /// Signs of work a blocked call spins on (see state::wait).
+    pub arrivals: gridmpi_transport::progress::Arrivals,
 }
 
 impl Runtime {
@@ -121,7 +123,8 @@ impl Runtime {
         }
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, oversubscribed, tracer, map, local })
+        let arrivals = driver.arrivals();
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, oversubscribed, tracer, map, local, arrivals })
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).

@@ -162,8 +162,6 @@ pub fn wait_until(done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
 /// nothing moves (the progress thread: it must not take a core from the
 /// application).
 pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
-    let mut spin_start: Option<Instant> = None;
-    let mut yields = 0u32;
     let mut g = lock();
     loop {
         let st = g.as_mut().ok_or_else(not_running)?;
@@ -177,24 +175,26 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         if done(st)? {
             return Ok(());
         }
-        let start = *spin_start.get_or_insert_with(Instant::now);
-        if spin && start.elapsed() < st.rt.spin {
+        if spin && (!st.rt.spin.is_zero() || st.rt.oversubscribed) {
+            // Wait for a sign of work without the lock, briefly.
+            let (arrivals, budget, yielding) = (st.rt.arrivals.clone(), st.rt.spin, st.rt.oversubscribed);
             drop(g);
-            std::hint::spin_loop();
+            let found = spin_for_arrivals(&arrivals, budget, yielding);
             g = lock();
-            continue;
+            if found {
+                continue;
+            }
+            let st = g.as_mut().ok_or_else(not_running)?;
+            // Nothing came: one more pass before sleeping.
+            st.progress()?;
+            if st.rt.engine.has_user_steps() {
+                continue;
+            }
+            if done(st)? {
+                return Ok(());
+            }
         }
-        if spin && st.rt.oversubscribed && yields < 8 {
-            // Give the CPU to a local peer that may be about to send to us.
-            yields += 1;
-            drop(g);
-            // SAFETY: plain syscall.
-            unsafe { libc::sched_yield() };
-            g = lock();
-            continue;
-        }
-        spin_start = None;
-        yields = 0;
+        let st = g.as_mut().ok_or_else(not_running)?;
         if st.waiting.poller {
             // Another thread sleeps on the fds: wait until someone progresses.
             st.waiting.followers += 1;
@@ -225,8 +225,46 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     }
 }
 
+/// Spin (without the lock) until `arrivals` shows a sign of work or
+/// `budget` has passed; true if a sign came. Ranks that outnumber the cores
+/// yield instead of spinning (a few times), so that a peer on this core
+/// can run and send what we wait for. The clock is read every few spins
+/// and the sockets asked every few (both cost more than the shared-memory
+/// check).
+fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, budget: std::time::Duration, yielding: bool) -> bool {
+    let epoch = arrivals.epoch();
+    if yielding {
+        for i in 0..8 {
+            // SAFETY: plain syscall.
+            unsafe { libc::sched_yield() };
+            if arrivals.any(epoch, i % 2 == 1) {
+                return true;
+            }
+        }
+        return false;
+    }
+    let start = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        for _ in 0..16 {
+            if arrivals.any(epoch, false) {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        spins += 1;
+        if arrivals.any(epoch, spins % 4 == 0) {
+            return true;
+        }
+        if start.elapsed() >= budget {
+            return false;
+        }
+    }
+}
+
 /// Wake every waiting thread, whatever completed.
 pub fn wake_all(st: &mut State) {
+    st.rt.arrivals.bump();
     WAITERS.notify_all();
     st.rt.wake_sleepers();
 }
@@ -352,10 +390,13 @@ impl State {
             if !self.bsend_inflight.is_empty() || !self.flushes.is_empty() {
                 self.progress_bsends();
             }
-            if !(a || b) {
+            any |= a || b;
+            // The driver ran until nothing moved; another pass is needed
+            // only for what the schedules (or the composite requests above)
+            // started since.
+            if !b && !self.rt.engine.has_actions() {
                 break;
             }
-            any = true;
         }
         self.wake_waiters();
         Ok(any)
@@ -369,6 +410,7 @@ impl State {
             return;
         }
         self.waiting.seen = done;
+        self.rt.arrivals.bump();
         if self.waiting.followers > 0 {
             WAITERS.notify_all();
         }

@@ -67,3 +67,50 @@ impl Poller {
         unsafe { libc::read(self.wake.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
     }
 }
+
+/// What a blocked call spins on between progress passes: cheap signs,
+/// read without any lock, that a progress pass would find something (a
+/// shared-memory ring holds data, the TCP transport's epoll set is ready,
+/// another thread completed requests). A sign may be stale; a missed one
+/// is caught by the next progress pass, so it only costs latency.
+#[derive(Clone, Default)]
+pub struct Arrivals {
+    shm: Option<crate::shm::ring::ArrivalProbe>,
+    /// The TCP transport's epoll fd (readable when a socket is).
+    tcp: Option<RawFd>,
+    /// Bumped whenever some thread completes requests.
+    epoch: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Arrivals {
+    pub fn new(shm: Option<crate::shm::ring::ArrivalProbe>, tcp: Option<RawFd>) -> Arrivals {
+        Arrivals { shm, tcp, epoch: Default::default() }
+    }
+
+    /// Another thread completed requests.
+    pub fn bump(&self) {
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Is there something for a progress pass, or did the epoch move past
+    /// `since`? With `sockets`, also ask the kernel about the TCP set (a
+    /// system call: callers do it every few spins, not every one).
+    #[inline]
+    pub fn any(&self, since: u64, sockets: bool) -> bool {
+        if self.epoch() != since || self.shm.as_ref().is_some_and(|p| p.any()) {
+            return true;
+        }
+        match self.tcp {
+            Some(fd) if sockets => {
+                let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: one valid pollfd; a stale fd only reports an error.
+                unsafe { libc::poll(&mut p, 1, 0) > 0 }
+            }
+            _ => false,
+        }
+    }
+}

@@ -265,12 +265,14 @@ impl Doorbell {
 pub struct SharedMap {
     ptr: *mut u8,
     len: usize,
-    path: Option<CString>,
+    /// The name while it exists (the creator removes it once peers mapped it).
+    path: std::sync::Mutex<Option<CString>>,
 }
 
 // SAFETY: the mapping is plain memory; concurrent access is coordinated by
 // the atomics that the ring code places in it.
 unsafe impl Send for SharedMap {}
+unsafe impl Sync for SharedMap {}
 
 impl SharedMap {
     /// Create (exclusively) and map a file of `len` bytes.
@@ -286,7 +288,7 @@ impl SharedMap {
         }
         let map = Self::map(&fd, len);
         match map {
-            Ok(ptr) => Ok(SharedMap { ptr, len, path: Some(path) }),
+            Ok(ptr) => Ok(SharedMap { ptr, len, path: std::sync::Mutex::new(Some(path)) }),
             Err(e) => {
                 unsafe { libc::shm_unlink(path.as_ptr()) };
                 Err(e)
@@ -305,7 +307,7 @@ impl SharedMap {
         cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
         let len = st.st_size as usize;
         let ptr = Self::map(&fd, len)?;
-        Ok(SharedMap { ptr, len, path: None })
+        Ok(SharedMap { ptr, len, path: std::sync::Mutex::new(None) })
     }
 
     fn map(fd: &OwnedFd, len: usize) -> io::Result<*mut u8> {
@@ -320,8 +322,8 @@ impl SharedMap {
     }
 
     /// Remove the name (the mapping stays valid).
-    pub fn unlink(&mut self) {
-        if let Some(p) = self.path.take() {
+    pub fn unlink(&self) {
+        if let Some(p) = self.path.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: p is NUL-terminated.
             unsafe { libc::shm_unlink(p.as_ptr()) };
         }

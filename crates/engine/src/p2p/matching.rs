@@ -38,6 +38,29 @@ pub(crate) struct MatchQueues {
     pub(crate) unexpected: VecDeque<Unexpected>,
 }
 
+/// Hashes context ids (small integers, never chosen by a peer's data alone:
+/// a frame's context only selects a queue) with one multiplication; the
+/// default SipHash cost more than the rest of matching a message.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct CtxHasher(u64);
+
+impl std::hash::Hasher for CtxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (x as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Match queues by context id.
+pub(crate) type QueuesByCtx = std::collections::HashMap<u32, MatchQueues, std::hash::BuildHasherDefault<CtxHasher>>;
+
 pub(crate) fn matches(want_src: Option<i32>, want_tag: Option<i32>, src: i32, tag: i32) -> bool {
     want_src.is_none_or(|s| s == src) && want_tag.is_none_or(|t| t == tag)
 }

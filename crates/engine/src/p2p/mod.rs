@@ -24,7 +24,7 @@ use crate::Engine;
 use gridmpi_datatype::UserBuf;
 use gridmpi_wire::{Frame, Header, Pid};
 
-pub(crate) use matching::{MatchQueues, Unexpected};
+pub(crate) use matching::Unexpected;
 
 /// A message taken off the unexpected queue by MPI_Mprobe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -97,6 +97,11 @@ impl Shm {
         self.inbox.unlink();
     }
 
+    /// A lock-free view of whether our rings hold data (see progress::Arrivals).
+    pub fn arrival_probe(&self) -> ring::ArrivalProbe {
+        self.inbox.arrival_probe()
+    }
+
     /// The largest frame a ring carries whole.
     pub fn max_frame(&self) -> usize {
         self.inbox.ring_size() / 2 - HEADER_LEN - 8

@@ -16,6 +16,7 @@ use crate::sys::SharedMap;
 use gridmpi_wire::HEADER_LEN;
 use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 const MAGIC: u64 = 0x4752_4944_4d50_4931; // "GRIDMPI1"
 const SEG_HEADER: usize = 4096;
@@ -42,7 +43,7 @@ struct SegHeader {
 
 /// This rank's inbox segment.
 pub struct Inbox {
-    map: SharedMap,
+    map: Arc<SharedMap>,
     nrings: usize,
     ring_size: usize,
     readers: Vec<RingReader>,
@@ -68,12 +69,23 @@ impl Inbox {
             std::ptr::write_volatile(&mut (*h).magic, MAGIC);
         }
         let readers = (0..nrings).map(|i| RingReader::new(&map, i, ring_size)).collect();
-        Ok(Inbox { map, nrings, ring_size, readers })
+        Ok(Inbox { map: Arc::new(map), nrings, ring_size, readers })
     }
 
     /// Remove the name once every peer has mapped it.
     pub fn unlink(&mut self) {
         self.map.unlink();
+    }
+
+    /// A probe that tells, without this inbox, whether a ring has data.
+    pub fn arrival_probe(&self) -> ArrivalProbe {
+        let rings = (0..self.nrings)
+            .map(|i| {
+                let (head, tail, _) = ring_ptrs(&self.map, i, self.ring_size);
+                (head, tail)
+            })
+            .collect();
+        ArrivalProbe { _map: self.map.clone(), rings }
     }
 
     pub fn nrings(&self) -> usize {
@@ -97,6 +109,31 @@ impl Inbox {
     /// every ring once more before blocking.
     pub fn set_sleeping(&self, on: bool) {
         self.sleeping().store(on as u32, Ordering::SeqCst);
+    }
+}
+
+/// Says whether some ring of an inbox holds unread data, with two loads per
+/// ring and no lock: what a blocked call spins on between progress passes.
+/// It keeps the mapping alive, so it is safe to use from any thread at any
+/// time; an answer may be stale by the time it is acted on (the caller
+/// then makes one progress pass for nothing).
+#[derive(Clone)]
+pub struct ArrivalProbe {
+    _map: Arc<SharedMap>,
+    /// (head, tail) of each ring.
+    rings: Vec<(*const AtomicU64, *const AtomicU64)>,
+}
+
+// SAFETY: the pointers are into the mapping the probe keeps alive, and only
+// atomics are read through them.
+unsafe impl Send for ArrivalProbe {}
+unsafe impl Sync for ArrivalProbe {}
+
+impl ArrivalProbe {
+    #[inline]
+    pub fn any(&self) -> bool {
+        // SAFETY: see above.
+        self.rings.iter().any(|&(h, t)| unsafe { (*t).load(Ordering::Acquire) != (*h).load(Ordering::Relaxed) })
     }
 }
 
