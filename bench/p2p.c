@@ -10,6 +10,10 @@
  *              sends a 4-byte acknowledgement. Value of a rep: bytes moved
  *              / time, in MB/s (10^6 bytes per second).
  *              W = 64, or fewer for large sizes so W*SIZE <= 16 MiB (min 4).
+ *   bibw       both directions at once (as OSU's osu_bibw): each rank posts
+ *              W MPI_Irecv and W MPI_Isend (own slots of two W*SIZE
+ *              buffers), MPI_Waitall on all 2W. Value of a rep: bytes moved
+ *              in both directions / time, in MB/s.
  *
  * Correctness: before timing each size, a message of a known pattern goes
  * each way and its length (MPI_Get_count) and content are checked; the
@@ -17,7 +21,7 @@
  * the timed loop itself must have moved the right bytes.
  *
  * Sizes: --min-size (default 1) to --max-size (default 4m), doubling
- * (--pow4: x4). Sub-benchmarks: --only latency,bandwidth.
+ * (--pow4: x4). Sub-benchmarks: --only latency,bandwidth,bibw.
  */
 #include "common.h"
 
@@ -185,6 +189,52 @@ static void bandwidth(long size)
     free(c.buf);
 }
 
+struct bibw_ctx {
+    unsigned char *sbuf, *rbuf; /* w slots of size bytes each */
+    long size, w;
+};
+
+/* n windows: both ranks w MPI_Irecv and w MPI_Isend, MPI_Waitall. */
+static double bibw_loop(void *vctx, long n)
+{
+    struct bibw_ctx *c = vctx;
+    MPI_Request req[128];
+    int cnt = (int)c->size;
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        for (long k = 0; k < c->w; k++)
+            CHK(MPI_Irecv(c->rbuf + k * c->size, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[k]));
+        for (long k = 0; k < c->w; k++)
+            CHK(MPI_Isend(c->sbuf + k * c->size, cnt, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &req[c->w + k]));
+        CHK(MPI_Waitall((int)(2 * c->w), req, MPI_STATUSES_IGNORE));
+    }
+    return now() - t0;
+}
+
+static void bibw_zero(void *vctx)
+{
+    struct bibw_ctx *c = vctx;
+    memset(c->rbuf, 0, (size_t)(c->w * c->size));
+}
+
+static void bibw(long size)
+{
+    bx_bench = "bibw";
+    bx_cur_size = size;
+    long w = window_of(size);
+    struct bibw_ctx c = {xmalloc((size_t)(w * size)), xmalloc((size_t)(w * size)), size, w};
+    /* Each slot its own pattern, per direction; checked after the last rep. */
+    for (long k = 0; k < w; k++)
+        pat_fill(c.sbuf + k * size, size, seed_of(size, bx_rank, 3, (int)k));
+    struct plan pl = warm_up(bibw_loop, &c, 2, 2, 100000, 1);
+    measure("bibw", size, bibw_loop, &c, pl, 2.0 * (double)w * (double)size / 1e6, 0, bibw_zero, w, "MB/s");
+    for (long k = 0; k < w; k++)
+        if (!pat_check(c.rbuf + k * size, size, seed_of(size, peer, 3, (int)k), "bibw slot after timed loop"))
+            break;
+    free(c.sbuf);
+    free(c.rbuf);
+}
+
 int main(int argc, char **argv)
 {
     bench_init(&argc, &argv);
@@ -200,5 +250,8 @@ int main(int argc, char **argv)
     if (want("bandwidth"))
         for (long s = opt_min_size; s <= opt_max_size; s = next_size(s))
             bandwidth(s);
+    if (want("bibw"))
+        for (long s = opt_min_size; s <= opt_max_size; s = next_size(s))
+            bibw(s);
     return bench_finish();
 }

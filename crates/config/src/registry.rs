@@ -19,6 +19,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "how long a blocked call polls before sleeping in the kernel (auto: 50us, 0 when ranks outnumber cores)",
     },
     Setting {
+        name: "GRIDMPI_YIELD_US",
+        kind: Kind::Micros,
+        default: "1000",
+        scope: Scope::Library,
+        help: "how long a blocked call that shares its core (ranks outnumber cores, or its peer runs on its core) keeps yielding the CPU between polls before sleeping in the kernel",
+    },
+    Setting {
         name: "GRIDMPI_PROGRESS_THREAD",
         kind: Kind::Bool,
         default: "no",

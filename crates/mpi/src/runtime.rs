@@ -29,6 +29,9 @@ pub struct Runtime {
     pub cards: Vec<Card>,
     /// How long a blocked call polls before sleeping.
     pub spin: Duration,
+    /// How long a blocked call that shares its core yields between polls
+    /// before sleeping.
+    pub yield_for: Duration,
     /// True when more ranks run on this host than it has CPUs.
     pub oversubscribed: bool,
     /// Records the TCP history of connections when tracing is on.
@@ -52,6 +55,7 @@ impl Runtime {
             None if oversubscribed => Duration::ZERO,
             None => Duration::from_micros(50),
         };
+        let yield_for = Duration::from_micros(config.micros("GRIDMPI_YIELD_US").unwrap_or(1000));
         let mut engine = Engine::new(
             me,
             size as usize,
@@ -124,7 +128,7 @@ impl Runtime {
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, oversubscribed, tracer, map, local, arrivals })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals })
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).

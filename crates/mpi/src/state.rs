@@ -177,9 +177,10 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         }
         if spin && (!st.rt.spin.is_zero() || st.rt.oversubscribed) {
             // Wait for a sign of work without the lock, briefly.
-            let (arrivals, budget, yielding) = (st.rt.arrivals.clone(), st.rt.spin, st.rt.oversubscribed);
+            let policy = SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding: st.rt.oversubscribed };
+            let arrivals = st.rt.arrivals.clone();
             drop(g);
-            let found = spin_for_arrivals(&arrivals, budget, yielding);
+            let found = spin_for_arrivals(&arrivals, policy);
             g = lock();
             if found {
                 continue;
@@ -225,37 +226,60 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     }
 }
 
-/// Spin (without the lock) until `arrivals` shows a sign of work or
-/// `budget` has passed; true if a sign came. Ranks that outnumber the cores
-/// yield instead of spinning (a few times), so that a peer on this core
-/// can run and send what we wait for. The clock is read every few spins
-/// and the sockets asked every few (both cost more than the shared-memory
-/// check).
-fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, budget: std::time::Duration, yielding: bool) -> bool {
+/// How a blocked call waits for a sign of work before sleeping.
+#[derive(Clone, Copy)]
+struct SpinPolicy {
+    /// How long to poll while the core is ours.
+    spin: std::time::Duration,
+    /// How long to yield between polls once the core is shared.
+    yield_for: std::time::Duration,
+    /// Start yielding at once (ranks outnumber cores).
+    yielding: bool,
+}
+
+/// A sched_yield that took longer than this let another task run on our
+/// core: we share it, so polling would take time from whoever runs there
+/// (perhaps the peer we wait for).
+const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(5);
+
+/// Poll `arrivals` without the lock until a sign of work comes (true) or
+/// the policy's time is up (false). While the core is ours the call polls
+/// (busy, the lowest latency); now and then it yields once to see whether
+/// it shares the core, and from then on, or from the start when ranks
+/// outnumber cores, it yields between polls so a peer on the same core can
+/// run and send what we wait for. The clock is read and the sockets asked
+/// every few polls (both cost more than the shared-memory check).
+fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, policy: SpinPolicy) -> bool {
     let epoch = arrivals.epoch();
-    if yielding {
-        for i in 0..8 {
+    let start = Instant::now();
+    let mut yielding = policy.yielding;
+    let mut rounds = 0u32;
+    loop {
+        rounds = rounds.wrapping_add(1);
+        if yielding {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
-            if arrivals.any(epoch, i % 2 == 1) {
+            if arrivals.any(epoch, rounds % 2 == 0) {
                 return true;
             }
-        }
-        return false;
-    }
-    let start = Instant::now();
-    let mut spins = 0u32;
-    loop {
-        for _ in 0..16 {
-            if arrivals.any(epoch, false) {
+        } else {
+            for _ in 0..16 {
+                if arrivals.any(epoch, false) {
+                    return true;
+                }
+                std::hint::spin_loop();
+            }
+            if arrivals.any(epoch, rounds % 4 == 0) {
                 return true;
             }
-            std::hint::spin_loop();
+            if rounds % 64 == 0 {
+                let t = Instant::now();
+                // SAFETY: plain syscall.
+                unsafe { libc::sched_yield() };
+                yielding = t.elapsed() > SHARED_CORE_YIELD;
+            }
         }
-        spins += 1;
-        if arrivals.any(epoch, spins % 4 == 0) {
-            return true;
-        }
+        let budget = if yielding { policy.yield_for } else { policy.spin };
         if start.elapsed() >= budget {
             return false;
         }
