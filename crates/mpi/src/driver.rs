@@ -29,6 +29,30 @@ pub enum Route {
 #[derive(Debug)]
 pub struct Fatal(pub String);
 
+/// A single-copy read under way: `len` bytes at `remote_addr` of `peer`
+/// into `dst`, `done` of them read.
+struct RemoteRead {
+    peer: Pid,
+    remote_addr: u64,
+    len: u64,
+    dst: UserBuf,
+    req: gridmpi_engine::ReqId,
+    done: u64,
+}
+
+/// The most a progress pass copies of single-copy reads when the caller is
+/// not blocked. A read of a large message takes hundreds of microseconds;
+/// done in one piece inside, say, an MPI_Isend, it would hold back the sends
+/// the program issues next, and with them the peer's reads of our messages
+/// (both directions of an exchange would then take turns instead of running
+/// at once: 10 GB/s both ways instead of 19 for 2 MiB messages).
+const READ_PIECE: u64 = 256 * 1024;
+
+/// The same when the caller is blocked (it has nothing else to do, and each
+/// piece costs a system call and a progress pass: 256 KiB pieces made a
+/// 4 MiB message 7% slower).
+const READ_PIECE_BLOCKED: u64 = 16 << 20;
+
 /// Who a peer is, for error messages and the trace.
 #[derive(Clone, Debug)]
 pub struct PeerName {
@@ -80,6 +104,8 @@ pub struct Driver {
     poller: Poller,
     names: Vec<PeerName>,
     debug_conn: bool,
+    /// Single-copy reads under way, oldest first.
+    reads: std::collections::VecDeque<RemoteRead>,
 }
 
 // SAFETY: the driver is used under the library's lock; the raw pointers its
@@ -99,7 +125,7 @@ impl Driver {
             poller.watch(s.wait_fd(), SHM_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
         }
         let tcp_routes = routes.contains(&Route::Tcp);
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn })
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default() })
     }
 
     fn fatal(&self, e: TransportError) -> Fatal {
@@ -114,8 +140,12 @@ impl Driver {
 
     /// Move everything forward without blocking. Returns whether anything
     /// happened (a frame moved or a request completed).
-    pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<bool, Fatal> {
+    ///
+    /// `blocked`: the caller waits for a request and has nothing else to do
+    /// (a larger share of a copy under way is done in this pass).
+    pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>, blocked: bool) -> Result<bool, Fatal> {
         let mut any = false;
+        let mut read_budget = if blocked { READ_PIECE_BLOCKED } else { READ_PIECE };
         for _round in 0..64 {
             let completions = engine.completions();
             let mut did = false;
@@ -135,6 +165,10 @@ impl Driver {
             did |= shm.map_err(|e| self.fatal(e))?;
             did |= tcp.map_err(|e| self.fatal(e))?;
             self.report_unsent(engine);
+            if read_budget > 0 && !self.reads.is_empty() {
+                read_budget = self.read_some(engine, read_budget);
+                did = true;
+            }
             if !did && engine.completions() == completions && !engine.has_actions() {
                 break;
             }
@@ -180,26 +214,56 @@ impl Driver {
                 Ok(())
             }
             Action::RemoteRead { peer, remote_addr, len, dst, req } => {
-                let ok = match self.shm.as_mut().map(|s| s.read_remote(peer, remote_addr, len, &dst)) {
-                    Some(Ok(ok)) => ok,
-                    Some(Err(e)) => {
-                        if self.debug_conn {
-                            eprintln!("gridmpi[{}]: single-copy read from rank {peer} failed ({e}); copying through the ring", self.me);
-                        }
-                        false
-                    }
-                    None => false,
-                };
-                engine.handle_remote_read(req, ok);
+                // Done piecewise by the progress passes (see READ_PIECE).
+                self.reads.push_back(RemoteRead { peer, remote_addr, len, dst, req, done: 0 });
                 Ok(())
             }
         }
     }
 
+    /// Copy up to `budget` bytes of the oldest single-copy reads; the
+    /// budget left. A finished (or failed) read is reported to the engine.
+    fn read_some(&mut self, engine: &mut Engine, mut budget: u64) -> u64 {
+        while budget > 0 {
+            let Some(r) = self.reads.front_mut() else { break };
+            let n = (r.len - r.done).min(budget);
+            let result = match self.shm.as_mut() {
+                Some(s) => s.read_remote(r.peer, r.remote_addr + r.done, r.done, n, &r.dst),
+                None => Ok(false),
+            };
+            budget -= n;
+            let ok = match result {
+                Ok(true) => {
+                    r.done += n;
+                    if r.done < r.len {
+                        continue;
+                    }
+                    true
+                }
+                Ok(false) => false,
+                Err(e) => {
+                    if self.debug_conn {
+                        eprintln!("gridmpi[{}]: single-copy read from rank {} failed ({e}); copying through the ring", self.me, r.peer);
+                    }
+                    false
+                }
+            };
+            let r = self.reads.pop_front().expect("the read just looked at");
+            engine.handle_remote_read(r.req, ok);
+        }
+        budget
+    }
+
+    /// Whether a progress pass has work of its own to do (a read under
+    /// way), so a waiting thread must not spin or sleep.
+    pub fn busy(&self) -> bool {
+        !self.reads.is_empty()
+    }
+
     /// Before sleeping: arm the transports' wakeups and look once more.
     /// Returns false if the caller must not sleep.
     pub fn prepare_sleep(&mut self, engine: &Engine) -> bool {
-        if engine.has_actions() {
+        if engine.has_actions() || self.busy() {
             return false;
         }
         self.shm.as_mut().is_none_or(|s| s.prepare_sleep())

@@ -40,6 +40,8 @@ pub struct Runtime {
     pub map: ClusterMap,
     /// Ranks on this host, in order.
     local: Vec<Pid>,
+    /// The thread progressing is blocked waiting (set by state::wait).
+    pub blocked: bool,
     /// Signs of work a blocked call spins on (see state::wait).
     pub arrivals: gridmpi_transport::progress::Arrivals,
 }
@@ -128,7 +130,7 @@ impl Runtime {
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, blocked: false })
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).
@@ -139,7 +141,7 @@ impl Runtime {
     /// Move everything forward without blocking. Returns whether anything
     /// happened (a frame moved or a request completed).
     pub fn progress(&mut self) -> Result<bool, Fatal> {
-        self.driver.progress(&mut self.engine, &mut self.tracer)
+        self.driver.progress(&mut self.engine, &mut self.tracer, self.blocked)
     }
 
     /// The fd to sleep on without holding the lock.
@@ -150,6 +152,12 @@ impl Runtime {
     /// Wake threads sleeping on [`Runtime::sleep_fd`].
     pub fn wake_sleepers(&self) {
         self.driver.wake();
+    }
+
+    /// A progress pass has work of its own (a copy under way): a waiting
+    /// thread progresses again at once.
+    pub fn busy(&self) -> bool {
+        self.driver.busy()
     }
 
     /// Before sleeping: false if the caller must not sleep.

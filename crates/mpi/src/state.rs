@@ -165,7 +165,10 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut g = lock();
     loop {
         let st = g.as_mut().ok_or_else(not_running)?;
-        st.progress()?;
+        st.rt.blocked = true;
+        let progressed = st.progress();
+        st.rt.blocked = false;
+        progressed?;
         if st.rt.engine.has_user_steps() {
             drop(g);
             run_user_steps()?;
@@ -174,6 +177,10 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         }
         if done(st)? {
             return Ok(());
+        }
+        if st.rt.busy() {
+            // A copy is under way: go on with it.
+            continue;
         }
         if spin && (!st.rt.spin.is_zero() || st.rt.oversubscribed) {
             // Wait for a sign of work without the lock, briefly.

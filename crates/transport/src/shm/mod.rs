@@ -108,10 +108,10 @@ impl Shm {
     }
 
     /// Read `len` bytes at `remote_addr` of local process `peer` into `dst`
-    /// (from packed offset 0) with one copy. Returns whether all of it was read.
-    pub fn read_remote(&mut self, peer: Pid, remote_addr: u64, len: u64, dst: &UserBuf) -> std::io::Result<bool> {
+    /// at packed offset `at`, with one copy. Returns whether all of it was read.
+    pub fn read_remote(&mut self, peer: Pid, remote_addr: u64, at: u64, len: u64, dst: &UserBuf) -> std::io::Result<bool> {
         self.runs.clear();
-        dst.runs(0, len, usize::MAX, &mut self.runs);
+        dst.runs(at, len, usize::MAX, &mut self.runs);
         let n = sys::read_process_memory(self.os_pids[peer as usize], remote_addr, &self.runs)?;
         Ok(n as u64 == len)
     }
