@@ -30,28 +30,49 @@ pub enum Route {
 pub struct Fatal(pub String);
 
 /// A single-copy read under way: `len` bytes at `remote_addr` of `peer`
-/// into `dst`, `done` of them read.
+/// into `dst`. It is copied in pieces, possibly by several threads at once
+/// (see [`Driver::claim_copy`]): `claimed` bytes are handed out, `returned`
+/// of them reported back, `done` of those copied.
 struct RemoteRead {
+    id: u64,
     peer: Pid,
     remote_addr: u64,
     len: u64,
     dst: UserBuf,
     req: gridmpi_engine::ReqId,
+    claimed: u64,
+    returned: u64,
     done: u64,
+    failed: bool,
 }
 
-/// The most a progress pass copies of single-copy reads when the caller is
-/// not blocked. A read of a large message takes hundreds of microseconds;
-/// done in one piece inside, say, an MPI_Isend, it would hold back the sends
-/// the program issues next, and with them the peer's reads of our messages
-/// (both directions of an exchange would then take turns instead of running
-/// at once: 10 GB/s both ways instead of 19 for 2 MiB messages).
+/// A piece of a single-copy read handed out to be copied.
+pub struct CopyPiece {
+    read: u64,
+    copy: gridmpi_transport::shm::Copy,
+}
+
+impl CopyPiece {
+    /// Copy (no lock needed); whether all of it was read.
+    pub fn run(&self) -> bool {
+        self.copy.run().unwrap_or(false)
+    }
+}
+
+/// The most a progress pass copies of single-copy reads itself. A read of a
+/// large message takes hundreds of microseconds; done in one piece inside,
+/// say, an MPI_Isend, it would hold back the sends the program issues next,
+/// and with them the peer's reads of our messages (both directions of an
+/// exchange would then take turns instead of running at once: 10 GB/s both
+/// ways instead of 19 for 2 MiB messages).
 const READ_PIECE: u64 = 256 * 1024;
 
-/// The same when the caller is blocked (it has nothing else to do, and each
-/// piece costs a system call and a progress pass: 256 KiB pieces made a
-/// 4 MiB message 7% slower).
-const READ_PIECE_BLOCKED: u64 = 16 << 20;
+/// The piece a blocked thread copies without the lock (see
+/// [`Driver::claim_copy`]): large, since each piece costs a system call and
+/// a round through the lock (256 KiB pieces made a 4 MiB message 7%
+/// slower), yet small enough that the threads of a process share a large
+/// message.
+const COPY_PIECE: u64 = 1 << 20;
 
 /// Who a peer is, for error messages and the trace.
 #[derive(Clone, Debug)]
@@ -106,6 +127,7 @@ pub struct Driver {
     debug_conn: bool,
     /// Single-copy reads under way, oldest first.
     reads: std::collections::VecDeque<RemoteRead>,
+    next_read: u64,
 }
 
 // SAFETY: the driver is used under the library's lock; the raw pointers its
@@ -125,7 +147,7 @@ impl Driver {
             poller.watch(s.wait_fd(), SHM_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
         }
         let tcp_routes = routes.contains(&Route::Tcp);
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default() })
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default(), next_read: 0 })
     }
 
     fn fatal(&self, e: TransportError) -> Fatal {
@@ -141,11 +163,12 @@ impl Driver {
     /// Move everything forward without blocking. Returns whether anything
     /// happened (a frame moved or a request completed).
     ///
-    /// `blocked`: the caller waits for a request and has nothing else to do
-    /// (a larger share of a copy under way is done in this pass).
-    pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>, blocked: bool) -> Result<bool, Fatal> {
+    /// `copy`: the pass may copy up to [`READ_PIECE`] of single-copy reads
+    /// itself; otherwise a blocked thread copies them without the lock
+    /// ([`Driver::claim_copy`]).
+    pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>, copy: bool) -> Result<bool, Fatal> {
         let mut any = false;
-        let mut read_budget = if blocked { READ_PIECE_BLOCKED } else { READ_PIECE };
+        let mut read_budget = if copy { READ_PIECE } else { 0 };
         for _round in 0..64 {
             let completions = engine.completions();
             let mut did = false;
@@ -214,50 +237,75 @@ impl Driver {
                 Ok(())
             }
             Action::RemoteRead { peer, remote_addr, len, dst, req } => {
-                // Done piecewise by the progress passes (see READ_PIECE).
-                self.reads.push_back(RemoteRead { peer, remote_addr, len, dst, req, done: 0 });
+                // Copied piecewise (see READ_PIECE and claim_copy).
+                let id = self.next_read;
+                self.next_read += 1;
+                self.reads.push_back(RemoteRead { id, peer, remote_addr, len, dst, req, claimed: 0, returned: 0, done: 0, failed: false });
                 Ok(())
             }
         }
     }
 
-    /// Copy up to `budget` bytes of the oldest single-copy reads; the
-    /// budget left. A finished (or failed) read is reported to the engine.
+    /// Copy up to `budget` bytes of single-copy reads; the budget left.
     fn read_some(&mut self, engine: &mut Engine, mut budget: u64) -> u64 {
         while budget > 0 {
-            let Some(r) = self.reads.front_mut() else { break };
-            let n = (r.len - r.done).min(budget);
-            let result = match self.shm.as_mut() {
-                Some(s) => s.read_remote(r.peer, r.remote_addr + r.done, r.done, n, &r.dst),
-                None => Ok(false),
-            };
-            budget -= n;
-            let ok = match result {
-                Ok(true) => {
-                    r.done += n;
-                    if r.done < r.len {
-                        continue;
-                    }
-                    true
-                }
-                Ok(false) => false,
-                Err(e) => {
-                    if self.debug_conn {
-                        eprintln!("gridmpi[{}]: single-copy read from rank {} failed ({e}); copying through the ring", self.me, r.peer);
-                    }
-                    false
-                }
-            };
-            let r = self.reads.pop_front().expect("the read just looked at");
-            engine.handle_remote_read(r.req, ok);
+            let Some(piece) = self.claim_copy_of(budget) else { break };
+            budget -= piece.copy.len();
+            let ok = piece.run();
+            self.finish_copy(piece, ok, engine);
         }
         budget
     }
 
-    /// Whether a progress pass has work of its own to do (a read under
-    /// way), so a waiting thread must not spin or sleep.
+    /// Hand out the next piece of a single-copy read to copy, if any. The
+    /// caller runs it (with [`CopyPiece::run`]) without holding the lock,
+    /// so a thread copies while the others keep communicating (and several
+    /// threads share a large message), then reports it with
+    /// [`Driver::finish_copy`].
+    pub fn claim_copy(&mut self) -> Option<CopyPiece> {
+        self.claim_copy_of(COPY_PIECE)
+    }
+
+    fn claim_copy_of(&mut self, max: u64) -> Option<CopyPiece> {
+        let shm = self.shm.as_ref()?;
+        let r = self.reads.iter_mut().find(|r| !r.failed && r.claimed < r.len)?;
+        let n = (r.len - r.claimed).min(max);
+        let copy = shm.copy(r.peer, r.remote_addr + r.claimed, r.claimed, n, &r.dst);
+        r.claimed += n;
+        Some(CopyPiece { read: r.id, copy })
+    }
+
+    /// A piece handed out by [`Driver::claim_copy`] was copied (`ok`) or
+    /// not. A read whose pieces are all in (or one failed) is reported to
+    /// the engine, which falls back to the rings for a failed one.
+    pub fn finish_copy(&mut self, piece: CopyPiece, ok: bool, engine: &mut Engine) {
+        let Some(i) = self.reads.iter().position(|r| r.id == piece.read) else { return };
+        let r = &mut self.reads[i];
+        r.returned += piece.copy.len();
+        if ok {
+            r.done += piece.copy.len();
+        } else {
+            if self.debug_conn && !r.failed {
+                eprintln!("gridmpi[{}]: single-copy read from rank {} failed; copying through the ring", self.me, r.peer);
+            }
+            // Nothing more of it is handed out; it ends when the pieces out are back.
+            r.failed = true;
+        }
+        if r.done == r.len || (r.failed && r.returned == r.claimed) {
+            let r = self.reads.remove(i).expect("the read just looked at");
+            engine.handle_remote_read(r.req, !r.failed);
+        }
+    }
+
+    /// How many single-copy reads were ever queued (changes when there is
+    /// new copying for waiting threads to take on).
+    pub fn reads_queued(&self) -> u64 {
+        self.next_read
+    }
+
+    /// Whether a thread could take a piece of copying ([`Driver::claim_copy`]).
     pub fn busy(&self) -> bool {
-        !self.reads.is_empty()
+        self.reads.iter().any(|r| !r.failed && r.claimed < r.len)
     }
 
     /// Before sleeping: arm the transports' wakeups and look once more.

@@ -40,8 +40,10 @@ pub struct Runtime {
     pub map: ClusterMap,
     /// Ranks on this host, in order.
     local: Vec<Pid>,
-    /// The thread progressing is blocked waiting (set by state::wait).
-    pub blocked: bool,
+    /// The next progress pass may copy single-copy reads itself (set by
+    /// state.rs: not when the caller, or another thread, is blocked waiting
+    /// and will copy them without the lock).
+    pub copy_inline: bool,
     /// Signs of work a blocked call spins on (see state::wait).
     pub arrivals: gridmpi_transport::progress::Arrivals,
 }
@@ -130,7 +132,7 @@ impl Runtime {
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, blocked: false })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true })
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).
@@ -141,7 +143,7 @@ impl Runtime {
     /// Move everything forward without blocking. Returns whether anything
     /// happened (a frame moved or a request completed).
     pub fn progress(&mut self) -> Result<bool, Fatal> {
-        self.driver.progress(&mut self.engine, &mut self.tracer, self.blocked)
+        self.driver.progress(&mut self.engine, &mut self.tracer, self.copy_inline)
     }
 
     /// The fd to sleep on without holding the lock.
@@ -154,10 +156,24 @@ impl Runtime {
         self.driver.wake();
     }
 
-    /// A progress pass has work of its own (a copy under way): a waiting
-    /// thread progresses again at once.
+    /// There is copying to take on (see [`Driver::claim_copy`]).
     pub fn busy(&self) -> bool {
         self.driver.busy()
+    }
+
+    /// Changes when there is new copying to take on.
+    pub fn copies_queued(&self) -> u64 {
+        self.driver.reads_queued()
+    }
+
+    /// A piece of copying for a blocked thread to do without the lock.
+    pub fn claim_copy(&mut self) -> Option<crate::driver::CopyPiece> {
+        self.driver.claim_copy()
+    }
+
+    /// Report a piece from [`Runtime::claim_copy`].
+    pub fn finish_copy(&mut self, piece: crate::driver::CopyPiece, ok: bool) {
+        self.driver.finish_copy(piece, ok, &mut self.engine);
     }
 
     /// Before sleeping: false if the caller must not sleep.

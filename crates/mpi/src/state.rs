@@ -48,8 +48,16 @@ pub struct Waiting {
     poller: bool,
     /// Threads waiting on [`WAITERS`].
     followers: usize,
+    /// Threads spinning (without the lock) for signs of work.
+    spinners: usize,
+    /// Threads copying a piece of a single-copy read (without the lock).
+    copiers: usize,
+    /// The thread progressing now is in [`wait`].
+    blocked: bool,
     /// The engine's completion count when waiters were last woken.
     seen: u64,
+    /// The count of queued copies when waiters were last woken.
+    seen_copies: u64,
     /// The progress thread (progress_thread.rs) is asked to stop.
     pub stop_progress_thread: bool,
 }
@@ -165,9 +173,9 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut g = lock();
     loop {
         let st = g.as_mut().ok_or_else(not_running)?;
-        st.rt.blocked = true;
+        st.waiting.blocked = true;
         let progressed = st.progress();
-        st.rt.blocked = false;
+        st.waiting.blocked = false;
         progressed?;
         if st.rt.engine.has_user_steps() {
             drop(g);
@@ -178,21 +186,34 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
         if done(st)? {
             return Ok(());
         }
-        if st.rt.busy() {
-            // A copy is under way: go on with it.
+        if let Some(piece) = st.rt.claim_copy() {
+            // Copy a piece of a single-copy read without the lock, so the
+            // other threads go on meanwhile (and may copy other pieces).
+            st.waiting.copiers += 1;
+            drop(g);
+            let ok = piece.run();
+            g = lock();
+            let st = g.as_mut().ok_or_else(not_running)?;
+            st.waiting.copiers -= 1;
+            st.rt.finish_copy(piece, ok);
             continue;
         }
         if spin && (!st.rt.spin.is_zero() || st.rt.oversubscribed) {
             // Wait for a sign of work without the lock, briefly.
-            let policy = SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding: st.rt.oversubscribed };
+            // Yield from the start when ranks outnumber cores, or when
+            // another thread of ours is copying: it may share our core.
+            let yielding = st.rt.oversubscribed || st.waiting.copiers > 0;
+            let policy = SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding };
             let arrivals = st.rt.arrivals.clone();
+            st.waiting.spinners += 1;
             drop(g);
             let found = spin_for_arrivals(&arrivals, policy);
             g = lock();
+            let st = g.as_mut().ok_or_else(not_running)?;
+            st.waiting.spinners -= 1;
             if found {
                 continue;
             }
-            let st = g.as_mut().ok_or_else(not_running)?;
             // Nothing came: one more pass before sleeping.
             st.progress()?;
             if st.rt.engine.has_user_steps() {
@@ -397,6 +418,10 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
 impl State {
     /// Progress the runtime and the collective schedules.
     pub fn progress(&mut self) -> R<bool> {
+        // Copies are left to blocked threads, which do them without the lock;
+        // a call that is not blocked copies only when nobody else waits.
+        let w = &self.waiting;
+        self.rt.copy_inline = !w.blocked && !w.poller && w.followers == 0 && w.spinners == 0 && w.copiers == 0;
         let mut any = false;
         loop {
             let a = match self.rt.progress() {
@@ -435,12 +460,15 @@ impl State {
 
     /// Wake the threads waiting in [`wait_until`] if requests completed
     /// since they were last woken: their request may be among them.
+    /// New copying to take on wakes them too: a waiting thread copies it
+    /// without the lock while this one goes on.
     pub fn wake_waiters(&mut self) {
-        let done = self.rt.engine.completions();
-        if done == self.waiting.seen {
+        let (done, copies) = (self.rt.engine.completions(), self.rt.copies_queued());
+        if done == self.waiting.seen && copies == self.waiting.seen_copies {
             return;
         }
         self.waiting.seen = done;
+        self.waiting.seen_copies = copies;
         self.rt.arrivals.bump();
         if self.waiting.followers > 0 {
             WAITERS.notify_all();

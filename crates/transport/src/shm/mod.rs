@@ -43,8 +43,6 @@ pub struct Shm {
     ringer: Doorbell,
     /// Names: inbox segments and doorbells, by pid.
     names: Vec<String>,
-    /// Scratch for single-copy reads.
-    runs: Vec<(*mut u8, usize)>,
 }
 
 // SAFETY: the transport is used by one thread at a time (under the
@@ -74,7 +72,6 @@ impl Shm {
             doorbell,
             ringer,
             names,
-            runs: Vec::new(),
         })
     }
 
@@ -107,13 +104,14 @@ impl Shm {
         self.inbox.ring_size() / 2 - HEADER_LEN - 8
     }
 
-    /// Read `len` bytes at `remote_addr` of local process `peer` into `dst`
-    /// at packed offset `at`, with one copy. Returns whether all of it was read.
-    pub fn read_remote(&mut self, peer: Pid, remote_addr: u64, at: u64, len: u64, dst: &UserBuf) -> std::io::Result<bool> {
-        self.runs.clear();
-        dst.runs(at, len, usize::MAX, &mut self.runs);
-        let n = sys::read_process_memory(self.os_pids[peer as usize], remote_addr, &self.runs)?;
-        Ok(n as u64 == len)
+    /// A copy of `len` bytes at `remote_addr` of local process `peer` into
+    /// `dst` at packed offset `at` (a single-copy read), to run with
+    /// [`Copy::run`], which needs no access to the transport: the caller may
+    /// run it without holding whatever protects the transport.
+    pub fn copy(&self, peer: Pid, remote_addr: u64, at: u64, len: u64, dst: &UserBuf) -> Copy {
+        let mut runs = Vec::new();
+        dst.runs(at, len, usize::MAX, &mut runs);
+        Copy { os_pid: self.os_pids[peer as usize], remote_addr, runs, len }
     }
 
     /// Write one frame into its peer's ring; give it back when the ring is full.
@@ -163,6 +161,34 @@ impl Shm {
             }
         }
         did
+    }
+}
+
+/// A single-copy read ready to run (see [`Shm::copy`]).
+pub struct Copy {
+    os_pid: u32,
+    remote_addr: u64,
+    runs: Vec<(*mut u8, usize)>,
+    len: u64,
+}
+
+// SAFETY: the runs point into a receive buffer that its request keeps valid
+// (and untouched by anyone else) until the copy is reported; any thread may
+// fill it.
+unsafe impl Send for Copy {}
+
+impl Copy {
+    /// Copy; whether all of it was read.
+    pub fn run(&self) -> std::io::Result<bool> {
+        Ok(sys::read_process_memory(self.os_pid, self.remote_addr, &self.runs)? as u64 == self.len)
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
