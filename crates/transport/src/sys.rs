@@ -296,6 +296,32 @@ impl SharedMap {
         }
     }
 
+    /// Map the file `name` of `len` bytes, creating it if it does not exist
+    /// yet (several processes may race to do so: each sizes an empty file,
+    /// and all must ask for the same length).
+    pub fn create_or_open(name: &str, len: usize) -> io::Result<SharedMap> {
+        let path = CString::new(name).map_err(|_| io::Error::other("bad shm name"))?;
+        // SAFETY: path is NUL-terminated; the fd is closed on return.
+        let fd = cvt(unsafe { libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) })?;
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let size = |fd: &OwnedFd| -> io::Result<usize> {
+            // SAFETY: st is a valid out-pointer.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+            Ok(st.st_size as usize)
+        };
+        if size(&fd)? == 0 {
+            // SAFETY: fd is valid.
+            cvt(unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) })?;
+        }
+        let have = size(&fd)?;
+        if have != len {
+            return Err(io::Error::other(format!("{name} has {have} bytes, {len} expected")));
+        }
+        let ptr = Self::map(&fd, len)?;
+        Ok(SharedMap { ptr, len, path: std::sync::Mutex::new(Some(path)) })
+    }
+
     /// Map an existing file created by another process.
     pub fn open(name: &str) -> io::Result<SharedMap> {
         let path = CString::new(name).map_err(|_| io::Error::other("bad shm name"))?;

@@ -16,6 +16,7 @@
 //! process creates its inbox), [`Shm::map_peers`] (every process maps its
 //! peers' inboxes), [`Shm::unlink`] (the names can go).
 
+pub mod host;
 pub mod ring;
 
 use crate::sys::{self, Doorbell};

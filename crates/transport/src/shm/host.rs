@@ -1,0 +1,199 @@
+//! A communicator's shared-memory area, for collectives among processes of
+//! one host that need no message at all.
+//!
+//! Every member maps the same file (`create_or_open`: whoever comes first
+//! creates it, with the same size, so no member waits for another to set it
+//! up). The area holds an arrival counter, the generation released, and per
+//! member two contribution slots (one per parity of the operation number);
+//! plus two result slots. Operation `k` (every member numbers the
+//! communicator's host operations alike, from 0):
+//!
+//! 1. a member writes its contribution into its slot of parity `k % 2`,
+//! 2. arrives (one atomic add); the member whose arrival completes the
+//!    count `(k + 1) * n` is the *last*: it computes the result (a
+//!    reduction in rank order, so results do not depend on who is last)
+//!    into the result slot of parity `k % 2` and releases generation `k + 1`,
+//! 3. every member, once it sees the release, reads what it needs.
+//!
+//! A member arrives at `k + 1` only after it has read `k`, and `k + 1` is
+//! released only when all have arrived; so when anyone writes parity
+//! `k % 2` again (at `k + 2`), everyone has finished reading `k`. In a loop
+//! of operations each member therefore runs once per operation: it leaves
+//! one and arrives at the next in the same turn, which is what makes these
+//! collectives fast when ranks outnumber cores.
+//!
+//! Waking is the caller's: the last member tells the others (a frame
+//! through the rings), and a waiter checks [`Area::released`].
+
+use crate::sys::SharedMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MAGIC: u64 = 0x4752_4944_484f_5354; // "GRIDHOST"
+const HEADER: usize = 4096;
+const LINE: usize = 128;
+
+/// The mapped area of one communicator.
+pub struct Area {
+    map: SharedMap,
+    members: usize,
+    slot: usize,
+}
+
+// SAFETY: the mapping is shared memory coordinated by the atomics in it.
+unsafe impl Send for Area {}
+
+impl Area {
+    /// The size of the file for `members` members and `slot` bytes per slot.
+    fn file_len(members: usize, slot: usize) -> usize {
+        HEADER + (2 * members + 2) * slot
+    }
+
+    /// Map the area `name` (e.g. `/gridmpi-<job>-host-<ctx>`), creating it
+    /// if no member has yet. Every member must pass the same sizes.
+    pub fn create_or_open(name: &str, members: usize, slot: usize) -> io::Result<Area> {
+        let slot = slot.next_multiple_of(LINE);
+        let map = SharedMap::create_or_open(name, Self::file_len(members, slot))?;
+        let a = Area { map, members, slot };
+        // Whoever maps first stamps the header; the others check it.
+        let magic = a.word(0);
+        match magic.compare_exchange(0, MAGIC, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                a.word(8).store(members as u64, Ordering::Release);
+                a.word(16).store(slot as u64, Ordering::Release);
+            }
+            Err(MAGIC) => {}
+            Err(_) => return Err(io::Error::other(format!("{name} is not a GridMPI host area"))),
+        }
+        // The stamp of sizes may lag the magic by a moment; it must agree when there.
+        for (off, want) in [(8, members as u64), (16, slot as u64)] {
+            let got = a.word(off).load(Ordering::Acquire);
+            if got != 0 && got != want {
+                return Err(io::Error::other(format!("{name}: members disagree on the area's size")));
+            }
+        }
+        // The last member to map it removes the name: nothing is left in
+        // /dev/shm once the area is set up, even if the job is killed.
+        if a.word(24).fetch_add(1, Ordering::AcqRel) + 1 == members as u64 {
+            a.unlink();
+        }
+        Ok(a)
+    }
+
+    /// Remove the name (the mapping stays valid).
+    pub fn unlink(&self) {
+        self.map.unlink();
+    }
+
+    fn word(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off + 8 <= HEADER && off % 8 == 0);
+        // SAFETY: inside the header of the live mapping, 8-byte aligned.
+        unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    fn arrivals(&self) -> &AtomicU64 {
+        self.word(LINE)
+    }
+
+    fn release(&self) -> &AtomicU64 {
+        self.word(2 * LINE)
+    }
+
+    /// Bytes per slot.
+    pub fn slot_len(&self) -> usize {
+        self.slot
+    }
+
+    pub fn members(&self) -> usize {
+        self.members
+    }
+
+    /// The contribution slot of `member` for operation `op`.
+    pub fn contribution(&self, member: usize, op: u64) -> *mut u8 {
+        assert!(member < self.members);
+        let i = 2 * member + (op % 2) as usize;
+        // SAFETY: inside the mapping (file_len).
+        unsafe { self.map.as_ptr().add(HEADER + i * self.slot) }
+    }
+
+    /// The result slot of operation `op`.
+    pub fn result(&self, op: u64) -> *mut u8 {
+        let i = 2 * self.members + (op % 2) as usize;
+        // SAFETY: inside the mapping (file_len).
+        unsafe { self.map.as_ptr().add(HEADER + i * self.slot) }
+    }
+
+    /// Arrive at operation `op` (after writing the contribution). True for
+    /// the last member: it must compute the result and [`Area::release`].
+    pub fn arrive(&self, op: u64) -> bool {
+        let n = self.members as u64;
+        self.arrivals().fetch_add(1, Ordering::AcqRel) + 1 == (op + 1) * n
+    }
+
+    /// Release operation `op` (the last member, after computing the result).
+    pub fn release_op(&self, op: u64) {
+        self.release().store(op + 1, Ordering::Release);
+    }
+
+    /// Whether operation `op` is released (its result and every member's
+    /// contribution can be read).
+    pub fn released(&self, op: u64) -> bool {
+        self.release().load(Ordering::Acquire) > op
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Members in threads: an allreduce-like loop where the last member sums
+    /// the contributions; every member checks every result.
+    #[test]
+    fn members_agree_on_every_operation() {
+        let name = format!("/gridmpi-test-host-{}", std::process::id());
+        let n = 5;
+        let ops = 2000u64;
+        let areas: Vec<Area> = (0..n).map(|_| Area::create_or_open(&name, n, 64).unwrap()).collect();
+        assert!(!std::path::Path::new(&format!("/dev/shm{name}")).exists(), "the last member left the name");
+        let areas = Arc::new(areas);
+        let threads: Vec<_> = (0..n)
+            .map(|me| {
+                let areas = areas.clone();
+                std::thread::spawn(move || {
+                    let a = &areas[me];
+                    for op in 0..ops {
+                        let v = op * 10 + me as u64;
+                        // SAFETY: our own slot of this parity, 64 bytes.
+                        unsafe { std::ptr::write(a.contribution(me, op) as *mut u64, v) };
+                        if a.arrive(op) {
+                            let sum: u64 = (0..n).map(|m| unsafe { std::ptr::read(a.contribution(m, op) as *const u64) }).sum();
+                            unsafe { std::ptr::write(a.result(op) as *mut u64, sum) };
+                            a.release_op(op);
+                        }
+                        while !a.released(op) {
+                            std::thread::yield_now();
+                        }
+                        let got = unsafe { std::ptr::read(a.result(op) as *const u64) };
+                        assert_eq!(got, (0..n as u64).map(|m| op * 10 + m).sum::<u64>(), "op {op} member {me}");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn members_must_agree_on_the_size() {
+        let name = format!("/gridmpi-test-host-size-{}", std::process::id());
+        let a = Area::create_or_open(&name, 4, 256).unwrap();
+        a.unlink();
+        drop(a);
+        let name2 = format!("/gridmpi-test-host-size2-{}", std::process::id());
+        let b = Area::create_or_open(&name2, 4, 256).unwrap();
+        assert!(Area::create_or_open(&name2, 3, 256).is_err());
+        b.unlink();
+    }
+}
