@@ -170,12 +170,15 @@ impl Driver {
         let mut any = false;
         let mut read_budget = if copy { READ_PIECE } else { 0 };
         for _round in 0..64 {
-            let completions = engine.completions();
-            let mut did = false;
+            let mut dispatched = false;
             while let Some(a) = engine.poll_action() {
-                did = true;
+                dispatched = true;
                 self.dispatch(a, engine, tracer)?;
             }
+            let completions = engine.completions();
+            // Only what comes in (or a copy) may need another round: what
+            // was just handed out cannot have been answered yet.
+            let mut did = false;
             let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
             let shm = match self.shm.as_mut() {
                 Some(s) => s.poll(&mut sink),
@@ -193,6 +196,7 @@ impl Driver {
                 did = true;
             }
             if !did && engine.completions() == completions && !engine.has_actions() {
+                any |= dispatched;
                 break;
             }
             any = true;
