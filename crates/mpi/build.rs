@@ -15,6 +15,8 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let entry = gridmpi_abi::rust_entry_points(&funcs).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(out.join("entry_points.rs"), entry).unwrap();
+    let shell = gridmpi_abi::shell::rust_shell(&funcs).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(out.join("shell.rs"), shell).unwrap();
     std::fs::write(out.join("consts.rs"), gridmpi_abi::rust_constants(&template)).unwrap();
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
 }

@@ -13,6 +13,9 @@
 #![forbid(unsafe_code)]
 
 pub mod fortran;
+pub mod shell;
+
+pub use shell::{Binding, Form};
 
 use std::fmt::Write;
 
@@ -41,6 +44,10 @@ pub struct Function {
     pub variadic: bool,
     pub section: String,
     pub status: Status,
+    /// How its `PMPI_X` is generated (`=> ...` after the prototype); None
+    /// when the library writes it by hand (or derives it from a sibling:
+    /// see [`shell::resolve`]).
+    pub binding: Option<Binding>,
 }
 
 impl Function {
@@ -76,6 +83,10 @@ pub fn parse_table(text: &str) -> Result<Vec<Function>, ParseError> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        let (line, binding) = match line.split_once("=>") {
+            Some((proto, b)) => (proto.trim(), Some(Binding::parse(b).map_err(err)?)),
+            None => (line, None),
+        };
         let line = line.strip_suffix(';').ok_or_else(|| err("prototype must end with ';'".into()))?;
         let open = line.find('(').ok_or_else(|| err("no '('".into()))?;
         let close = line.rfind(')').ok_or_else(|| err("no ')'".into()))?;
@@ -103,7 +114,10 @@ pub fn parse_table(text: &str) -> Result<Vec<Function>, ParseError> {
             }
             _ => Status::Implemented,
         };
-        out.push(Function { name, ret, params, variadic, section: section.clone(), status });
+        if binding.is_some() && status != Status::Implemented {
+            return Err(err(format!("{name}: an unavailable function has no binding")));
+        }
+        out.push(Function { name, ret, params, variadic, section: section.clone(), status, binding });
     }
     let mut names: Vec<&str> = out.iter().map(|f| f.name.as_str()).collect();
     names.sort();

@@ -27,7 +27,7 @@ mod gathers;
 mod reductions;
 
 pub use gathers::*;
-pub use reductions::*;
+pub(crate) use reductions::*;
 
 /// What a collective's schedule is built from when it starts.
 pub struct Env<'a> {
@@ -350,7 +350,7 @@ pub fn types(st: &State, p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<Ar
 
 // ---- barrier and broadcast ---------------------------------------------------------------
 
-fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
+pub(crate) fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     if c.remote.is_some() {
         return Ok(Box::new(|e| inter::barrier(e.v(), e.local(), e.tag)));
@@ -366,22 +366,7 @@ fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
     }))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Barrier(comm: MPI_Comm) -> c_int {
-    blocking("MPI_Barrier", comm, |st| plan_barrier(st, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking("MPI_Ibarrier", comm, request, |st| plan_barrier(st, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Barrier_init", comm, info, request, |st| plan_barrier(st, comm))
-}
-
-fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<Build> {
+pub(crate) fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     let root = root_of(&c, root)?;
     if let RootOf::Inter(Role::Idle) = root {
@@ -403,50 +388,4 @@ fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, datatype: MPI_D
             }))
         }
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    blocking("MPI_Bcast", comm, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    blocking("MPI_Bcast_c", comm, |st| plan_bcast(st, buffer, count, datatype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking("MPI_Ibcast", comm, request, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibcast_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking("MPI_Ibcast_c", comm, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast_init(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Bcast_init", comm, info, request, |st| plan_bcast(st, buffer, count.into(), datatype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bcast_init_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    info: MPI_Info,
-    request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Bcast_init_c", comm, info, request, |st| plan_bcast(st, buffer, count, datatype, root, comm))
 }

@@ -173,39 +173,20 @@ impl State {
     }
 }
 
-fn comm_query<T>(name: &'static str, comm: MPI_Comm, out: *mut T, f: impl FnOnce(&State, &Comm) -> R<T>) -> c_int {
-    api(name, Target::Comm(comm), || {
-        check_ptr(out, "output")?;
-        let v = state::with(|st| {
-            let c = st.comm(comm)?;
-            f(st, c)
-        })?;
-        // SAFETY: checked non-null.
-        unsafe { *out = v };
-        Ok(())
-    })
+pub(crate) fn comm_rank(st: &mut State, comm: MPI_Comm) -> R<c_int> {
+    Ok(st.comm(comm)?.rank)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    comm_query("MPI_Comm_size", comm, size, |_, c| Ok(c.size()))
+pub(crate) fn comm_size(st: &mut State, comm: MPI_Comm) -> R<c_int> {
+    Ok(st.comm(comm)?.size())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
-    comm_query("MPI_Comm_rank", comm, rank, |_, c| Ok(c.rank))
+pub(crate) fn comm_remote_size(st: &mut State, comm: MPI_Comm) -> R<c_int> {
+    st.comm(comm)?.remote.as_ref().map(|r| r.size()).ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
-    comm_query("MPI_Comm_test_inter", comm, flag, |_, c| Ok(c.is_inter() as c_int))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    comm_query("MPI_Comm_remote_size", comm, size, |_, c| {
-        c.remote.as_ref().map(|r| r.size()).ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))
-    })
+pub(crate) fn comm_test_inter(st: &mut State, comm: MPI_Comm) -> R<c_int> {
+    Ok(st.comm(comm)?.is_inter() as c_int)
 }
 
 #[no_mangle]

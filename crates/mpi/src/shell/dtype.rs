@@ -67,57 +67,27 @@ fn construct(name: &'static str, large: bool, newtype: *mut MPI_Datatype, f: imp
     })
 }
 
-fn contiguous(name: &'static str, large: bool, count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn contiguous(name: &'static str, count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
         Datatype::contiguous(count, &old).map_err(type_err)
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    contiguous("MPI_Type_contiguous", false, count.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_contiguous_c(count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    contiguous("MPI_Type_contiguous_c", true, count, oldtype, newtype)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn vector(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn vector(name: &'static str, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
         Datatype::vector(count, blocklength, stride, &old).map_err(type_err)
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector("MPI_Type_vector", false, count.into(), blocklength.into(), stride.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_vector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    vector("MPI_Type_vector_c", true, count, blocklength, stride, oldtype, newtype)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn hvector(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn hvector(name: &'static str, count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hvector(count, blocklength, stride, &old).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hvector("MPI_Type_create_hvector", false, count.into(), blocklength.into(), stride, oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hvector_c(count: MPI_Count, blocklength: MPI_Count, stride: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hvector("MPI_Type_create_hvector_c", true, count, blocklength, stride, oldtype, newtype)
 }
 
 #[no_mangle]
@@ -129,7 +99,7 @@ pub unsafe extern "C" fn PMPI_Type_hvector(count: c_int, blocklength: c_int, str
 }
 
 #[allow(clippy::too_many_arguments)]
-fn indexed(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn indexed(name: &'static str, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let bl = arr(count, blocklengths, "array_of_blocklengths")?;
         let d = arr(count, displacements, "array_of_displacements")?;
@@ -138,34 +108,14 @@ fn indexed(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    indexed("MPI_Type_indexed", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_indexed_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    indexed("MPI_Type_indexed_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn hindexed(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn hindexed(name: &'static str, count: MPI_Count, blocklengths: Ints, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let bl = arr(count, blocklengths, "array_of_blocklengths")?;
         let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hindexed(&bl, &d, &old).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hindexed("MPI_Type_create_hindexed", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hindexed("MPI_Type_create_hindexed_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), oldtype, newtype)
 }
 
 #[no_mangle]
@@ -179,7 +129,7 @@ pub unsafe extern "C" fn PMPI_Type_hindexed(count: c_int, array_of_blocklengths:
 }
 
 #[allow(clippy::too_many_arguments)]
-fn indexed_block(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn indexed_block(name: &'static str, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
@@ -187,33 +137,13 @@ fn indexed_block(name: &'static str, large: bool, count: MPI_Count, blocklength:
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_indexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    indexed_block("MPI_Type_create_indexed_block", false, count.into(), blocklength.into(), array_of_displacements.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_indexed_block_c(count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    indexed_block("MPI_Type_create_indexed_block_c", true, count, blocklength, array_of_displacements.into(), oldtype, newtype)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn hindexed_block(name: &'static str, large: bool, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn hindexed_block(name: &'static str, count: MPI_Count, blocklength: MPI_Count, displacements: Ints, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let d = arr(count, displacements, "array_of_displacements")?;
         let old = st.dtype_any(oldtype, false)?;
         Datatype::hindexed_block(blocklength, &d, &old).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed_block(count: c_int, blocklength: c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hindexed_block("MPI_Type_create_hindexed_block", false, count.into(), blocklength.into(), array_of_displacements.into(), oldtype, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hindexed_block_c(count: MPI_Count, blocklength: MPI_Count, array_of_displacements: *const MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    hindexed_block("MPI_Type_create_hindexed_block_c", true, count, blocklength, array_of_displacements.into(), oldtype, newtype)
 }
 
 /// The arguments of a struct constructor: blocklengths, displacements, types.
@@ -234,21 +164,11 @@ fn struct_args(st: &State, count: MPI_Count, bl: Ints, d: Ints, types: *const MP
     Ok((bl, d, ts))
 }
 
-fn create_struct(name: &'static str, large: bool, count: MPI_Count, blocklengths: Ints, displacements: Ints, types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn create_struct(name: &'static str, count: MPI_Count, blocklengths: Ints, displacements: Ints, types: *const MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let (bl, d, ts) = struct_args(st, count, blocklengths, displacements, types)?;
         Datatype::create_struct(&bl, &d, &ts).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    create_struct("MPI_Type_create_struct", false, count.into(), array_of_blocklengths.into(), array_of_displacements.into(), array_of_types, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_struct_c(count: MPI_Count, array_of_blocklengths: *const MPI_Count, array_of_displacements: *const MPI_Count, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    create_struct("MPI_Type_create_struct_c", true, count, array_of_blocklengths.into(), array_of_displacements.into(), array_of_types, newtype)
 }
 
 #[no_mangle]
@@ -271,7 +191,7 @@ fn check_ndims(ndims: c_int) -> R<()> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn subarray(name: &'static str, large: bool, ndims: c_int, sizes: Ints, subsizes: Ints, starts: Ints, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+fn subarray(name: &'static str, ndims: c_int, sizes: Ints, subsizes: Ints, starts: Ints, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         check_ndims(ndims)?;
         let n = ndims.into();
@@ -285,19 +205,17 @@ fn subarray(name: &'static str, large: bool, ndims: c_int, sizes: Ints, subsizes
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    subarray("MPI_Type_create_subarray", false, ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype)
+    subarray("MPI_Type_create_subarray", ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype, false)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const MPI_Count, array_of_subsizes: *const MPI_Count, array_of_starts: *const MPI_Count, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    subarray("MPI_Type_create_subarray_c", true, ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype)
+    subarray("MPI_Type_create_subarray_c", ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype, true)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn darray(
-    name: &'static str, large: bool, size: c_int, rank: c_int, ndims: c_int, gsizes: Ints, distribs: *const c_int, dargs: *const c_int,
-    psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype,
-) -> c_int {
+fn darray(name: &'static str, size: c_int, rank: c_int, ndims: c_int, gsizes: Ints, distribs: *const c_int, dargs: *const c_int,
+    psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         check_ndims(ndims)?;
         let n = ndims.into();
@@ -316,29 +234,19 @@ fn darray(
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    darray("MPI_Type_create_darray", false, size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+    darray("MPI_Type_create_darray", size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype, false)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const MPI_Count, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    darray("MPI_Type_create_darray_c", true, size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype)
+    darray("MPI_Type_create_darray_c", size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype, true)
 }
 
-fn resized(name: &'static str, large: bool, oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
+pub(crate) fn resized(name: &'static str, oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         let old = st.dtype_any(oldtype, false)?;
         Datatype::resized(&old, lb, extent).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
-    resized("MPI_Type_create_resized", false, oldtype, lb, extent, newtype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_resized_c(oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype) -> c_int {
-    resized("MPI_Type_create_resized_c", true, oldtype, lb, extent, newtype)
 }
 
 #[no_mangle]
@@ -452,18 +360,19 @@ pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
     })
 }
 
-fn with_type<T>(name: &'static str, h: MPI_Datatype, out: *mut T, f: impl FnOnce(&Datatype) -> R<T>) -> c_int {
-    api(name, Target::NoComm, || {
-        check_ptr(out, "output")?;
-        let dt = state::with(|st| st.dtype_any(h, false))?;
-        let v = f(&dt)?;
-        // SAFETY: checked non-null.
-        unsafe { *out = v };
-        Ok(())
-    })
+pub(crate) fn type_extent_deprecated(st: &mut State, datatype: MPI_Datatype) -> R<MPI_Aint> {
+    Ok(st.dtype_any(datatype, false)?.extent() as MPI_Aint)
 }
 
-fn type_size(name: &'static str, datatype: MPI_Datatype, size: CountPtr) -> c_int {
+pub(crate) fn type_lb_deprecated(st: &mut State, datatype: MPI_Datatype) -> R<MPI_Aint> {
+    Ok(st.dtype_any(datatype, false)?.lb() as MPI_Aint)
+}
+
+pub(crate) fn type_ub_deprecated(st: &mut State, datatype: MPI_Datatype) -> R<MPI_Aint> {
+    Ok(st.dtype_any(datatype, false)?.ub() as MPI_Aint)
+}
+
+pub(crate) fn type_size(name: &'static str, datatype: MPI_Datatype, size: CountPtr) -> c_int {
     api(name, Target::NoComm, || {
         size.check("size")?;
         let d = state::with(|st| st.dtype_any(datatype, false))?;
@@ -473,24 +382,9 @@ fn type_size(name: &'static str, datatype: MPI_Datatype, size: CountPtr) -> c_in
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    type_size("MPI_Type_size", datatype, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    type_size("MPI_Type_size_x", datatype, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    type_size("MPI_Type_size_c", datatype, size.into())
-}
-
 /// The (true) lower bound and extent: `MPI_Aint`s in the classic binding,
 /// `MPI_Count`s in the _x and _c ones (both 64-bit here).
-fn extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count, true_bounds: bool) -> c_int {
+pub(crate) fn extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count, true_bounds: bool) -> c_int {
     api(name, Target::NoComm, || {
         let (lb_name, extent_name) = if true_bounds { ("true_lb", "true_extent") } else { ("lb", "extent") };
         check_ptr(lb, lb_name)?;
@@ -519,36 +413,6 @@ pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent_: *mut MPI_Count) -> c_int {
     extent("MPI_Type_get_extent_c", datatype, lb, extent_, false)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
-    extent("MPI_Type_get_true_extent", datatype, true_lb, true_extent, true)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    extent("MPI_Type_get_true_extent_x", datatype, true_lb, true_extent, true)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_true_extent_c(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    extent("MPI_Type_get_true_extent_c", datatype, true_lb, true_extent, true)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
-    with_type("MPI_Type_extent", datatype, extent, |d| Ok(d.extent() as MPI_Aint))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
-    with_type("MPI_Type_lb", datatype, displacement, |d| Ok(d.lb() as MPI_Aint))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
-    with_type("MPI_Type_ub", datatype, displacement, |d| Ok(d.ub() as MPI_Aint))
 }
 
 /// MPI_Type_get_envelope(_c). `num_large_counts` is None in the classic

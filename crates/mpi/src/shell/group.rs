@@ -30,27 +30,12 @@ fn new_group(out: *mut MPI_Group, name: &'static str, f: impl FnOnce(&mut State)
     })
 }
 
-fn group_query<T>(name: &'static str, group: MPI_Group, out: *mut T, f: impl FnOnce(&State, &Group) -> R<T>) -> c_int {
-    api(name, Target::NoComm, || {
-        check_ptr(out, "output")?;
-        let v = state::with(|st| {
-            let g = st.group(group)?;
-            f(st, &g)
-        })?;
-        // SAFETY: checked non-null.
-        unsafe { *out = v };
-        Ok(())
-    })
+pub(crate) fn group_rank(st: &mut State, group: MPI_Group) -> R<c_int> {
+    Ok(st.group(group)?.rank_of(st.rt.me).unwrap_or(MPI_UNDEFINED))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
-    group_query("MPI_Group_size", group, size, |_, g| Ok(g.size()))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
-    group_query("MPI_Group_rank", group, rank, |st, g| Ok(g.rank_of(st.rt.me).unwrap_or(MPI_UNDEFINED)))
+pub(crate) fn group_size(st: &mut State, group: MPI_Group) -> R<c_int> {
+    Ok(st.group(group)?.size())
 }
 
 #[no_mangle]

@@ -22,6 +22,16 @@ pub mod pack;
 pub mod req;
 pub mod topo;
 
+/// The `PMPI_X` functions that only pass arguments on, generated from the
+/// bindings in abi/functions.txt (see crates/abi/src/shell.rs).
+mod generated {
+    #![allow(clippy::useless_conversion, clippy::too_many_arguments, clippy::unit_arg)]
+    use super::*;
+    use crate::objects::SendMode;
+    use crate::state::{self, api, Target};
+    include!(concat!(env!("OUT_DIR"), "/shell.rs"));
+}
+
 pub use attr::*;
 pub use coll::*;
 pub use comm::*;
@@ -31,12 +41,13 @@ pub use env::*;
 pub use errh::*;
 pub use group::*;
 pub use info::*;
-pub use neighbor::*;
+pub(crate) use neighbor::*;
 pub use op::*;
 pub use p2p::*;
-pub use pack::*;
+pub(crate) use pack::*;
 pub use req::*;
 pub use topo::*;
+pub use generated::*;
 
 use crate::errors::{err, R};
 pub use crate::objects::{check_count, check_recv_tag, check_tag};

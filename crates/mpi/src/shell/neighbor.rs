@@ -39,7 +39,7 @@ fn neighborhood(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_allgather(
+pub(crate) fn plan_neighbor_allgather(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -62,7 +62,7 @@ fn plan_allgather(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_allgatherv(
+pub(crate) fn plan_neighbor_allgatherv(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -86,7 +86,7 @@ fn plan_allgatherv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoall(
+pub(crate) fn plan_neighbor_alltoall(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -106,7 +106,7 @@ fn plan_alltoall(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoallv(
+pub(crate) fn plan_neighbor_alltoallv(
     st: &State,
     sendbuf: *const c_void,
     sendcounts: Ints,
@@ -128,7 +128,7 @@ fn plan_alltoallv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoallw(
+pub(crate) fn plan_neighbor_alltoallw(
     st: &State,
     sendbuf: *const c_void,
     sendcounts: Ints,
@@ -150,311 +150,3 @@ fn plan_alltoallw(
 }
 
 // ---- entry points -------------------------------------------------------------------------
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_allgather", comm, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_allgather_c", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_allgather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_allgather", comm, request, |st| {
-        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_allgather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_allgather_c", comm, request, |st| {
-        plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgather_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_allgather_init", comm, info, request, |st| {
-        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgather_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_allgather_init_c", comm, info, request, |st| {
-        plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_allgatherv", comm, |st| {
-        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_allgatherv_c", comm, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_allgatherv", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_allgatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_allgatherv_c", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_allgatherv_init", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_allgatherv_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_allgatherv_init_c", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoall(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoall_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoall_c", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoall(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoall", comm, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoall_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoall_c", comm, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoall_init", comm, info, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoall_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoall_init_c", comm, info, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallv(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoallv", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoallv_c", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoallv", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoallv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoallv_c", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoallv_init", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallv_init_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoallv_init_c", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallw(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoallw", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Neighbor_alltoallw_c", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoallw", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ineighbor_alltoallw_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ineighbor_alltoallw_c", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoallw_init", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Neighbor_alltoallw_init_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Neighbor_alltoallw_init_c", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls, sendtypes, recvbuf, recvcounts.into(), rdispls, recvtypes, comm)
-    })
-}

@@ -220,7 +220,7 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) ->
     })
 }
 
-fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+pub(crate) fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
     api(name, Target::NoComm, || {
         let n = check_count(count)?;
         let (red, dt) = state::with(|st| Ok((st.reducer(op, datatype)?, st.dtype(datatype)?)))?;
@@ -232,14 +232,4 @@ fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *mut c_void,
         // SAFETY: the caller's buffers hold `count` items of the datatype.
         unsafe { red.reduce(inbuf as *const u8, inoutbuf as *mut u8, n, &dt) }.map_err(|e| err(MPI_ERR_OP, e))
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count.into(), datatype, op)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op)
 }

@@ -182,7 +182,7 @@ pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
 
 /// Start, progress once, and if not done wait.
 #[allow(clippy::too_many_arguments)]
-fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
+pub(crate) fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> c_int {
     api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
@@ -199,7 +199,7 @@ fn blocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: M
 }
 
 #[allow(clippy::too_many_arguments)]
-fn nonblocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode, request: *mut MPI_Request) -> c_int {
+pub(crate) fn nonblocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request, mode: SendMode) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
@@ -213,73 +213,8 @@ fn nonblocking_send(name: &'static str, buf: *const c_void, count: MPI_Count, dt
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Send", buf, count.into(), datatype, dest, tag, comm, SendMode::Standard)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Send_c", buf, count, datatype, dest, tag, comm, SendMode::Standard)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Ssend", buf, count.into(), datatype, dest, tag, comm, SendMode::Sync)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Ssend_c", buf, count, datatype, dest, tag, comm, SendMode::Sync)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Rsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Ready)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Rsend_c", buf, count, datatype, dest, tag, comm, SendMode::Ready)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Bsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Buffered)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    blocking_send("MPI_Bsend_c", buf, count, datatype, dest, tag, comm, SendMode::Buffered)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Isend", buf, count.into(), datatype, dest, tag, comm, SendMode::Standard, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Isend_c", buf, count, datatype, dest, tag, comm, SendMode::Standard, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Issend", buf, count.into(), datatype, dest, tag, comm, SendMode::Sync, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Issend_c", buf, count, datatype, dest, tag, comm, SendMode::Sync, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Irsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Ready, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, SendMode::Ready, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Ibsend", buf, count.into(), datatype, dest, tag, comm, SendMode::Buffered, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_send("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, SendMode::Buffered, request)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+pub(crate) fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     api(name, Target::Comm(comm), || {
         let s = state::with(|st| {
             let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
@@ -295,7 +230,7 @@ fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatyp
 }
 
 #[allow(clippy::too_many_arguments)]
-fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+pub(crate) fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
@@ -308,24 +243,23 @@ fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, data
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    blocking_recv("MPI_Recv", buf, count.into(), datatype, source, tag, comm, status)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    blocking_recv("MPI_Recv_c", buf, count, datatype, source, tag, comm, status)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_recv("MPI_Irecv", buf, count.into(), datatype, source, tag, comm, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    nonblocking_recv("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request)
+// ---- persistent requests ------------------------------------------------------
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn send_init(
+    name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request, mode: SendMode,
+) -> c_int {
+    persistent(name, comm, PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode }, request)
 }
 
-// ---- persistent requests ------------------------------------------------------
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recv_init(
+    name: &'static str, buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    persistent(name, comm, PersistentSpec::Recv { buf, count, dt, source, tag, comm }, request)
+}
 
 fn persistent(name: &'static str, comm: MPI_Comm, spec: PersistentSpec, request: *mut MPI_Request) -> c_int {
     api(name, Target::Comm(comm), || {
@@ -358,51 +292,10 @@ fn persistent(name: &'static str, comm: MPI_Comm, spec: PersistentSpec, request:
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Send_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Send_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Standard }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Ssend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Ssend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Sync }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Rsend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Rsend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Ready }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Bsend_init", comm, PersistentSpec::Send { buf, count: count.into(), dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Bsend_init_c", comm, PersistentSpec::Send { buf, count, dt: datatype, dest, tag, comm, mode: SendMode::Buffered }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Recv_init", comm, PersistentSpec::Recv { buf, count: count.into(), dt: datatype, source, tag, comm }, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    persistent("MPI_Recv_init_c", comm, PersistentSpec::Recv { buf, count, dt: datatype, source, tag, comm }, request)
-}
-
 // ---- send-receive -------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn sendrecv(
+pub(crate) fn sendrecv(
     name: &'static str,
     sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
     recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
@@ -421,7 +314,7 @@ fn sendrecv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn sendrecv_replace(
+pub(crate) fn sendrecv_replace(
     name: &'static str,
     buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
     source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
@@ -443,40 +336,6 @@ fn sendrecv_replace(
         finish_blocking(ss, std::ptr::null_mut())?;
         finish_blocking(rs, status)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv("MPI_Sendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv_replace(
-    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv_replace("MPI_Sendrecv_replace", buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, status)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Sendrecv_replace_c(
-    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status,
-) -> c_int {
-    sendrecv_replace("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 }
 
 // ---- probe --------------------------------------------------------------------
@@ -611,14 +470,14 @@ fn start_mrecv(st: &mut State, buf: *mut c_void, count: MPI_Count, datatype: MPI
     Ok(Started::Engine(r, ReqKind::Recv))
 }
 
-fn mrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+pub(crate) fn mrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
     api(name, Target::NoComm, || {
         let s = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
         finish_blocking(s, status)
     })
 }
 
-fn imrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+pub(crate) fn imrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
     api(name, Target::NoComm, || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
@@ -631,27 +490,10 @@ fn imrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    mrecv("MPI_Mrecv", buf, count.into(), datatype, message, status)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    mrecv("MPI_Mrecv_c", buf, count, datatype, message, status)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    imrecv("MPI_Imrecv", buf, count.into(), datatype, message, request)
-}
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    imrecv("MPI_Imrecv_c", buf, count, datatype, message, request)
-}
-
 // ---- nonblocking send-receive (MPI 4) -------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn isendrecv(
+pub(crate) fn isendrecv(
     name: &'static str,
     sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
     recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
@@ -672,7 +514,7 @@ fn isendrecv(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn isendrecv_replace(
+pub(crate) fn isendrecv_replace(
     name: &'static str,
     buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
     source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
@@ -695,40 +537,6 @@ fn isendrecv_replace(
         unsafe { *request = h };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv("MPI_Isendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag, recvbuf, recvcount.into(), recvtype, source, recvtag, comm, request)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
-    comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv_replace(
-    buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv_replace("MPI_Isendrecv_replace", buf, count.into(), datatype, dest, sendtag, source, recvtag, comm, request)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Isendrecv_replace_c(
-    buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
-    source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    isendrecv_replace("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
 }
 
 impl State {
@@ -811,7 +619,7 @@ unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: Coun
     size.put(n);
 }
 
-fn buffer_attach(name: &'static str, buffer: *mut c_void, size: MPI_Count) -> c_int {
+pub(crate) fn buffer_attach(name: &'static str, buffer: *mut c_void, size: MPI_Count) -> c_int {
     api(name, Target::NoComm, || {
         let b = new_buffer(buffer, size)?;
         state::with(|st| {
@@ -824,7 +632,7 @@ fn buffer_attach(name: &'static str, buffer: *mut c_void, size: MPI_Count) -> c_
     })
 }
 
-fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
+pub(crate) fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
     api(name, Target::NoComm, || {
         check_ptr(buffer_addr, "buffer_addr")?;
         size.check("size")?;
@@ -834,26 +642,6 @@ fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: CountPtr) -
         unsafe { give_back(b, buffer_addr, size) };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    buffer_attach("MPI_Buffer_attach", buffer, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
-    buffer_attach("MPI_Buffer_attach_c", buffer, size)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    buffer_detach("MPI_Buffer_detach", buffer_addr, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
-    buffer_detach("MPI_Buffer_detach_c", buffer_addr, size.into())
 }
 
 #[no_mangle]
@@ -882,7 +670,7 @@ pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int 
     api("MPI_Buffer_iflush", Target::NoComm, || iflush(BufOwner::Process, MPI_COMM_SELF, request))
 }
 
-fn comm_attach_buffer(name: &'static str, comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
+pub(crate) fn comm_attach_buffer(name: &'static str, comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
     api(name, Target::Comm(comm), || {
         let b = new_buffer(buffer, size)?;
         state::with(|st| {
@@ -896,7 +684,7 @@ fn comm_attach_buffer(name: &'static str, comm: MPI_Comm, buffer: *mut c_void, s
     })
 }
 
-fn comm_detach_buffer(name: &'static str, comm: MPI_Comm, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
+pub(crate) fn comm_detach_buffer(name: &'static str, comm: MPI_Comm, buffer_addr: *mut c_void, size: CountPtr) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(buffer_addr, "buffer_addr")?;
         size.check("size")?;
@@ -907,26 +695,6 @@ fn comm_detach_buffer(name: &'static str, comm: MPI_Comm, buffer_addr: *mut c_vo
         unsafe { give_back(b, buffer_addr, size) };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_attach_buffer(comm: MPI_Comm, buffer: *mut c_void, size: c_int) -> c_int {
-    comm_attach_buffer("MPI_Comm_attach_buffer", comm, buffer, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_attach_buffer_c(comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
-    comm_attach_buffer("MPI_Comm_attach_buffer_c", comm, buffer, size)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_detach_buffer(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    comm_detach_buffer("MPI_Comm_detach_buffer", comm, buffer_addr, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_detach_buffer_c(comm: MPI_Comm, buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
-    comm_detach_buffer("MPI_Comm_detach_buffer_c", comm, buffer_addr, size.into())
 }
 
 #[no_mangle]

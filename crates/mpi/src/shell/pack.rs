@@ -14,7 +14,7 @@ fn pos(position: CountPtr) -> R<u64> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pack(name: &'static str, inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: CountPtr, comm: MPI_Comm) -> c_int {
+pub(crate) fn pack(name: &'static str, inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: CountPtr, comm: MPI_Comm) -> c_int {
     api(name, Target::Comm(comm), || {
         let n = check_count(incount)?;
         let at = pos(position)?;
@@ -42,18 +42,8 @@ fn pack(name: &'static str, inbuf: *const c_void, incount: MPI_Count, datatype: 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: MPI_Comm) -> c_int {
-    pack("MPI_Pack", inbuf, incount.into(), datatype, outbuf, outsize.into(), position.into(), comm)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_c(inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count, comm: MPI_Comm) -> c_int {
-    pack("MPI_Pack_c", inbuf, incount, datatype, outbuf, outsize, position.into(), comm)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn unpack(name: &'static str, inbuf: *const c_void, insize: MPI_Count, position: CountPtr, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
+pub(crate) fn unpack(name: &'static str, inbuf: *const c_void, insize: MPI_Count, position: CountPtr, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
     api(name, Target::Comm(comm), || {
         let n = check_count(outcount)?;
         let at = pos(position)?;
@@ -81,19 +71,9 @@ fn unpack(name: &'static str, inbuf: *const c_void, insize: MPI_Count, position:
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    unpack("MPI_Unpack", inbuf, insize.into(), position.into(), outbuf, outcount.into(), datatype, comm)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack_c(inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    unpack("MPI_Unpack_c", inbuf, insize, position.into(), outbuf, outcount, datatype, comm)
-}
-
 /// MPI_Pack_size(_c): an upper bound of the packed size (here the exact
 /// size); MPI_UNDEFINED in an `int` that cannot hold it (as MPICH).
-fn pack_size(name: &'static str, incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm, size: CountPtr) -> c_int {
+pub(crate) fn pack_size(name: &'static str, incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm, size: CountPtr) -> c_int {
     api(name, Target::Comm(comm), || {
         size.check("size")?;
         let n = check_count(incount)?;
@@ -108,16 +88,6 @@ fn pack_size(name: &'static str, incount: MPI_Count, datatype: MPI_Datatype, com
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
-    pack_size("MPI_Pack_size", incount.into(), datatype, comm, size.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_size_c(incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut MPI_Count) -> c_int {
-    pack_size("MPI_Pack_size_c", incount, datatype, comm, size.into())
-}
-
 unsafe fn check_datarep(datarep: *const c_char) -> R<()> {
     let d = read_cstr(datarep)?;
     if d != "external32" {
@@ -130,7 +100,7 @@ unsafe fn check_datarep(datarep: *const c_char) -> R<()> {
 // binding and MPI_Count ones in the large-count binding: both are i64 here.
 
 #[allow(clippy::too_many_arguments)]
-fn pack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count) -> c_int {
+pub(crate) fn pack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count) -> c_int {
     api(name, Target::NoComm, || {
         // SAFETY: read_cstr checks for NULL; the caller's C string.
         unsafe { check_datarep(datarep)? };
@@ -153,18 +123,8 @@ fn pack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_voi
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Aint, position: *mut MPI_Aint) -> c_int {
-    pack_external("MPI_Pack_external", datarep, inbuf, incount.into(), datatype, outbuf, outsize, position)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external_c(datarep: *const c_char, inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count) -> c_int {
-    pack_external("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn unpack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype) -> c_int {
+pub(crate) fn unpack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype) -> c_int {
     api(name, Target::NoComm, || {
         // SAFETY: read_cstr checks for NULL; the caller's C string.
         unsafe { check_datarep(datarep)? };
@@ -187,17 +147,7 @@ fn unpack_external(name: &'static str, datarep: *const c_char, inbuf: *const c_v
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: MPI_Aint, position: *mut MPI_Aint, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype) -> c_int {
-    unpack_external("MPI_Unpack_external", datarep, inbuf, insize, position, outbuf, outcount.into(), datatype)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Unpack_external_c(datarep: *const c_char, inbuf: *const c_void, insize: MPI_Count, position: *mut MPI_Count, outbuf: *mut c_void, outcount: MPI_Count, datatype: MPI_Datatype) -> c_int {
-    unpack_external("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype)
-}
-
-fn pack_external_size(name: &'static str, datarep: *const c_char, incount: MPI_Count, datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+pub(crate) fn pack_external_size(name: &'static str, datarep: *const c_char, incount: MPI_Count, datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     api(name, Target::NoComm, || {
         // SAFETY: read_cstr checks for NULL; the caller's C string.
         unsafe { check_datarep(datarep)? };
@@ -209,14 +159,4 @@ fn pack_external_size(name: &'static str, datarep: *const c_char, incount: MPI_C
         unsafe { *size = b as MPI_Count };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: MPI_Datatype, size: *mut MPI_Aint) -> c_int {
-    pack_external_size("MPI_Pack_external_size", datarep, incount.into(), datatype, size)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Pack_external_size_c(datarep: *const c_char, incount: MPI_Count, datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    pack_external_size("MPI_Pack_external_size_c", datarep, incount, datatype, size)
 }

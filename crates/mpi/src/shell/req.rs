@@ -729,7 +729,7 @@ fn count_in(bytes: i64, size: u64) -> i64 {
     bytes / size as i64
 }
 
-fn get_count(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
+pub(crate) fn get_count(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
     api(name, Target::NoComm, || {
         check_ptr(status, "status")?;
         count.check("count")?;
@@ -740,16 +740,6 @@ fn get_count(name: &'static str, status: *const MPI_Status, datatype: MPI_Dataty
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    get_count("MPI_Get_count", status, datatype, count.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    get_count("MPI_Get_count_c", status, datatype, count.into())
-}
-
 fn elements(status: *const MPI_Status, datatype: MPI_Datatype) -> R<i64> {
     check_ptr(status, "status")?;
     let dt = state::with(|st| st.dtype(datatype))?;
@@ -758,7 +748,7 @@ fn elements(status: *const MPI_Status, datatype: MPI_Datatype) -> R<i64> {
     Ok(dt.elements_in(bytes as u64).map_or(MPI_UNDEFINED as i64, |e| e as i64))
 }
 
-fn get_elements(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
+pub(crate) fn get_elements(name: &'static str, status: *const MPI_Status, datatype: MPI_Datatype, count: CountPtr) -> c_int {
     api(name, Target::NoComm, || {
         count.check("count")?;
         let e = elements(status, datatype)?;
@@ -766,21 +756,6 @@ fn get_elements(name: &'static str, status: *const MPI_Status, datatype: MPI_Dat
         unsafe { count.put(e) };
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    get_elements("MPI_Get_elements", status, datatype, count.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    get_elements("MPI_Get_elements_x", status, datatype, count.into())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    get_elements("MPI_Get_elements_c", status, datatype, count.into())
 }
 
 fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> R<()> {

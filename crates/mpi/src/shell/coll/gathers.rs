@@ -8,7 +8,7 @@ use gridmpi_engine::coll::{allgather, alltoall, gather, scatter, wan};
 // ---- gather ------------------------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn plan_gather(
+pub(crate) fn plan_gather(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -59,60 +59,8 @@ fn plan_gather(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Gather", comm, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Gather_c", comm, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Igather", comm, request, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Igather_c", comm, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gather_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Gather_init", comm, info, request, |st| plan_gather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gather_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Gather_init_c", comm, info, request, |st| plan_gather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
 #[allow(clippy::too_many_arguments)]
-fn plan_gatherv(
+pub(crate) fn plan_gatherv(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -157,72 +105,10 @@ fn plan_gatherv(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Gatherv", comm, |st| plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Gatherv_c", comm, |st| plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Igatherv", comm, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Igatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Igatherv_c", comm, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Gatherv_init", comm, info, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Gatherv_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype,
-    root: c_int, comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Gatherv_init_c", comm, info, request, |st| {
-        plan_gatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, root, comm)
-    })
-}
-
 // ---- scatter -----------------------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn plan_scatter(
+pub(crate) fn plan_scatter(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -273,64 +159,8 @@ fn plan_scatter(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatter(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scatter", comm, |st| plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatter_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scatter_c", comm, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatter(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscatter", comm, request, |st| plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatter_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscatter_c", comm, request, |st| plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatter_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scatter_init", comm, info, request, |st| {
-        plan_scatter(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatter_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scatter_init_c", comm, info, request, |st| {
-        plan_scatter(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
-fn plan_scatterv(
+pub(crate) fn plan_scatterv(
     st: &State,
     sendbuf: *const c_void,
     sendcounts: Ints,
@@ -375,66 +205,6 @@ fn plan_scatterv(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv(
-    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scatterv", comm, |st| plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scatterv_c", comm, |st| plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatterv(
-    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscatterv", comm, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscatterv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscatterv_c", comm, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv_init(
-    sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scatterv_init", comm, info, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount.into(), recvtype, root, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scatterv_init_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scatterv_init_c", comm, info, request, |st| {
-        plan_scatterv(st, sendbuf, sendcounts.into(), displs.into(), sendtype, recvbuf, recvcount, recvtype, root, comm)
-    })
-}
-
 // ---- allgather ---------------------------------------------------------------------------
 
 /// Allgather(v) on the blocks of the receive buffer.
@@ -455,7 +225,7 @@ fn allgather_build(c: &CommShape, mine: Option<UserBuf>, bl: Vec<UserBuf>, input
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_allgather(
+pub(crate) fn plan_allgather(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -473,62 +243,8 @@ fn plan_allgather(
     Ok(allgather_build(&c, mine, bl, c.input(rc * rdt.size())))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allgather", comm, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allgather_c", comm, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgather(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallgather", comm, request, |st| plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgather_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallgather_c", comm, request, |st| plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgather_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allgather_init", comm, info, request, |st| {
-        plan_allgather(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgather_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allgather_init_c", comm, info, request, |st| {
-        plan_allgather(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
-fn plan_allgatherv(
+pub(crate) fn plan_allgatherv(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -548,66 +264,6 @@ fn plan_allgatherv(
     let total: u64 = rc.iter().sum::<u64>() * rdt.size();
     let input = Input { equal_blocks: false, ..c.input(total / c.peers().max(1) as u64) };
     Ok(allgather_build(&c, mine, bl, input))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allgatherv", comm, |st| plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allgatherv_c", comm, |st| plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgatherv(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallgatherv", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallgatherv_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallgatherv_c", comm, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allgatherv_init", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allgatherv_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allgatherv_init_c", comm, info, request, |st| {
-        plan_allgatherv(st, sendbuf, sendcount, sendtype, recvbuf, recvcounts.into(), displs.into(), recvtype, comm)
-    })
 }
 
 // ---- alltoall ----------------------------------------------------------------------------
@@ -639,7 +295,7 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoall(
+pub(crate) fn plan_alltoall(
     st: &State,
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -658,67 +314,13 @@ fn plan_alltoall(
     Ok(alltoall_build(&c, send, recv, c.input(block), Some(block)))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoall(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoall", comm, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoall_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoall_c", comm, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoall(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoall", comm, request, |st| plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoall_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoall_c", comm, request, |st| plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoall_init(
-    sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoall_init", comm, info, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoall_init_c(
-    sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoall_init_c", comm, info, request, |st| {
-        plan_alltoall(st, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-    })
-}
-
 /// Input of the v and w forms: only what every rank knows alike.
 fn uneven(c: &CommShape) -> Input {
     Input { equal_blocks: false, ..c.input(0) }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoallv(
+pub(crate) fn plan_alltoallv(
     st: &State,
     sendbuf: *const c_void,
     sendcounts: Ints,
@@ -742,70 +344,6 @@ fn plan_alltoallv(
     Ok(alltoall_build(&c, send, recv, uneven(&c), None))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoallv", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoallv_c", comm, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallv(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoallv", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallv_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoallv_c", comm, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv_init(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoallv_init", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallv_init_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoallv_init_c", comm, info, request, |st| {
-        plan_alltoallv(st, sendbuf, sendcounts.into(), sdispls.into(), sendtype, recvbuf, recvcounts.into(), rdispls.into(), recvtype, comm)
-    })
-}
-
 /// Blocks with byte displacements and per-block types (the w forms).
 pub fn blocks_w(st: &State, base: *const c_void, counts_p: Ints, displs: &[i64], types_p: *const MPI_Datatype, n: i32, what: &str) -> R<Vec<UserBuf>> {
     let cs = counts(counts_p, n, &format!("{what}counts"))?;
@@ -814,7 +352,7 @@ pub fn blocks_w(st: &State, base: *const c_void, counts_p: Ints, displs: &[i64],
 }
 
 #[allow(clippy::too_many_arguments)]
-fn plan_alltoallw(
+pub(crate) fn plan_alltoallw(
     st: &State,
     sendbuf: *const c_void,
     sendcounts: Ints,
@@ -838,68 +376,4 @@ fn plan_alltoallw(
         Some(blocks_w(st, sendbuf, sendcounts, &sd, sendtypes, q, "send")?)
     };
     Ok(alltoall_build(&c, send, recv, uneven(&c), None))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoallw", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Alltoallw_c", comm, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallw(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoallw", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ialltoallw_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ialltoallw_c", comm, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw_init(
-    sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoallw_init", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Alltoallw_init_c(
-    sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Alltoallw_init_c", comm, info, request, |st| {
-        plan_alltoallw(st, sendbuf, sendcounts.into(), sdispls.into(), sendtypes, recvbuf, recvcounts.into(), rdispls.into(), recvtypes, comm)
-    })
 }

@@ -15,7 +15,7 @@ fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) 
 // ---- reduce ------------------------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn plan_reduce(
+pub(crate) fn plan_reduce(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -62,55 +62,9 @@ fn plan_reduce(
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce", comm, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce_c", comm, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce_c", comm, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_init", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count.into(), datatype, op, root, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_init_c", comm, info, request, |st| plan_reduce(st, sendbuf, recvbuf, count, datatype, op, root, comm))
-}
-
 // ---- allreduce ---------------------------------------------------------------------------
 
-fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
+pub(crate) fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
     no_in_place_inter(&c, sendbuf)?;
     let n = check_count(count)?;
@@ -136,52 +90,6 @@ fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, coun
             },
         }
     }))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allreduce", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Allreduce_c", comm, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallreduce(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallreduce", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iallreduce_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iallreduce_c", comm, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allreduce_init", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Allreduce_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Allreduce_init_c", comm, info, request, |st| plan_allreduce(st, sendbuf, recvbuf, count, datatype, op, comm))
 }
 
 // ---- reduce_scatter ------------------------------------------------------------------------
@@ -222,7 +130,7 @@ fn plan_reduce_scatter_counts(
     }))
 }
 
-fn plan_reduce_scatter(
+pub(crate) fn plan_reduce_scatter(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -236,7 +144,7 @@ fn plan_reduce_scatter(
     plan_reduce_scatter_counts(st, sendbuf, recvbuf, cs, datatype, op, comm)
 }
 
-fn plan_reduce_scatter_block(
+pub(crate) fn plan_reduce_scatter_block(
     st: &State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -250,116 +158,11 @@ fn plan_reduce_scatter_block(
     plan_reduce_scatter_counts(st, sendbuf, recvbuf, vec![n; c.size as usize], datatype, op, comm)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce_scatter", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce_scatter_c", comm, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce_scatter", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce_scatter_c", comm, request, |st| plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_scatter_init", comm, info, request, |st| {
-        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_scatter_init_c", comm, info, request, |st| {
-        plan_reduce_scatter(st, sendbuf, recvbuf, recvcounts.into(), datatype, op, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce_scatter_block", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Reduce_scatter_block_c", comm, |st| plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter_block(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce_scatter_block", comm, request, |st| {
-        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Ireduce_scatter_block_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Ireduce_scatter_block_c", comm, request, |st| {
-        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_scatter_block_init", comm, info, request, |st| {
-        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount.into(), datatype, op, comm)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Reduce_scatter_block_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Reduce_scatter_block_init_c", comm, info, request, |st| {
-        plan_reduce_scatter_block(st, sendbuf, recvbuf, recvcount, datatype, op, comm)
-    })
-}
-
 // ---- scan and exscan ---------------------------------------------------------------------
 
 #[allow(clippy::too_many_arguments)]
-fn plan_scan(
+pub(crate) fn plan_scan(
     st: &State,
-    what: &str,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: MPI_Count,
@@ -369,7 +172,7 @@ fn plan_scan(
     exclusive: bool,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    c.intra_only(what)?;
+    c.intra_only(if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
     let n = check_count(count)?;
     let dt = st.dtype(datatype)?;
     let red = st.reducer(op, datatype)?;
@@ -383,100 +186,4 @@ fn plan_scan(
             Scan::Linear => scan::linear(v, t, i, r, o, exclusive),
         }
     }))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scan(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scan", comm, |st| plan_scan(st, "MPI_Scan", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scan_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Scan_c", comm, |st| plan_scan(st, "MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscan(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscan", comm, request, |st| plan_scan(st, "MPI_Iscan", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iscan_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iscan_c", comm, request, |st| plan_scan(st, "MPI_Iscan_c", sendbuf, recvbuf, count, datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scan_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scan_init", comm, info, request, |st| plan_scan(st, "MPI_Scan_init", sendbuf, recvbuf, count.into(), datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Scan_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Scan_init_c", comm, info, request, |st| plan_scan(st, "MPI_Scan_init_c", sendbuf, recvbuf, count, datatype, op, comm, false))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Exscan(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Exscan", comm, |st| plan_scan(st, "MPI_Exscan", sendbuf, recvbuf, count.into(), datatype, op, comm, true))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Exscan_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-) -> c_int {
-    blocking("MPI_Exscan_c", comm, |st| plan_scan(st, "MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm, true))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iexscan(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iexscan", comm, request, |st| plan_scan(st, "MPI_Iexscan", sendbuf, recvbuf, count.into(), datatype, op, comm, true))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Iexscan_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    nonblocking("MPI_Iexscan_c", comm, request, |st| plan_scan(st, "MPI_Iexscan_c", sendbuf, recvbuf, count, datatype, op, comm, true))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Exscan_init(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Exscan_init", comm, info, request, |st| {
-        plan_scan(st, "MPI_Exscan_init", sendbuf, recvbuf, count.into(), datatype, op, comm, true)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Exscan_init_c(
-    sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm,
-    info: MPI_Info, request: *mut MPI_Request,
-) -> c_int {
-    persistent("MPI_Exscan_init_c", comm, info, request, |st| {
-        plan_scan(st, "MPI_Exscan_init_c", sendbuf, recvbuf, count, datatype, op, comm, true)
-    })
 }

@@ -1,0 +1,322 @@
+//! The generated part of the C API shell: `PMPI_X` functions whose body is
+//! only argument plumbing, written from `abi/functions.txt`.
+//!
+//! A prototype may end with a binding, `=> FORM IMPL[(EXTRA, ...)] [-> OUT, ...]`,
+//! which says how its `PMPI_X` calls the library's implementation `IMPL` (a
+//! function in scope of `crates/mpi/src/shell`):
+//!
+//! - `call IMPL(EXTRA)`: `IMPL("MPI_X", arg, ..., EXTRA)`; IMPL does the rest
+//!   (entering `api`, taking the lock, waiting). The token `LARGE` in EXTRA
+//!   stands for whether this is the large-count (`_c`) binding.
+//! - `coll PLAN`: a collective. `MPI_X` starts PLAN's schedule and waits,
+//!   `MPI_IX` returns its request, `MPI_X_init` makes a persistent request
+//!   (`blocking`, `nonblocking`, `persistent` in `shell/coll.rs`); PLAN gets
+//!   the state and the arguments the three forms share.
+//! - `get IMPL -> OUT, ...`: a query. The generated body checks that every
+//!   OUT pointer is not NULL, calls `IMPL(st, other args, EXTRA)` under the
+//!   lock, and stores what it returns (one value, or a tuple in OUT order)
+//!   through the OUT pointers. Errors go to the handler of the first
+//!   communicator argument, or of MPI_COMM_SELF when there is none.
+//!
+//! Every argument is passed with `.into()`, so one implementation serves
+//! both C bindings: an `int` count widens to `MPI_Count`, an `int` or
+//! `MPI_Count`/`MPI_Aint` array becomes the shell's `Ints`.
+//!
+//! Siblings need no binding of their own ([`resolve`]): `MPI_X_c` takes the
+//! binding of `MPI_X`; with a `coll` binding, `MPI_IX` and `MPI_X_init` (and
+//! their `_c` forms) take it in their nonblocking and persistent forms.
+
+use crate::{rust_ident, rust_ret, rust_type, Function, Status};
+use std::fmt::Write;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Form {
+    Call,
+    Coll,
+    /// The names of the output parameters, in the order IMPL returns them.
+    Get(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub form: Form,
+    /// The implementation's name (a Rust path).
+    pub imp: String,
+    /// Rust expressions passed after the C arguments.
+    pub extra: Vec<String>,
+}
+
+impl Binding {
+    /// Parse what follows `=>` on a table line.
+    pub fn parse(text: &str) -> Result<Binding, String> {
+        let (head, outs) = match text.split_once("->") {
+            Some((h, o)) => (h.trim(), Some(o)),
+            None => (text.trim(), None),
+        };
+        let (form, rest) = head.split_once(char::is_whitespace).ok_or_else(|| format!("binding {text:?}: expected FORM IMPL"))?;
+        let rest = rest.trim();
+        let (imp, extra) = match rest.find('(') {
+            Some(open) => {
+                let inner = rest[open + 1..].strip_suffix(')').ok_or_else(|| format!("binding {text:?}: unclosed '('"))?;
+                (rest[..open].trim(), split_top_level(inner))
+            }
+            None => (rest, Vec::new()),
+        };
+        if imp.is_empty() || !imp.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            return Err(format!("binding {text:?}: bad implementation name {imp:?}"));
+        }
+        let outs: Vec<String> = outs.map(|o| o.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let form = match form {
+            "call" => Form::Call,
+            "coll" => Form::Coll,
+            "get" if !outs.is_empty() => Form::Get(outs.clone()),
+            "get" => return Err(format!("binding {text:?}: get needs '-> OUT, ...'")),
+            f => return Err(format!("binding {text:?}: unknown form {f:?} (call, coll, get)")),
+        };
+        if !outs.is_empty() && !matches!(form, Form::Get(_)) {
+            return Err(format!("binding {text:?}: only get has outputs"));
+        }
+        Ok(Binding { form, imp: imp.to_string(), extra })
+    }
+}
+
+/// Split `a, f(b, c), d` at the commas outside parentheses.
+fn split_top_level(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0i32);
+    for c in s.chars() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Which form of a collective a function is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `MPI_X`: start and wait (or whatever `call`/`get` do).
+    Plain,
+    /// `MPI_IX`: start and return the request.
+    Nonblocking,
+    /// `MPI_X_init`: a persistent request.
+    Persistent,
+}
+
+/// A function's generated binding: its own or a sibling's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved<'a> {
+    pub binding: &'a Binding,
+    pub variant: Variant,
+    /// The large-count (`_c`) binding.
+    pub large: bool,
+}
+
+/// The binding each function's `PMPI_X` is generated from; None for the
+/// hand-written ones (and unavailable functions, generated elsewhere).
+pub fn resolve(funcs: &[Function]) -> Vec<Option<Resolved<'_>>> {
+    let own = |name: &str| funcs.iter().find(|f| f.name == name).and_then(|f| f.binding.as_ref());
+    funcs
+        .iter()
+        .map(|f| {
+            if f.status != Status::Implemented {
+                return None;
+            }
+            let (base, large) = match f.name.strip_suffix("_c") {
+                Some(b) => (b, true),
+                None => (f.name.as_str(), false),
+            };
+            if let Some(b) = own(&f.name).or_else(|| if large { own(base) } else { None }) {
+                return Some(Resolved { binding: b, variant: Variant::Plain, large });
+            }
+            let coll = |name: &str| own(name).filter(|b| b.form == Form::Coll);
+            if let Some(b) = base.strip_suffix("_init").and_then(coll) {
+                return Some(Resolved { binding: b, variant: Variant::Persistent, large });
+            }
+            // MPI_Igather -> MPI_Gather
+            let blocking = base.strip_prefix("MPI_I").map(|rest| {
+                let mut c = rest.chars();
+                c.next().map(|first| format!("MPI_{}{}", first.to_ascii_uppercase(), c.as_str())).unwrap_or_default()
+            });
+            blocking.as_deref().and_then(coll).map(|b| Resolved { binding: b, variant: Variant::Nonblocking, large })
+        })
+        .collect()
+}
+
+/// Rust source of every generated `PMPI_X`. The including module must have
+/// in scope the types of `mpi.h`, the implementations named by the
+/// bindings, `api`, `Target`, `state`, `check_ptr` and the collective forms
+/// `blocking`, `nonblocking`, `persistent`.
+pub fn rust_shell(funcs: &[Function]) -> Result<String, String> {
+    let mut out = String::from("// Generated by crates/abi from abi/functions.txt. Do not edit.\n");
+    for (f, r) in funcs.iter().zip(resolve(funcs)) {
+        let Some(r) = r else { continue };
+        let body = body(f, &r).map_err(|e| format!("{}: {e}", f.name))?;
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|p| Ok(format!("{}: {}", rust_ident(&p.name), rust_type(&p.c_type)?)))
+            .collect::<Result<_, String>>()
+            .map_err(|e| format!("{}: {e}", f.name))?;
+        let ret = rust_ret(&f.ret).map_err(|e| format!("{}: {e}", f.name))?;
+        let _ = writeln!(out, "#[no_mangle]\npub unsafe extern \"C\" fn P{}({}){ret} {{\n    {body}\n}}", f.name, params.join(", "));
+    }
+    Ok(out)
+}
+
+fn body(f: &Function, r: &Resolved) -> Result<String, String> {
+    let b = r.binding;
+    let name = &f.name;
+    let extra: Vec<String> = b.extra.iter().map(|e| e.replace("LARGE", if r.large { "true" } else { "false" })).collect();
+    let args = |skip: &[&str]| -> Vec<String> {
+        f.params.iter().filter(|p| !skip.contains(&p.name.as_str())).map(|p| format!("{}.into()", rust_ident(&p.name))).collect()
+    };
+    let has = |n: &str| f.params.iter().any(|p| p.name == n);
+    let last_are = |names: &[&str]| {
+        let k = f.params.len();
+        k >= names.len() && f.params[k - names.len()..].iter().zip(names).all(|(p, n)| p.name == *n)
+    };
+    Ok(match &b.form {
+        Form::Call => {
+            let mut a = vec![format!("{name:?}")];
+            a.extend(args(&[]));
+            a.extend(extra);
+            format!("{}({})", b.imp, a.join(", "))
+        }
+        Form::Coll => {
+            if !has("comm") {
+                return Err("a collective needs a 'comm' parameter".into());
+            }
+            let (call, skip): (String, &[&str]) = match r.variant {
+                Variant::Plain => (format!("blocking({name:?}, comm"), &[]),
+                Variant::Nonblocking if last_are(&["request"]) => (format!("nonblocking({name:?}, comm, request"), &["request"]),
+                Variant::Persistent if last_are(&["info", "request"]) => {
+                    (format!("persistent({name:?}, comm, info, request"), &["info", "request"])
+                }
+                v => return Err(format!("the {v:?} form of a collective must end with its request arguments")),
+            };
+            let mut a = vec!["st".to_string()];
+            a.extend(args(skip));
+            a.extend(extra);
+            format!("{call}, |st| {}({}))", b.imp, a.join(", "))
+        }
+        Form::Get(outs) => {
+            for o in outs {
+                let p = f.params.iter().find(|p| &p.name == o).ok_or_else(|| format!("no parameter {o}"))?;
+                if !p.c_type.ends_with('*') || p.c_type.starts_with("const") {
+                    return Err(format!("output {o} must be a non-const pointer"));
+                }
+            }
+            if f.ret != "int" {
+                return Err("get returns an error code".into());
+            }
+            let target = match f.params.first() {
+                Some(p) if p.c_type == "MPI_Comm" => format!("Target::Comm({})", rust_ident(&p.name)),
+                _ => "Target::NoComm".into(),
+            };
+            let skip: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
+            let mut a = vec!["st".to_string()];
+            a.extend(args(&skip));
+            a.extend(extra);
+            let checks: String = outs.iter().map(|o| format!("check_ptr({}, {o:?})?; ", rust_ident(o))).collect();
+            let (pat, stores) = if outs.len() == 1 {
+                ("v0".to_string(), format!("*{} = v0; ", rust_ident(&outs[0])))
+            } else {
+                let vs: Vec<String> = (0..outs.len()).map(|i| format!("v{i}")).collect();
+                let stores: String = outs.iter().enumerate().map(|(i, o)| format!("*{} = v{i}; ", rust_ident(o))).collect();
+                (format!("({})", vs.join(", ")), stores)
+            };
+            format!(
+                "api({name:?}, {target}, || {{ {checks}let {pat} = state::with(|st| {}({}))?; {stores}Ok(()) }})",
+                b.imp,
+                a.join(", ")
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse_table;
+
+    const TABLE: &str = "## Collectives
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int root, MPI_Comm comm); => coll plan_gather
+int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int root, MPI_Comm comm);
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int root, MPI_Comm comm, MPI_Request *request);
+int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request);
+int MPI_Send(const void *buf, int count, MPI_Comm comm); => call blocking_send(SendMode::Standard, LARGE)
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Comm comm);
+int MPI_Isend(const void *buf, int count, MPI_Comm comm, MPI_Request *request);
+int MPI_Comm_size(MPI_Comm comm, int *size); => get comm_size -> size
+int MPI_Topo_test(MPI_Comm comm, int *a, int *b); => get two -> b, a
+## unavailable: later
+int MPI_Win_free(MPI_Win *win);
+";
+
+    #[test]
+    fn siblings_take_the_binding() {
+        let f = parse_table(TABLE).unwrap();
+        let r = resolve(&f);
+        let v: Vec<Option<(Variant, bool)>> = r.iter().map(|r| r.as_ref().map(|r| (r.variant, r.large))).collect();
+        assert_eq!(
+            v,
+            vec![
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, true)),
+                Some((Variant::Nonblocking, false)),
+                Some((Variant::Persistent, true)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, true)),
+                None, // MPI_Isend: a call binding has no nonblocking sibling
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                None,
+            ]
+        );
+    }
+
+    #[test]
+    fn bodies() {
+        let f = parse_table(TABLE).unwrap();
+        let rs = rust_shell(&f).unwrap();
+        for want in [
+            "blocking(\"MPI_Gather\", comm, |st| plan_gather(st, sendbuf.into(), sendcount.into(), sendtype.into(), root.into(), comm.into()))",
+            "nonblocking(\"MPI_Igather\", comm, request, |st| plan_gather(st, sendbuf.into(), sendcount.into(), sendtype.into(), root.into(), comm.into()))",
+            "persistent(\"MPI_Gather_init_c\", comm, info, request, |st| plan_gather(st, sendbuf.into(), sendcount.into(), sendtype.into(), root.into(), comm.into()))",
+            "blocking_send(\"MPI_Send_c\", buf.into(), count.into(), comm.into(), SendMode::Standard, true)",
+            "api(\"MPI_Comm_size\", Target::Comm(comm), || { check_ptr(size, \"size\")?; let v0 = state::with(|st| comm_size(st, comm.into()))?; *size = v0; Ok(()) })",
+            "let (v0, v1) = state::with(|st| two(st, comm.into()))?; *b = v0; *a = v1; Ok(())",
+        ] {
+            assert!(rs.contains(want), "missing {want}\nin\n{rs}");
+        }
+        assert!(!rs.contains("PMPI_Win_free") && !rs.contains("PMPI_Isend("));
+    }
+
+    #[test]
+    fn bad_bindings_are_errors() {
+        for bad in ["call", "send x", "get f", "call f -> x", "call f(a"] {
+            assert!(Binding::parse(bad).is_err(), "{bad}");
+        }
+        let t = "## C\nint MPI_Ibarrier(MPI_Comm comm);\nint MPI_Barrier(MPI_Comm comm); => coll plan_barrier\n";
+        assert!(rust_shell(&parse_table(t).unwrap()).unwrap_err().contains("request"));
+        let t = "## C\nint MPI_Comm_size(MPI_Comm comm, const int *size); => get f -> size\n";
+        assert!(rust_shell(&parse_table(t).unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_real_table_generates() {
+        let f = parse_table(include_str!("../../../abi/functions.txt")).unwrap();
+        rust_shell(&f).unwrap();
+    }
+}
