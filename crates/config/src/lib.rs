@@ -5,32 +5,84 @@
 //! lines of `NAME = value`, `#` comments) and the environment.
 //!
 //! `gridmpirun --info` prints the registry with each value and its source.
+//! Code reads a value through the typed getters of [`Config`]
+//! (`get_size("GRIDMPI_EAGER_CREDIT")`), which parse the registry's default
+//! when nothing else set it: a default is written once, in the registry.
+//! Rates, sizes and durations are written as [`units`] says, here and in
+//! every file GridMPI and its tools read.
 
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 mod registry;
+pub mod units;
 pub use registry::SETTINGS;
 
-/// The type of a setting's value; values are validated against it.
+/// The type of a setting's value; values are validated against it. Rates,
+/// sizes and durations are written as [`units`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Bool,
-    /// Non-negative integer; accepts k/m/g (binary) suffixes.
+    /// Bytes (or a count): a bare number, `64k` (x1024), `64kB` (x1000)...
     Size,
     /// Signed integer.
     Int,
-    /// Microseconds; accepts `us`, `ms`, `s` suffixes (plain number = microseconds).
+    /// A duration with its unit (`5ms`, `30s`); a bare number only if 0.
+    Duration,
+    /// A duration whose setting's name ends in `_US`: a bare number is
+    /// microseconds (`GRIDMPI_SPIN_US=200`); units are accepted too.
     Micros,
+    /// Bits per second: `100mbit`, `2.5gbit`, `100M`.
+    Rate,
     /// Floating point number.
     Float,
     /// Free text.
     Text,
     /// One of a fixed list of words.
     Choice(&'static [&'static str]),
+}
+
+/// A setting's value, parsed by its kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Bool(bool),
+    Size(u64),
+    Int(i64),
+    Duration(Duration),
+    Rate(u64),
+    Float(f64),
+    /// Text and choices.
+    Text(String),
+}
+
+impl Kind {
+    /// Parse `text` as a value of this kind; the error names the text and
+    /// the expected form.
+    pub fn parse(self, text: &str) -> Result<Value, String> {
+        match self {
+            Kind::Bool => parse_bool(text)
+                .map(Value::Bool)
+                .ok_or_else(|| format!("{text:?}: expected yes/no/1/0/true/false/on/off")),
+            Kind::Size => units::parse_size(text).map(Value::Size),
+            Kind::Int => text.trim().parse().map(Value::Int).map_err(|_| format!("{text:?}: expected a whole number")),
+            Kind::Duration => units::parse_duration(text, units::Bare::Refused).map(Value::Duration),
+            Kind::Micros => units::parse_duration(text, units::Bare::Micros).map(Value::Duration),
+            Kind::Rate => units::parse_rate(text).map(Value::Rate),
+            Kind::Float => text.trim().parse().map(Value::Float).map_err(|_| format!("{text:?}: expected a number")),
+            Kind::Text => Ok(Value::Text(text.to_string())),
+            Kind::Choice(words) => {
+                if words.contains(&text) {
+                    Ok(Value::Text(text.to_string()))
+                } else {
+                    Err(format!("{text:?}: expected one of: {}", words.join(", ")))
+                }
+            }
+        }
+    }
 }
 
 /// Who reads a setting.
@@ -49,11 +101,28 @@ pub struct Setting {
     pub name: &'static str,
     pub kind: Kind,
     /// Default, as text in the setting's syntax. `"auto"` means the code
-    /// decides at run time (and says what it decided in the trace / --info).
+    /// decides at run time (and says what it decided in the trace / --info);
+    /// `""` (for text, rates and durations) that it is not set.
     pub default: &'static str,
     pub scope: Scope,
     /// One line: what it does.
     pub help: &'static str,
+}
+
+impl Setting {
+    /// `value` says "not set, the code decides": `auto` or empty, where that
+    /// is the default. Such a value is not of the setting's kind.
+    pub fn is_unset(&self, value: &str) -> bool {
+        matches!(self.default, "auto" | "") && value == self.default
+    }
+
+    /// Parse `value` by the setting's kind; `None` when it is unset.
+    pub fn parse(&self, value: &str) -> Result<Option<Value>, String> {
+        if self.is_unset(value) {
+            return Ok(None);
+        }
+        self.kind.parse(value).map(Some)
+    }
 }
 
 /// Where a resolved value came from.
@@ -170,9 +239,7 @@ impl Config {
         let Some(setting) = find(name) else {
             return Err(err("no such setting (see gridmpirun --info)".into()));
         };
-        if value != "auto" || setting.default != "auto" {
-            validate(setting.kind, value).map_err(err)?;
-        }
+        setting.parse(value).map_err(err)?;
         self.values.insert(setting.name, (value.to_string(), source));
         Ok(())
     }
@@ -191,26 +258,87 @@ impl Config {
         self.raw(name).0
     }
 
-    /// `None` when the value is `auto`.
-    pub fn bool(&self, name: &str) -> Option<bool> {
-        parse_bool(self.text(name))
+    /// The parsed value, `None` when unset (`auto`, or empty where that is
+    /// the default). Every value was checked when it was set and every
+    /// default by the tests, so a value that does not parse is a bug in
+    /// GridMPI (as is an unregistered name): it panics.
+    pub fn value(&self, name: &str) -> Option<Value> {
+        let setting = find(name).unwrap_or_else(|| panic!("setting {name} is not in the registry"));
+        setting.parse(self.text(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
     /// `None` when the value is `auto`.
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        match self.value(name)? {
+            Value::Bool(b) => Some(b),
+            v => wrong_kind(name, "a yes/no", v),
+        }
+    }
+
+    /// Bytes; `None` when the value is `auto`.
     pub fn size(&self, name: &str) -> Option<u64> {
-        parse_size(self.text(name)).ok()
+        match self.value(name)? {
+            Value::Size(n) => Some(n),
+            v => wrong_kind(name, "a size", v),
+        }
     }
 
     pub fn int(&self, name: &str) -> Option<i64> {
-        self.text(name).parse().ok()
+        match self.value(name)? {
+            Value::Int(n) => Some(n),
+            v => wrong_kind(name, "an integer", v),
+        }
     }
 
+    /// `None` when the value is `auto` (or empty where that is the default).
+    pub fn duration(&self, name: &str) -> Option<Duration> {
+        match self.value(name)? {
+            Value::Duration(d) => Some(d),
+            v => wrong_kind(name, "a duration", v),
+        }
+    }
+
+    /// [`Config::duration`] in whole microseconds.
     pub fn micros(&self, name: &str) -> Option<u64> {
-        parse_micros(self.text(name)).ok()
+        self.duration(name).map(|d| d.as_micros().min(u64::MAX as u128) as u64)
+    }
+
+    /// Bits per second; `None` when the value is `auto` (or empty where that
+    /// is the default).
+    pub fn rate(&self, name: &str) -> Option<u64> {
+        match self.value(name)? {
+            Value::Rate(r) => Some(r),
+            v => wrong_kind(name, "a rate", v),
+        }
     }
 
     pub fn float(&self, name: &str) -> Option<f64> {
-        self.text(name).parse().ok()
+        match self.value(name)? {
+            Value::Float(x) => Some(x),
+            v => wrong_kind(name, "a number", v),
+        }
+    }
+
+    /// The value of a setting whose default is not `auto`: what was set, else
+    /// the registry's default. Panics for an `auto` setting (a bug in
+    /// GridMPI: use [`Config::bool`]).
+    pub fn get_bool(&self, name: &str) -> bool {
+        self.bool(name).unwrap_or_else(|| has_no_default(name))
+    }
+
+    /// Like [`Config::get_bool`], for a size.
+    pub fn get_size(&self, name: &str) -> u64 {
+        self.size(name).unwrap_or_else(|| has_no_default(name))
+    }
+
+    /// Like [`Config::get_bool`], for a duration.
+    pub fn get_duration(&self, name: &str) -> Duration {
+        self.duration(name).unwrap_or_else(|| has_no_default(name))
+    }
+
+    /// Like [`Config::get_bool`], for a number.
+    pub fn get_float(&self, name: &str) -> f64 {
+        self.float(name).unwrap_or_else(|| has_no_default(name))
     }
 
     /// Every setting with its value and source, in registry order.
@@ -264,80 +392,96 @@ pub fn parse_bool(v: &str) -> Option<bool> {
     }
 }
 
-pub fn parse_size(v: &str) -> Result<u64, String> {
-    let v = v.trim();
-    let (num, mult) = match v.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_lowercase() {
-                'k' => 1u64 << 10,
-                'm' => 1 << 20,
-                'g' => 1 << 30,
-                _ => return Err(format!("unknown suffix {c:?} (use k, m or g)")),
-            };
-            (&v[..i], m)
-        }
-        _ => (v, 1),
-    };
-    num.trim()
-        .parse::<u64>()
-        .map_err(|e| format!("not a size: {e}"))?
-        .checked_mul(mult)
-        .ok_or_else(|| "too large".to_string())
+/// Parse `value` as setting `name` would be: for code that reads a setting
+/// before (or without) loading a [`Config`], such as the PMI client. `None`
+/// when it is unset.
+pub fn parse_setting(name: &str, value: &str) -> Result<Option<Value>, String> {
+    find(name).ok_or_else(|| format!("{name}: no such setting"))?.parse(value)
 }
 
-pub fn parse_micros(v: &str) -> Result<u64, String> {
-    let v = v.trim();
-    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1e3)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1e6)
-    } else {
-        (v, 1.0)
-    };
-    let x: f64 = num.trim().parse().map_err(|e| format!("not a duration: {e}"))?;
-    if !(x >= 0.0) {
-        return Err("must not be negative".into());
-    }
-    Ok((x * mult).round() as u64)
+fn wrong_kind(name: &str, wanted: &str, got: Value) -> ! {
+    panic!("setting {name} is read as {wanted} but its kind gives {got:?}")
 }
 
-fn validate(kind: Kind, v: &str) -> Result<(), String> {
-    match kind {
-        Kind::Bool => parse_bool(v).map(|_| ()).ok_or_else(|| "expected yes/no/1/0/true/false/on/off".into()),
-        Kind::Size => parse_size(v).map(|_| ()),
-        Kind::Int => v.trim().parse::<i64>().map(|_| ()).map_err(|e| e.to_string()),
-        Kind::Micros => parse_micros(v).map(|_| ()),
-        Kind::Float => v.trim().parse::<f64>().map(|_| ()).map_err(|e| e.to_string()),
-        Kind::Text => Ok(()),
-        Kind::Choice(words) => {
-            if words.contains(&v) {
-                Ok(())
-            } else {
-                Err(format!("expected one of: {}", words.join(", ")))
-            }
-        }
-    }
+fn has_no_default(name: &str) -> ! {
+    panic!("setting {name} is auto (or empty): read it with the getter that returns an Option")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// What the registry promises of a setting's default.
+    fn check_default(s: &Setting) -> Result<(), String> {
+        if s.default == "" && !matches!(s.kind, Kind::Text | Kind::Rate | Kind::Duration) {
+            return Err("only text, rates and durations may default to empty (unset)".into());
+        }
+        s.parse(s.default)?;
+        // Where the name carries the unit, a bare number is in it; elsewhere
+        // a duration needs its unit.
+        if s.name.ends_with("_US") != (s.kind == Kind::Micros) {
+            return Err("a duration setting is Kind::Micros exactly when its name ends in _US".into());
+        }
+        if !s.name.starts_with("GRIDMPI_") || s.help.is_empty() {
+            return Err("a setting is named GRIDMPI_* and says what it does".into());
+        }
+        Ok(())
+    }
+
     #[test]
-    fn every_default_is_valid() {
+    fn every_default_parses_with_its_kind() {
         for s in SETTINGS {
-            if s.default != "auto" {
-                validate(s.kind, s.default).unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            }
-            assert!(s.name.starts_with("GRIDMPI_"), "{}", s.name);
-            assert!(!s.help.is_empty());
+            check_default(s).unwrap_or_else(|e| panic!("{} (default {:?}): {e}", s.name, s.default));
+            // ... and reads back through the getters.
+            let _ = Config::defaults().value(s.name);
         }
         let mut names: Vec<_> = SETTINGS.iter().map(|s| s.name).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), SETTINGS.len(), "duplicate setting names");
+    }
+
+    #[test]
+    fn a_typo_in_a_default_is_caught() {
+        let typo = |kind, default| Setting { name: "GRIDMPI_X", kind, default, scope: Scope::Library, help: "x" };
+        assert!(check_default(&typo(Kind::Size, "32x")).is_err());
+        assert!(check_default(&typo(Kind::Size, "")).is_err());
+        assert!(check_default(&typo(Kind::Duration, "100")).is_err(), "a bare duration");
+        assert!(check_default(&typo(Kind::Micros, "100")).is_err(), "Micros without _US in the name");
+        assert!(check_default(&typo(Kind::Rate, "100mbps")).is_err());
+        assert!(check_default(&typo(Kind::Bool, "maybe")).is_err());
+        assert!(check_default(&typo(Kind::Choice(&["a", "b"]), "c")).is_err());
+        assert!(check_default(&typo(Kind::Duration, "100ms")).is_ok());
+    }
+
+    #[test]
+    fn getters_give_the_registry_default_when_unset() {
+        let c = Config::defaults();
+        let default_of = |name: &str| find(name).unwrap().default;
+        assert_eq!(c.get_size("GRIDMPI_EAGER_CREDIT"), units::parse_size(default_of("GRIDMPI_EAGER_CREDIT")).unwrap());
+        assert_eq!(c.get_size("GRIDMPI_EAGER_CREDIT"), 1 << 20);
+        assert_eq!(c.get_duration("GRIDMPI_YIELD_US"), Duration::from_millis(1), "a bare default of a _US setting");
+        assert_eq!(c.get_duration("GRIDMPI_KILL_GRACE"), Duration::from_secs(3));
+        assert_eq!(c.get_duration("GRIDMPI_PMI_TIMEOUT"), Duration::ZERO);
+        assert!(c.get_bool("GRIDMPI_SINGLE_COPY"));
+        assert_eq!(c.get_float("GRIDMPI_PACE_SHARE"), 0.95);
+        // auto and empty are None: the code decides.
+        assert_eq!(c.size("GRIDMPI_EAGER_LIMIT"), None);
+        assert_eq!(c.duration("GRIDMPI_TCP_RTO_MIN"), None);
+        assert_eq!(c.rate("GRIDMPI_WAN_BANDWIDTH"), None);
+        assert_eq!(c.duration("GRIDMPI_WAN_DELAY"), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "GRIDMPI_EAGER_LIMIT is auto")]
+    fn an_auto_setting_has_no_default_to_get() {
+        Config::defaults().get_size("GRIDMPI_EAGER_LIMIT");
+    }
+
+    #[test]
+    #[should_panic(expected = "read as a size")]
+    fn reading_a_setting_as_another_kind_is_a_bug() {
+        Config::defaults().size("GRIDMPI_KILL_GRACE");
     }
 
     #[test]
@@ -365,11 +509,37 @@ mod tests {
     }
 
     #[test]
-    fn parsers() {
-        assert_eq!(parse_size("4k"), Ok(4096));
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_micros("1.5ms"), Ok(1500));
-        assert_eq!(parse_micros("2s"), Ok(2_000_000));
-        assert!(parse_micros("-1").is_err());
+    fn bare_durations_only_where_the_name_carries_the_unit() {
+        let mut c = Config::defaults();
+        c.set("GRIDMPI_SPIN_US", "200", Source::Env).unwrap();
+        assert_eq!(c.duration("GRIDMPI_SPIN_US"), Some(Duration::from_micros(200)));
+        // Read as 5000 us before; a bare number is refused now, naming the form.
+        let e = c.set("GRIDMPI_TCP_RTO_MIN", "5000", Source::Env).unwrap_err().to_string();
+        assert!(e.contains("GRIDMPI_TCP_RTO_MIN") && e.contains("\"5000\"") && e.contains("unit"), "{e}");
+        c.set("GRIDMPI_TCP_RTO_MIN", "5ms", Source::Env).unwrap();
+        assert_eq!(c.duration("GRIDMPI_TCP_RTO_MIN"), Some(Duration::from_millis(5)));
+        c.set("GRIDMPI_PMI_TIMEOUT", "0", Source::Env).unwrap();
+        assert!(c.set("GRIDMPI_YIELD_US", "auto", Source::Env).is_err(), "auto only where it is the default");
+    }
+
+    #[test]
+    fn the_wan_is_described_by_a_rate_and_a_duration() {
+        let mut c = Config::defaults();
+        c.set("GRIDMPI_WAN_BANDWIDTH", "2gbit", Source::Env).unwrap();
+        c.set("GRIDMPI_WAN_DELAY", "100us", Source::Env).unwrap();
+        assert_eq!(c.rate("GRIDMPI_WAN_BANDWIDTH"), Some(2_000_000_000));
+        assert_eq!(c.duration("GRIDMPI_WAN_DELAY"), Some(Duration::from_micros(100)));
+        assert!(c.set("GRIDMPI_WAN_BANDWIDTH", "100mbps", Source::Env).is_err());
+        assert!(c.set("GRIDMPI_WAN_DELAY", "5", Source::Env).is_err());
+        c.set("GRIDMPI_WAN_BANDWIDTH", "", Source::Env).unwrap();
+        assert_eq!(c.rate("GRIDMPI_WAN_BANDWIDTH"), None);
+    }
+
+    #[test]
+    fn settings_parse_without_a_config() {
+        assert_eq!(parse_setting("GRIDMPI_PMI_TIMEOUT", "30s"), Ok(Some(Value::Duration(Duration::from_secs(30)))));
+        assert!(parse_setting("GRIDMPI_PMI_TIMEOUT", "30").is_err());
+        assert!(parse_setting("GRIDMPI_NOPE", "1").is_err());
+        assert_eq!(parse_setting("GRIDMPI_TCP_RTO_MIN", "auto"), Ok(None));
     }
 }

@@ -83,7 +83,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_TCP_CONNECT_TIMEOUT",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "30s",
         scope: Scope::Library,
         help: "give up connecting to a peer after this long",
@@ -105,14 +105,14 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_WAN_BANDWIDTH",
-        kind: Kind::Text,
+        kind: Kind::Rate,
         default: "",
         scope: Scope::Library,
         help: "bandwidth of the WAN between clusters when no topology file says (e.g. 100mbit)",
     },
     Setting {
         name: "GRIDMPI_WAN_DELAY",
-        kind: Kind::Text,
+        kind: Kind::Duration,
         default: "",
         scope: Scope::Library,
         help: "one-way delay of the WAN between clusters when no topology file says (e.g. 5ms); measured when discovered",
@@ -126,7 +126,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_CLUSTER_RTT",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "1ms",
         scope: Scope::Library,
         help: "discovery: hosts closer than this round-trip time are in the same cluster",
@@ -140,14 +140,14 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_TCP_RTO_MIN",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "auto",
         scope: Scope::Library,
         help: "minimum retransmission timeout of WAN connections (auto: 5ms, so a lost message tail costs milliseconds, not 200ms)",
     },
     Setting {
         name: "GRIDMPI_TCP_RTO_MAX",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "auto",
         scope: Scope::Library,
         help: "maximum retransmission timeout of WAN connections (auto: max(1s, 20 RTT), so traffic resumes soon after an outage)",
@@ -212,7 +212,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_KILL_GRACE",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "3s",
         scope: Scope::Launcher,
         help: "when a job is torn down, time between SIGTERM and SIGKILL to its ranks",
@@ -226,7 +226,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_PMI_TIMEOUT",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "0",
         scope: Scope::Library,
         help: "give up waiting for a PMI reply (e.g. a fence) after this long; 0: wait as long as the launcher lives",
@@ -241,14 +241,14 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_TRACE_INTERVAL",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "1ms",
         scope: Scope::Library,
         help: "tracing: TCP_INFO sampling interval while data is moving or outstanding",
     },
     Setting {
         name: "GRIDMPI_TRACE_IDLE_INTERVAL",
-        kind: Kind::Micros,
+        kind: Kind::Duration,
         default: "100ms",
         scope: Scope::Library,
         help: "tracing: TCP_INFO sampling interval while every connection is idle",

@@ -130,7 +130,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         // Key the transport now that the secret is known.
         t.set_auth(job_tag, secret);
         t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
-        t.connect_timeout = Duration::from_micros(config.micros("GRIDMPI_TCP_CONNECT_TIMEOUT").unwrap_or(30_000_000));
+        t.connect_timeout = config.get_duration("GRIDMPI_TCP_CONNECT_TIMEOUT");
         t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
     }
     let map = build_map(config, &mut pmi, me, &cards, tcp.as_ref().map(|t| t.port()))?;
@@ -232,14 +232,11 @@ fn build_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], port: Opti
             t.map(&hosts, path)?
         }
     };
-    let bw = match config.text("GRIDMPI_WAN_BANDWIDTH") {
-        "" => None,
-        v => Some(clustermap::parse_rate(v).map_err(|e| format!("GRIDMPI_WAN_BANDWIDTH: {e}"))?),
+    let bw = match config.rate("GRIDMPI_WAN_BANDWIDTH") {
+        Some(0) => return Err("GRIDMPI_WAN_BANDWIDTH: \"0\": a WAN's bandwidth must be above 0 (leave it empty when unknown)".into()),
+        bw => bw,
     };
-    let rtt = match config.text("GRIDMPI_WAN_DELAY") {
-        "" => None,
-        v => Some(clustermap::parse_duration(v).map_err(|e| format!("GRIDMPI_WAN_DELAY: {e}"))? * 2),
-    };
+    let rtt = config.duration("GRIDMPI_WAN_DELAY").map(|one_way| one_way * 2);
     map.set_uniform_wan(bw, rtt);
     Ok(map)
 }
@@ -287,7 +284,7 @@ fn discover_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card]) -> Resu
             }
         }
     }
-    let threshold = Duration::from_micros(config.micros("GRIDMPI_CLUSTER_RTT").unwrap_or(1000));
+    let threshold = config.get_duration("GRIDMPI_CLUSTER_RTT");
     let host_cluster = clustermap::cluster_hosts(&rtt, threshold);
     let names: Vec<String> = cards
         .iter()

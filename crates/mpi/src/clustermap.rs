@@ -11,6 +11,8 @@
 //!    #                          given twice, once per direction)
 //!    wan siteA siteB bandwidth=100mbit delay=5ms
 //!    ```
+//!    (rates and durations as gridmpi_config::units reads them everywhere;
+//!    a bare number is refused, except a delay of 0);
 //! 2. cluster names given per rank by the launcher (`GRIDMPI_CLUSTER`), with
 //!    the WAN described by `GRIDMPI_WAN_BANDWIDTH` / `GRIDMPI_WAN_DELAY`;
 //! 3. discovery: one rank per host measures the TCP handshake time to one
@@ -18,6 +20,7 @@
 //!    form a cluster (transitively);
 //! 4. otherwise a single cluster.
 
+use gridmpi_config::units::{self, Bare};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -133,28 +136,13 @@ pub struct TopologyFile {
     pub wans: Vec<(String, String, Option<u64>, Option<Duration>)>,
 }
 
-pub fn parse_rate(v: &str) -> Result<u64, String> {
-    let v = v.trim().to_ascii_lowercase();
-    let (num, mult) = if let Some(n) = v.strip_suffix("gbit") {
-        (n, 1e9)
-    } else if let Some(n) = v.strip_suffix("mbit") {
-        (n, 1e6)
-    } else if let Some(n) = v.strip_suffix("kbit") {
-        (n, 1e3)
-    } else if let Some(n) = v.strip_suffix("bit") {
-        (n, 1.0)
-    } else {
-        return Err(format!("rate {v:?} needs a unit (bit, kbit, mbit, gbit)"));
-    };
-    let x: f64 = num.trim().parse().map_err(|_| format!("bad rate {v:?}"))?;
-    if !(x > 0.0) {
-        return Err(format!("rate {v:?} must be positive"));
+/// A WAN's bandwidth as the topology file writes it (bits per second, the
+/// rule of every rate: gridmpi_config::units); 0 says nothing of a WAN.
+fn parse_bandwidth(v: &str) -> Result<u64, String> {
+    match units::parse_rate(v)? {
+        0 => Err(format!("bandwidth {v:?} must be above 0")),
+        bps => Ok(bps),
     }
-    Ok((x * mult) as u64)
-}
-
-pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    gridmpi_config::parse_micros(v).map(Duration::from_micros).map_err(|e| format!("duration {v:?}: {e}"))
 }
 
 impl TopologyFile {
@@ -186,8 +174,8 @@ impl TopologyFile {
                     for kv in words {
                         let (k, v) = kv.split_once('=').ok_or_else(|| err(format!("expected key=value, got {kv:?}")))?;
                         match k {
-                            "bandwidth" | "rate" => bw = Some(parse_rate(v).map_err(err)?),
-                            "delay" => delay = Some(parse_duration(v).map_err(err)?),
+                            "bandwidth" | "rate" => bw = Some(parse_bandwidth(v).map_err(err)?),
+                            "delay" => delay = Some(units::parse_duration(v, Bare::Refused).map_err(err)?),
                             _ => {} // queue, loss...: the testbed's business
                         }
                     }
@@ -364,10 +352,17 @@ mod tests {
     }
 
     #[test]
-    fn rates_and_globs() {
-        assert_eq!(parse_rate("100mbit"), Ok(100_000_000));
-        assert_eq!(parse_rate("1.5Gbit"), Ok(1_500_000_000));
-        assert!(parse_rate("fast").is_err());
+    fn bandwidths_delays_and_globs() {
+        let wan = |kv: &str| TopologyFile::parse(&format!("cluster A a\ncluster B b\nwan A B {kv}\n")).map(|t| (t.wans[0].2, t.wans[0].3));
+        assert_eq!(wan("bandwidth=1.5Gbit"), Ok((Some(1_500_000_000), None)));
+        // The testbed's forms are accepted here too.
+        assert_eq!(wan("rate=100M delay=250us"), Ok((Some(100_000_000), Some(Duration::from_micros(250)))));
+        assert_eq!(wan("bandwidth=100Mbit/s delay=0"), Ok((Some(100_000_000), Some(Duration::ZERO))));
+        assert!(wan("bandwidth=fast").unwrap_err().contains("\"fast\""));
+        assert!(wan("bandwidth=100mbps").unwrap_err().contains("ambiguous"));
+        assert!(wan("bandwidth=0").unwrap_err().contains("above 0"));
+        // A bare delay was microseconds here and refused by the testbed: refused.
+        assert!(wan("delay=5").unwrap_err().contains("unit"));
         assert!(glob("h*", "h12") && glob("*-a", "x-a") && !glob("h*", "g1") && glob("a*b*c", "aXbYc"));
     }
 }

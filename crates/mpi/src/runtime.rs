@@ -54,16 +54,16 @@ impl Runtime {
         let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, .. } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
-        let spin = match config.micros("GRIDMPI_SPIN_US") {
-            Some(us) => Duration::from_micros(us),
+        let spin = match config.duration("GRIDMPI_SPIN_US") {
+            Some(spin) => spin,
             None if oversubscribed => Duration::ZERO,
             None => Duration::from_micros(50),
         };
-        let yield_for = Duration::from_micros(config.micros("GRIDMPI_YIELD_US").unwrap_or(1000));
+        let yield_for = config.get_duration("GRIDMPI_YIELD_US");
         let mut engine = Engine::new(
             me,
             size as usize,
-            EngineConfig { eager_credit: config.size("GRIDMPI_EAGER_CREDIT").unwrap_or(1 << 20).min(u32::MAX as u64) as u32 },
+            EngineConfig { eager_credit: config.get_size("GRIDMPI_EAGER_CREDIT").min(u32::MAX as u64) as u32 },
         );
         let eager_override = config.size("GRIDMPI_EAGER_LIMIT");
         let mut routes = vec![Route::Tcp; size as usize];
@@ -83,7 +83,7 @@ impl Runtime {
             bootstrap::barrier(&mut pmi, "shm-mapped", &local)?;
             shm.unlink();
             let max_frame = shm.max_frame() as u64;
-            let single_copy = config.bool("GRIDMPI_SINGLE_COPY").unwrap_or(true);
+            let single_copy = config.get_bool("GRIDMPI_SINGLE_COPY");
             if single_copy {
                 sys::allow_single_copy_readers();
             }

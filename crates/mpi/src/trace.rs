@@ -451,9 +451,9 @@ impl Tracer {
         }
         let settings = TraceSettings {
             dir: PathBuf::from(dir),
-            interval: Duration::from_micros(config.micros("GRIDMPI_TRACE_INTERVAL").unwrap_or(1000).max(50)),
-            idle_interval: Duration::from_micros(config.micros("GRIDMPI_TRACE_IDLE_INTERVAL").unwrap_or(100_000).max(1000)),
-            buffer_max: config.size("GRIDMPI_TRACE_BUFFER").unwrap_or(32 << 20).max(1 << 20) as usize,
+            interval: config.get_duration("GRIDMPI_TRACE_INTERVAL").max(Duration::from_micros(50)),
+            idle_interval: config.get_duration("GRIDMPI_TRACE_IDLE_INTERVAL").max(Duration::from_millis(1)),
+            buffer_max: config.get_size("GRIDMPI_TRACE_BUFFER").max(1 << 20) as usize,
         };
         Tracer::start(&settings, me, host).map(Some)
     }

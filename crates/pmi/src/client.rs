@@ -229,19 +229,13 @@ pub(crate) fn decode_value(v: &str) -> Option<String> {
 /// Marker of a value split over several entries: `%*N`.
 const CHUNKED: &str = "%*";
 
-fn parse_timeout(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    let (num, mult) = if let Some(n) = v.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (v, 1e-6)
-    };
-    let x: f64 = num.trim().parse().ok()?;
-    (x > 0.0).then(|| Duration::from_secs_f64(x * mult))
+/// `GRIDMPI_PMI_TIMEOUT` as the registry reads it (a duration with its
+/// unit); 0: no timeout.
+fn parse_timeout(v: &str) -> Result<Option<Duration>, String> {
+    match gridmpi_config::parse_setting("GRIDMPI_PMI_TIMEOUT", v)? {
+        Some(gridmpi_config::Value::Duration(d)) if !d.is_zero() => Ok(Some(d)),
+        _ => Ok(None),
+    }
 }
 
 fn env(var: &str) -> Option<String> {
@@ -316,7 +310,10 @@ impl Pmi {
     /// (rank 0 of 1, in-process key-value store).
     pub fn init() -> Result<Pmi, PmiError> {
         let version = choose_version()?;
-        let timeout = env("GRIDMPI_PMI_TIMEOUT").and_then(|v| parse_timeout(&v));
+        let timeout = match env("GRIDMPI_PMI_TIMEOUT") {
+            Some(v) => parse_timeout(&v).map_err(|reason| PmiError::Environment { var: "GRIDMPI_PMI_TIMEOUT", value: v.clone(), reason })?,
+            None => None,
+        };
         let (stream, port_id): (Box<dyn Stream>, Option<i64>) = if let Some(fd) = env("PMI_FD") {
             (Box::new(inherited_socket(&fd)?), None)
         } else if let Some(port) = env("PMI_PORT") {
@@ -729,9 +726,13 @@ mod tests {
 
     #[test]
     fn timeouts_parse() {
-        assert_eq!(parse_timeout("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_timeout("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_timeout("0"), None);
+        assert_eq!(parse_timeout("30s"), Ok(Some(Duration::from_secs(30))));
+        assert_eq!(parse_timeout("500ms"), Ok(Some(Duration::from_millis(500))));
+        assert_eq!(parse_timeout("0"), Ok(None));
+        // A bare number was microseconds here (and garbage was ignored): a
+        // 30 us timeout fails every fence, so it is refused now.
+        assert!(parse_timeout("30").unwrap_err().contains("unit"));
+        assert!(parse_timeout("soon").is_err());
     }
 
     #[test]
