@@ -1,70 +1,40 @@
-//! Parsing and printing of the quantities a WAN link is described with:
-//! rates (bits per second), delays (nanoseconds), queue limits (packets or
-//! bytes) and loss rates (a probability).
+//! The quantities a WAN link is described with: rates (bits per second),
+//! delays (nanoseconds), queue limits (packets or bytes) and loss rates (a
+//! probability), parsed and printed.
 //!
-//! Rates use decimal prefixes and bits, as network people write them:
-//! `100mbit`, `100Mbit/s`, `100M`, `1gbit`, `2.5gbit`, `64kbit`, `0` (= no
-//! limit). `mbps` is refused: tc reads it as megabytes, everyone else as
-//! megabits.
+//! Rates, delays and byte counts follow the one rule GridMPI has for them
+//! (`gridmpi_config::units`, docs/grid.md "Writing rates, sizes and
+//! durations"): `100mbit`, `100Mbit/s`, `100M`, `2.5gbit`, `0` (= no limit),
+//! `bps` refused; `5ms`, `250us`, `0`; `64kB` (x1000), `64KiB` or `64k`
+//! (x1024). What is the testbed's own: a queue in packets, a loss rate, and
+//! the limits of the emulator.
 
+use gridmpi_config::units::{self as config_units, Bare};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Split "12.5ms" into (12.5, "ms").
-fn split_number(text: &str) -> Result<(f64, String), String> {
-    let text = text.trim();
-    let end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
-        .unwrap_or(text.len());
-    let (num, unit) = text.split_at(end);
-    let num = num.replace('_', "");
-    if num.is_empty() {
-        return Err(format!("'{text}': expected a number"));
-    }
-    let value: f64 = num.parse().map_err(|_| format!("'{text}': bad number '{num}'"))?;
-    Ok((value, unit.trim().to_ascii_lowercase()))
-}
+/// The emulator holds at most this much delay per direction.
+const MAX_DELAY_NS: u64 = 60_000_000_000;
+/// The emulator's rate arithmetic is exact up to this many bits per second.
+const MAX_RATE_BPS: u64 = 1_000_000_000_000;
 
 /// Link rate in bits per second; 0 means "no rate limit".
 pub fn parse_rate(text: &str) -> Result<u64, String> {
-    let (value, unit) = split_number(text)?;
-    let unit = unit.strip_suffix("/s").unwrap_or(&unit);
-    if unit.ends_with("bps") {
-        return Err(format!(
-            "rate '{text}': 'bps' is ambiguous (tc reads it as bytes); write e.g. 100mbit"
-        ));
+    let bps = config_units::parse_rate(text).map_err(|e| format!("rate {e}"))?;
+    if bps > MAX_RATE_BPS {
+        return Err(format!("rate {text:?} out of range (at most 1000gbit)"));
     }
-    let multiplier = match unit {
-        "" | "bit" => 1.0,
-        "k" | "kbit" => 1e3,
-        "m" | "mbit" => 1e6,
-        "g" | "gbit" => 1e9,
-        _ => return Err(format!("rate '{text}': unknown unit '{unit}' (use bit, kbit, mbit, gbit)")),
-    };
-    let bits = value * multiplier;
-    if !(0.0..=1e12).contains(&bits) {
-        return Err(format!("rate '{text}' out of range"));
-    }
-    Ok(bits.round() as u64)
+    Ok(bps)
 }
 
-/// A duration (delay) in nanoseconds: `5ms`, `250us`, `0.5ms`, `1s`, `0`.
+/// A one-way delay in nanoseconds: `5ms`, `250us`, `0.5ms`, `1s`, `0`.
 pub fn parse_delay(text: &str) -> Result<u64, String> {
-    let (value, unit) = split_number(text)?;
-    let multiplier = match unit.as_str() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" if value == 0.0 => 0.0,
-        "" => return Err(format!("delay '{text}': give a unit (ms, us, s)")),
-        _ => return Err(format!("delay '{text}': unknown unit '{unit}' (use ns, us, ms, s)")),
-    };
-    let ns = value * multiplier;
-    if !(0.0..=60e9).contains(&ns) {
-        return Err(format!("delay '{text}' out of range (at most 60 s)"));
+    let delay = config_units::parse_duration(text, Bare::Refused).map_err(|e| format!("delay {e}"))?;
+    let ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+    if ns > MAX_DELAY_NS {
+        return Err(format!("delay {text:?} out of range (at most 60 s)"));
     }
-    Ok(ns.round() as u64)
+    Ok(ns)
 }
 
 /// The drop-tail limit of a link's queue.
@@ -76,23 +46,26 @@ pub enum QueueLimit {
     Bytes(u64),
 }
 
-/// `100p`, `100pkt`, `100packets` are packets; `64000b`, `64kb`, `64KiB`,
-/// `1MB` are bytes (k/M are decimal, KiB/MiB binary).
+/// `100p`, `100pkt`, `100packets` are packets; `64000b`, `64kB`, `64KiB`,
+/// `1MB` are bytes, as every size is written. A bare number is refused:
+/// packets or bytes?
 pub fn parse_queue(text: &str) -> Result<QueueLimit, String> {
-    let (value, unit) = split_number(text)?;
-    if value < 1.0 || value.fract() != 0.0 && matches!(unit.as_str(), "p" | "pkt" | "pkts" | "packets") {
-        return Err(format!("queue '{text}': must be a whole number >= 1"));
+    let trimmed = text.trim();
+    let end = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_')).unwrap_or(trimmed.len());
+    let (number, unit) = (trimmed[..end].replace('_', ""), trimmed[end..].trim().to_ascii_lowercase());
+    if matches!(unit.as_str(), "p" | "pkt" | "pkts" | "packet" | "packets") {
+        return match number.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(QueueLimit::Packets(n)),
+            _ => Err(format!("queue {text:?}: a whole number of packets >= 1, e.g. 100p")),
+        };
     }
-    let bytes = |m: f64| Ok(QueueLimit::Bytes((value * m).round() as u64));
-    match unit.as_str() {
-        "p" | "pkt" | "pkts" | "packet" | "packets" => Ok(QueueLimit::Packets(value as u32)),
-        "b" | "byte" | "bytes" => bytes(1.0),
-        "k" | "kb" => bytes(1e3),
-        "kib" => bytes(1024.0),
-        "m" | "mb" => bytes(1e6),
-        "mib" => bytes(1024.0 * 1024.0),
-        "" => Err(format!("queue '{text}': say packets (100p) or bytes (64kb)")),
-        _ => Err(format!("queue '{text}': unknown unit '{unit}' (use p, b, kb, KiB, mb)")),
+    if !number.is_empty() && unit.is_empty() {
+        return Err(format!("queue {text:?}: say packets (100p) or bytes (64kB, 64KiB, 64000b)"));
+    }
+    match config_units::parse_size(text) {
+        Ok(0) => Err(format!("queue {text:?}: at least one byte")),
+        Ok(bytes) => Ok(QueueLimit::Bytes(bytes)),
+        Err(e) => Err(format!("queue {e}; or packets, e.g. 100p")),
     }
 }
 
@@ -171,10 +144,17 @@ mod tests {
         assert_eq!(parse_rate("2.5gbit").unwrap(), 2_500_000_000);
         assert_eq!(parse_rate("64k").unwrap(), 64_000);
         assert_eq!(parse_rate("0").unwrap(), 0);
-        assert!(parse_rate("100mbps").is_err());
+        assert!(parse_rate("100mbps").unwrap_err().contains("ambiguous"));
         assert!(parse_rate("fast").is_err());
+        // A bare number was bits per second here, refused by the library's
+        // topology file; refused everywhere now (100 what?).
+        assert!(parse_rate("100").unwrap_err().contains("unit"));
+        assert!(parse_rate("2000gbit").unwrap_err().contains("out of range"));
         assert_eq!(Rate(100_000_000).to_string(), "100mbit");
         assert_eq!(Rate(2_500_000_000).to_string(), "2.5gbit");
+        for bps in [1, 999, 64_000, 100_000_000, 2_500_000_000, 1_000_000_000_000] {
+            assert_eq!(parse_rate(&Rate(bps).to_string()), Ok(bps), "what the testbed prints reads back");
+        }
     }
 
     #[test]
@@ -182,10 +162,15 @@ mod tests {
         assert_eq!(parse_delay("5ms").unwrap(), 5_000_000);
         assert_eq!(parse_delay("0.5ms").unwrap(), 500_000);
         assert_eq!(parse_delay("250us").unwrap(), 250_000);
+        assert_eq!(parse_delay("100ns").unwrap(), 100);
         assert_eq!(parse_delay("0").unwrap(), 0);
-        assert!(parse_delay("5").is_err());
+        assert!(parse_delay("5").unwrap_err().contains("unit"));
+        assert!(parse_delay("61s").unwrap_err().contains("out of range"));
         assert_eq!(Delay(5_000_000).to_string(), "5ms");
         assert_eq!(Delay(250_000).to_string(), "250us");
+        for ns in [0, 100, 250_000, 5_000_000, 60_000_000_000] {
+            assert_eq!(parse_delay(&Delay(ns).to_string()), Ok(ns));
+        }
     }
 
     #[test]
@@ -193,9 +178,21 @@ mod tests {
         assert_eq!(parse_queue("100p").unwrap(), QueueLimit::Packets(100));
         assert_eq!(parse_queue("40packets").unwrap(), QueueLimit::Packets(40));
         assert_eq!(parse_queue("64kb").unwrap(), QueueLimit::Bytes(64_000));
+        assert_eq!(parse_queue("64kB").unwrap(), QueueLimit::Bytes(64_000));
         assert_eq!(parse_queue("64KiB").unwrap(), QueueLimit::Bytes(65_536));
-        assert!(parse_queue("100").is_err());
+        assert_eq!(parse_queue("64000b").unwrap(), QueueLimit::Bytes(64_000));
+        assert_eq!(parse_queue("1MB").unwrap(), QueueLimit::Bytes(1_000_000));
+        // `k` alone was 1000 here, 1024 in every GridMPI size setting: 1024 now.
+        assert_eq!(parse_queue("64k").unwrap(), QueueLimit::Bytes(65_536));
+        assert!(parse_queue("100").unwrap_err().contains("packets (100p) or bytes"));
+        assert!(parse_queue("1.5").is_err());
         assert!(parse_queue("0p").is_err());
+        assert!(parse_queue("1.5p").is_err());
+        assert!(parse_queue("0b").is_err());
+        assert!(parse_queue("lots").unwrap_err().contains("\"lots\""));
+        for q in [QueueLimit::Packets(100), QueueLimit::Bytes(64_000)] {
+            assert_eq!(parse_queue(&q.to_string()), Ok(q));
+        }
     }
 
     #[test]
