@@ -6,8 +6,11 @@
 //! function in scope of `crates/mpi/src/shell`):
 //!
 //! - `call IMPL(EXTRA)`: `IMPL("MPI_X", arg, ..., EXTRA)`; IMPL does the rest
-//!   (entering `api`, taking the lock, waiting). The token `LARGE` in EXTRA
-//!   stands for whether this is the large-count (`_c`) binding.
+//!   (entering `api`, taking the lock, waiting).
+//! - `api IMPL(EXTRA)`: `api("MPI_X", target, || IMPL(arg, ..., EXTRA))`;
+//!   IMPL returns `R<()>`, errors go to the handler of the first
+//!   communicator argument, or of MPI_COMM_SELF when there is none.
+//! - `alias MPI_Y`: the deprecated name of `MPI_Y`, with the same arguments.
 //! - `coll PLAN`: a collective. `MPI_X` starts PLAN's schedule and waits,
 //!   `MPI_IX` returns its request, `MPI_X_init` makes a persistent request
 //!   (`blocking`, `nonblocking`, `persistent` in `shell/coll.rs`); PLAN gets
@@ -15,8 +18,11 @@
 //! - `get IMPL -> OUT, ...`: a query. The generated body checks that every
 //!   OUT pointer is not NULL, calls `IMPL(st, other args, EXTRA)` under the
 //!   lock, and stores what it returns (one value, or a tuple in OUT order)
-//!   through the OUT pointers. Errors go to the handler of the first
-//!   communicator argument, or of MPI_COMM_SELF when there is none.
+//!   through the OUT pointers. Errors go where `api`'s do.
+//!
+//! In EXTRA, `..` says where the C arguments go (by default, before EXTRA),
+//! `LARGE` stands for whether this is the large-count (`_c`) binding and
+//! `NAME` for the function's name (`"MPI_X"`).
 //!
 //! Every argument is passed with `.into()`, so one implementation serves
 //! both C bindings: an `int` count widens to `MPI_Count`, an `int` or
@@ -32,6 +38,8 @@ use std::fmt::Write;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Form {
     Call,
+    Api,
+    Alias,
     Coll,
     /// The names of the output parameters, in the order IMPL returns them.
     Get(Vec<String>),
@@ -68,10 +76,12 @@ impl Binding {
         let outs: Vec<String> = outs.map(|o| o.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let form = match form {
             "call" => Form::Call,
+            "api" => Form::Api,
+            "alias" => Form::Alias,
             "coll" => Form::Coll,
             "get" if !outs.is_empty() => Form::Get(outs.clone()),
             "get" => return Err(format!("binding {text:?}: get needs '-> OUT, ...'")),
-            f => return Err(format!("binding {text:?}: unknown form {f:?} (call, coll, get)")),
+            f => return Err(format!("binding {text:?}: unknown form {f:?} (call, api, alias, coll, get)")),
         };
         if !outs.is_empty() && !matches!(form, Form::Get(_)) {
             return Err(format!("binding {text:?}: only get has outputs"));
@@ -177,9 +187,32 @@ pub fn rust_shell(funcs: &[Function]) -> Result<String, String> {
 fn body(f: &Function, r: &Resolved) -> Result<String, String> {
     let b = r.binding;
     let name = &f.name;
-    let extra: Vec<String> = b.extra.iter().map(|e| e.replace("LARGE", if r.large { "true" } else { "false" })).collect();
+    let large = if r.large { "true" } else { "false" };
+    let extra: Vec<String> = b.extra.iter().map(|e| e.replace("LARGE", large).replace("NAME", &format!("{name:?}"))).collect();
+    // The C arguments (but `skip`), converted, placed among EXTRA.
     let args = |skip: &[&str]| -> Vec<String> {
-        f.params.iter().filter(|p| !skip.contains(&p.name.as_str())).map(|p| format!("{}.into()", rust_ident(&p.name))).collect()
+        let c = f.params.iter().filter(|p| !skip.contains(&p.name.as_str())).map(|p| format!("{}.into()", rust_ident(&p.name)));
+        let mut out = Vec::new();
+        if !extra.iter().any(|e| e == "..") {
+            out.extend(c);
+            out.extend(extra.iter().cloned());
+            return out;
+        }
+        let mut c = Some(c);
+        for e in &extra {
+            match (e.as_str(), c.take()) {
+                ("..", Some(c)) => out.extend(c),
+                (_, c2) => {
+                    c = c2;
+                    out.push(e.clone());
+                }
+            }
+        }
+        out
+    };
+    let target = match f.params.first() {
+        Some(p) if p.c_type == "MPI_Comm" => format!("Target::Comm({})", rust_ident(&p.name)),
+        _ => "Target::NoComm".into(),
     };
     let has = |n: &str| f.params.iter().any(|p| p.name == n);
     let last_are = |names: &[&str]| {
@@ -190,8 +223,20 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
         Form::Call => {
             let mut a = vec![format!("{name:?}")];
             a.extend(args(&[]));
-            a.extend(extra);
             format!("{}({})", b.imp, a.join(", "))
+        }
+        Form::Api => {
+            if f.ret != "int" {
+                return Err("api returns an error code".into());
+            }
+            format!("api({name:?}, {target}, || {}({}))", b.imp, args(&[]).join(", "))
+        }
+        Form::Alias => {
+            if !b.imp.starts_with("MPI_") || !b.extra.is_empty() {
+                return Err("alias names the MPI function it stands for".into());
+            }
+            let a: Vec<String> = f.params.iter().map(|p| rust_ident(&p.name)).collect();
+            format!("P{}({})", b.imp, a.join(", "))
         }
         Form::Coll => {
             if !has("comm") {
@@ -207,7 +252,6 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
             };
             let mut a = vec!["st".to_string()];
             a.extend(args(skip));
-            a.extend(extra);
             format!("{call}, |st| {}({}))", b.imp, a.join(", "))
         }
         Form::Get(outs) => {
@@ -220,14 +264,9 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
             if f.ret != "int" {
                 return Err("get returns an error code".into());
             }
-            let target = match f.params.first() {
-                Some(p) if p.c_type == "MPI_Comm" => format!("Target::Comm({})", rust_ident(&p.name)),
-                _ => "Target::NoComm".into(),
-            };
             let skip: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
             let mut a = vec!["st".to_string()];
             a.extend(args(&skip));
-            a.extend(extra);
             let checks: String = outs.iter().map(|o| format!("check_ptr({}, {o:?})?; ", rust_ident(o))).collect();
             let (pat, stores) = if outs.len() == 1 {
                 ("v0".to_string(), format!("*{} = v0; ", rust_ident(&outs[0])))
@@ -260,6 +299,8 @@ int MPI_Send_c(const void *buf, MPI_Count count, MPI_Comm comm);
 int MPI_Isend(const void *buf, int count, MPI_Comm comm, MPI_Request *request);
 int MPI_Comm_size(MPI_Comm comm, int *size); => get comm_size -> size
 int MPI_Topo_test(MPI_Comm comm, int *a, int *b); => get two -> b, a
+int MPI_Attr_put(MPI_Comm comm, int keyval, void *val); => api set_attr(Kind::Comm, .., NAME)
+int MPI_Keyval_free(int *keyval); => alias MPI_Comm_free_keyval
 ## unavailable: later
 int MPI_Win_free(MPI_Win *win);
 ";
@@ -281,6 +322,8 @@ int MPI_Win_free(MPI_Win *win);
                 None, // MPI_Isend: a call binding has no nonblocking sibling
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
                 None,
             ]
         );
@@ -297,6 +340,8 @@ int MPI_Win_free(MPI_Win *win);
             "blocking_send(\"MPI_Send_c\", buf.into(), count.into(), comm.into(), SendMode::Standard, true)",
             "api(\"MPI_Comm_size\", Target::Comm(comm), || { check_ptr(size, \"size\")?; let v0 = state::with(|st| comm_size(st, comm.into()))?; *size = v0; Ok(()) })",
             "let (v0, v1) = state::with(|st| two(st, comm.into()))?; *b = v0; *a = v1; Ok(())",
+            "api(\"MPI_Attr_put\", Target::Comm(comm), || set_attr(Kind::Comm, comm.into(), keyval.into(), val.into(), \"MPI_Attr_put\"))",
+            "fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {\n    PMPI_Comm_free_keyval(keyval)\n}",
         ] {
             assert!(rs.contains(want), "missing {want}\nin\n{rs}");
         }

@@ -141,7 +141,7 @@ pub fn delete_all_type_attrs(h: MPI_Datatype) -> R<()> {
     }
 }
 
-fn create_keyval(kind: KeyvalKind, copy: Option<MPI_Comm_copy_attr_function>, delete: Option<MPI_Comm_delete_attr_function>, keyval: *mut c_int, extra: *mut c_void) -> R<()> {
+pub(crate) fn create_keyval(kind: KeyvalKind, copy: Option<MPI_Comm_copy_attr_function>, delete: Option<MPI_Comm_delete_attr_function>, keyval: *mut c_int, extra: *mut c_void) -> R<()> {
     check_ptr(keyval, "keyval")?;
     let h = state::with(|st| Ok(st.keyvals.insert(Keyval { kind, copy, delete, extra, freed: false, uses: 0 })))?;
     // SAFETY: checked non-null.
@@ -149,7 +149,7 @@ fn create_keyval(kind: KeyvalKind, copy: Option<MPI_Comm_copy_attr_function>, de
     Ok(())
 }
 
-fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
+pub(crate) fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
     check_ptr(keyval, "keyval")?;
     // SAFETY: checked non-null.
     let k = unsafe { *keyval };
@@ -170,7 +170,7 @@ fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
 }
 
 /// Set an attribute, deleting the previous value first.
-fn set_attr(kind: KeyvalKind, obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
+pub(crate) fn set_attr(kind: KeyvalKind, obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
     if PREDEFINED_COMM_KEYS.contains(&k) {
         return Err(err(MPI_ERR_KEYVAL, "predefined attributes cannot be set"));
     }
@@ -199,7 +199,7 @@ fn set_attr(kind: KeyvalKind, obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
     })
 }
 
-fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void, flag: *mut c_int) -> R<()> {
+pub(crate) fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void, flag: *mut c_int) -> R<()> {
     check_ptr(flag, "flag")?;
     check_ptr(out, "attribute_val")?;
     let v = state::with(|st| {
@@ -240,7 +240,7 @@ fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void, flag: *mut
     Ok(())
 }
 
-fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
+pub(crate) fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
     let old = state::with(|st| {
         let kv = st.keyval(k, kind)?;
         let (del, extra) = (kv.delete, kv.extra);
@@ -259,79 +259,9 @@ fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_create_keyval(comm_copy_attr_fn: Option<MPI_Comm_copy_attr_function>, comm_delete_attr_fn: Option<MPI_Comm_delete_attr_function>, comm_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    api("MPI_Comm_create_keyval", Target::NoComm, || create_keyval(KeyvalKind::Comm, comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Keyval_create(copy_fn: Option<MPI_Copy_function>, delete_fn: Option<MPI_Delete_function>, keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
-    api("MPI_Keyval_create", Target::NoComm, || create_keyval(KeyvalKind::Comm, copy_fn, delete_fn, keyval, extra_state))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int {
-    api("MPI_Comm_free_keyval", Target::NoComm, || free_keyval(KeyvalKind::Comm, comm_keyval))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {
-    api("MPI_Keyval_free", Target::NoComm, || free_keyval(KeyvalKind::Comm, keyval))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    api("MPI_Comm_set_attr", Target::Comm(comm), || set_attr(KeyvalKind::Comm, comm, comm_keyval, attribute_val))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Attr_put(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    api("MPI_Attr_put", Target::Comm(comm), || set_attr(KeyvalKind::Comm, comm, keyval, attribute_val))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    api("MPI_Comm_get_attr", Target::Comm(comm), || get_attr(KeyvalKind::Comm, comm, comm_keyval, attribute_val, flag))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    api("MPI_Attr_get", Target::Comm(comm), || get_attr(KeyvalKind::Comm, comm, keyval, attribute_val, flag))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
-    api("MPI_Comm_delete_attr", Target::Comm(comm), || delete_attr(KeyvalKind::Comm, comm, comm_keyval))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
-    api("MPI_Attr_delete", Target::Comm(comm), || delete_attr(KeyvalKind::Comm, comm, keyval))
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_keyval(type_copy_attr_fn: Option<MPI_Type_copy_attr_function>, type_delete_attr_fn: Option<MPI_Type_delete_attr_function>, type_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
     // Same C signature shape as the communicator callbacks (handles are ints).
     api("MPI_Type_create_keyval", Target::NoComm, || create_keyval(KeyvalKind::Type, type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int {
-    api("MPI_Type_free_keyval", Target::NoComm, || free_keyval(KeyvalKind::Type, type_keyval))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    api("MPI_Type_set_attr", Target::NoComm, || set_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    api("MPI_Type_get_attr", Target::NoComm, || get_attr(KeyvalKind::Type, datatype, type_keyval, attribute_val, flag))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
-    api("MPI_Type_delete_attr", Target::NoComm, || delete_attr(KeyvalKind::Type, datatype, type_keyval))
 }
 
 /// MPI_DUP_FN / MPI_COMM_DUP_FN / MPI_TYPE_DUP_FN: copy the attribute value.

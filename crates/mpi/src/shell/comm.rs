@@ -803,11 +803,6 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    PMPI_Comm_free(comm)
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     api("MPI_Comm_get_parent", Target::NoComm, || {
         check_ptr(parent, "parent")?;

@@ -191,7 +191,7 @@ fn check_ndims(ndims: c_int) -> R<()> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn subarray(name: &'static str, ndims: c_int, sizes: Ints, subsizes: Ints, starts: Ints, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
+pub(crate) fn subarray(name: &'static str, ndims: c_int, sizes: Ints, subsizes: Ints, starts: Ints, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         check_ndims(ndims)?;
         let n = ndims.into();
@@ -203,18 +203,8 @@ fn subarray(name: &'static str, ndims: c_int, sizes: Ints, subsizes: Ints, start
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    subarray("MPI_Type_create_subarray", ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype, false)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const MPI_Count, array_of_subsizes: *const MPI_Count, array_of_starts: *const MPI_Count, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    subarray("MPI_Type_create_subarray_c", ndims, array_of_sizes.into(), array_of_subsizes.into(), array_of_starts.into(), order_, oldtype, newtype, true)
-}
-
 #[allow(clippy::too_many_arguments)]
-fn darray(name: &'static str, size: c_int, rank: c_int, ndims: c_int, gsizes: Ints, distribs: *const c_int, dargs: *const c_int,
+pub(crate) fn darray(name: &'static str, size: c_int, rank: c_int, ndims: c_int, gsizes: Ints, distribs: *const c_int, dargs: *const c_int,
     psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype, large: bool) -> c_int {
     construct(name, large, newtype, |st| {
         check_ndims(ndims)?;
@@ -230,16 +220,6 @@ fn darray(name: &'static str, size: c_int, rank: c_int, ndims: c_int, gsizes: In
         let old = st.dtype_any(oldtype, false)?;
         Datatype::darray(size as i64, rank as i64, &g, &dist, &da, &p, order(order_)?, &old).map_err(type_err)
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    darray("MPI_Type_create_darray", size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype, false)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const MPI_Count, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order_: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    darray("MPI_Type_create_darray_c", size, rank, ndims, array_of_gsizes.into(), array_of_distribs, array_of_dargs, array_of_psizes, order_, oldtype, newtype, true)
 }
 
 pub(crate) fn resized(name: &'static str, oldtype: MPI_Datatype, lb: MPI_Count, extent: MPI_Count, newtype: *mut MPI_Datatype, large: bool) -> c_int {
@@ -384,7 +364,7 @@ pub(crate) fn type_size(name: &'static str, datatype: MPI_Datatype, size: CountP
 
 /// The (true) lower bound and extent: `MPI_Aint`s in the classic binding,
 /// `MPI_Count`s in the _x and _c ones (both 64-bit here).
-pub(crate) fn extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count, true_bounds: bool) -> c_int {
+pub(crate) fn type_extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count, true_bounds: bool) -> c_int {
     api(name, Target::NoComm, || {
         let (lb_name, extent_name) = if true_bounds { ("true_lb", "true_extent") } else { ("lb", "extent") };
         check_ptr(lb, lb_name)?;
@@ -398,21 +378,6 @@ pub(crate) fn extent(name: &'static str, datatype: MPI_Datatype, lb: *mut MPI_Co
         }
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent_: *mut MPI_Aint) -> c_int {
-    extent("MPI_Type_get_extent", datatype, lb, extent_, false)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent_: *mut MPI_Count) -> c_int {
-    extent("MPI_Type_get_extent_x", datatype, lb, extent_, false)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent_: *mut MPI_Count) -> c_int {
-    extent("MPI_Type_get_extent_c", datatype, lb, extent_, false)
 }
 
 /// MPI_Type_get_envelope(_c). `num_large_counts` is None in the classic
@@ -597,11 +562,6 @@ pub unsafe extern "C" fn PMPI_Get_address(location: *const c_void, address: *mut
     }
     *address = location as MPI_Aint;
     MPI_SUCCESS
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> c_int {
-    PMPI_Get_address(location, address)
 }
 
 #[no_mangle]

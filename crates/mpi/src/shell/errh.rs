@@ -60,11 +60,6 @@ pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MP
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Errhandler_set(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    PMPI_Comm_set_errhandler(comm, errhandler)
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
     api("MPI_Comm_get_errhandler", Target::Comm(comm), || {
         check_ptr(errhandler, "errhandler")?;
@@ -78,11 +73,6 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *m
         })?;
         Ok(())
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Errhandler_get(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    PMPI_Comm_get_errhandler(comm, errhandler)
 }
 
 #[no_mangle]

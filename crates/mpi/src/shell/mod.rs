@@ -27,7 +27,7 @@ pub mod topo;
 mod generated {
     #![allow(clippy::useless_conversion, clippy::too_many_arguments, clippy::unit_arg)]
     use super::*;
-    use crate::objects::SendMode;
+    use crate::objects::{BufOwner, KeyvalKind, SendMode};
     use crate::state::{self, api, Target};
     include!(concat!(env!("OUT_DIR"), "/shell.rs"));
 }

@@ -644,12 +644,12 @@ pub(crate) fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_flush() -> c_int {
-    api("MPI_Buffer_flush", Target::NoComm, || state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Process)))))
+/// MPI_Buffer_flush: wait until the process's buffered sends are done.
+pub(crate) fn buffer_flush() -> R<()> {
+    state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Process))))
 }
 
-fn iflush(owner: BufOwner, comm: MPI_Comm, request: *mut MPI_Request) -> R<()> {
+pub(crate) fn iflush(owner: BufOwner, comm: MPI_Comm, request: *mut MPI_Request) -> R<()> {
     check_ptr(request, "request")?;
     let h = state::with(|st| {
         if let BufOwner::Comm(c) = owner {
@@ -663,11 +663,6 @@ fn iflush(owner: BufOwner, comm: MPI_Comm, request: *mut MPI_Request) -> R<()> {
     // SAFETY: checked non-null.
     unsafe { *request = h };
     Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Buffer_iflush(request: *mut MPI_Request) -> c_int {
-    api("MPI_Buffer_iflush", Target::NoComm, || iflush(BufOwner::Process, MPI_COMM_SELF, request))
 }
 
 pub(crate) fn comm_attach_buffer(name: &'static str, comm: MPI_Comm, buffer: *mut c_void, size: MPI_Count) -> c_int {
@@ -703,9 +698,4 @@ pub unsafe extern "C" fn PMPI_Comm_flush_buffer(comm: MPI_Comm) -> c_int {
         state::with(|st| st.comm(comm).map(|_| ()))?;
         state::wait_until(|st| Ok(st.bsend_pending_done(Some(BufOwner::Comm(comm)))))
     })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_iflush_buffer(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    api("MPI_Comm_iflush_buffer", Target::Comm(comm), || iflush(BufOwner::Comm(comm), comm, request))
 }

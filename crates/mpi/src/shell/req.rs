@@ -758,7 +758,7 @@ pub(crate) fn get_elements(name: &'static str, status: *const MPI_Status, dataty
     })
 }
 
-fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> R<()> {
+pub(crate) fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> R<()> {
     check_ptr(status, "status")?;
     if count < 0 {
         return Err(err(MPI_ERR_COUNT, format!("invalid count {count}")));
@@ -775,11 +775,6 @@ fn set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: i64) -> 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) -> c_int {
     api("MPI_Status_set_elements", Target::NoComm, || set_elements(status, datatype, count as i64))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> c_int {
-    api("MPI_Status_set_elements_x", Target::NoComm, || set_elements(status, datatype, count))
 }
 
 #[no_mangle]
