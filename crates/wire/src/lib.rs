@@ -16,14 +16,17 @@
 #![forbid(unsafe_code)]
 
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod transmit;
 
 pub use frame::{flags, Envelope, Frame, FrameError, Header, Kind, Urgency, HEADER_LEN, MAX_PAYLOAD};
 pub use transmit::{Payload, SentToken, Transmit};
 
-/// The frame protocol's version: a peer speaking another one is refused
-/// when the connection is made.
-pub const WIRE_VERSION: u32 = 2;
+/// The protocol's version (frames and the TCP handshake): a peer speaking
+/// another one is refused when the connection is made. 3: the TCP
+/// handshake ends with the acceptor's authenticated verdict.
+pub const WIRE_VERSION: u32 = 3;
 
 /// A process of the job (its rank in MPI_COMM_WORLD).
 pub type Pid = u32;

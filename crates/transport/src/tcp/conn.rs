@@ -1,0 +1,411 @@
+//! One connection: its phase (connecting, handshaking, established), what
+//! it has read, and how read bytes become handshake steps and then frames.
+//! Large Data payloads are read straight into the receive buffer.
+
+use super::handshake::{Acceptor, Connector, Link, Outcome, Refusal};
+use super::Tcp;
+use crate::{terr, ConnEvent, Sink, TransportError};
+use gridmpi_datatype::UserBuf;
+use gridmpi_wire::{Frame, Header, Pid, HEADER_LEN};
+use std::io;
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// Data payloads at least this large are read directly into user memory.
+const DIRECT_MIN: usize = 16 * 1024;
+
+/// The read buffer of a connection, and what it shrinks back to after a
+/// large frame.
+pub(super) const RBUF_LEN: usize = 64 * 1024;
+
+pub(super) enum Phase {
+    /// Non-blocking connect in progress; the machine speaks once it is made.
+    Connecting(Connector),
+    /// We called: HELLO, PROOF, waiting for the verdict.
+    Connector(Connector),
+    /// We were called: nothing is known about the caller until it has
+    /// proven itself, and then the verdict is ours.
+    Acceptor(Acceptor),
+    Established,
+    /// Refused, failed or given up; to be dropped.
+    Dead,
+}
+
+pub(super) struct Conn {
+    pub(super) fd: OwnedFd,
+    /// The peer: known from the start for a connection we make, only once
+    /// admitted for one we accepted.
+    pub(super) peer: Option<Pid>,
+    pub(super) phase: Phase,
+    /// Whether we made the connection (a timeout is then an error).
+    pub(super) connector: bool,
+    /// Handshake bytes still to write.
+    pub(super) hs_out: Vec<u8>,
+    /// Bytes read and not yet consumed.
+    pub(super) rbuf: Vec<u8>,
+    pub(super) rlen: usize,
+    pub(super) writable_armed: bool,
+    /// Addresses left to try (connector).
+    pub(super) addrs: Vec<SocketAddrV4>,
+    /// A Data frame whose payload is being read straight into user memory.
+    pub(super) direct: Option<Direct>,
+    /// When the connection was opened (connect or accept).
+    pub(super) opened: std::time::Instant,
+}
+
+impl Conn {
+    pub(super) fn new(fd: OwnedFd, peer: Option<Pid>, phase: Phase, addrs: Vec<SocketAddrV4>) -> Conn {
+        Conn {
+            fd,
+            peer,
+            connector: matches!(phase, Phase::Connecting(_)),
+            phase,
+            hs_out: Vec::new(),
+            rbuf: vec![0; RBUF_LEN],
+            rlen: 0,
+            writable_armed: false,
+            addrs,
+            direct: None,
+            opened: std::time::Instant::now(),
+        }
+    }
+
+    pub(super) fn is_established(&self) -> bool {
+        matches!(self.phase, Phase::Established)
+    }
+
+    pub(super) fn is_dead(&self) -> bool {
+        matches!(self.phase, Phase::Dead)
+    }
+
+    /// Write what is left of the handshake bytes.
+    pub(super) fn write_handshake(&mut self) -> io::Result<()> {
+        while !self.hs_out.is_empty() {
+            // SAFETY: writing from our own buffer.
+            let n = unsafe {
+                libc::send(self.fd.as_raw_fd(), self.hs_out.as_ptr() as *const libc::c_void, self.hs_out.len(), libc::MSG_NOSIGNAL)
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(()),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Err(e),
+                }
+            }
+            self.hs_out.drain(..n as usize);
+        }
+        Ok(())
+    }
+}
+
+/// Large Data payloads skip the connection buffer: they are read with
+/// recvmsg into the receive buffer's memory runs.
+pub(super) struct Direct {
+    header: Header,
+    buf: UserBuf,
+    /// Payload bytes already in place.
+    done: u64,
+}
+
+/// How a handshake ended, with the role it was played in.
+enum Concluded {
+    Connector(Outcome),
+    Acceptor(Outcome),
+}
+
+impl Tcp {
+    pub(super) fn on_readable(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        loop {
+            if self.conns[idx].as_ref().unwrap().direct.is_some() {
+                match self.read_direct(idx, sink)? {
+                    Some(true) => continue,
+                    Some(false) => return Ok(()),
+                    None => return self.on_eof(idx),
+                }
+            }
+            let c = self.conns[idx].as_mut().unwrap();
+            if c.rlen == c.rbuf.len() {
+                let n = c.rbuf.len() * 2;
+                c.rbuf.resize(n, 0);
+            }
+            // SAFETY: reading into the unused tail of our buffer.
+            let n = unsafe {
+                libc::recv(c.fd.as_raw_fd(), c.rbuf.as_mut_ptr().add(c.rlen) as *mut libc::c_void, c.rbuf.len() - c.rlen, libc::MSG_DONTWAIT)
+            };
+            if n == 0 {
+                return self.on_eof(idx);
+            }
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => return Ok(()),
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        if e.raw_os_error() == Some(libc::ECONNRESET) {
+                            return self.on_eof(idx);
+                        }
+                        let peer = c.peer;
+                        return Err(terr(peer, format!("receive failed: {e}")));
+                    }
+                }
+            }
+            c.rlen += n as usize;
+            self.consume(idx, sink)?;
+            if self.conns[idx].as_ref().is_none_or(|c| c.is_dead()) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Read the payload of the pending direct Data frame into user memory.
+    /// Some(true): progress (or done), Some(false): would block, None: EOF.
+    fn read_direct(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<Option<bool>, TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer;
+        let d = c.direct.as_mut().unwrap();
+        let len = d.header.payload_len as u64;
+        self.runs.clear();
+        let Frame::Data { offset, .. } = d.header.frame else { unreachable!("only Data frames land directly") };
+        d.buf.runs(offset + d.done, len - d.done, 256, &mut self.runs);
+        let mut iov: Vec<libc::iovec> =
+            self.runs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
+        // SAFETY: a zeroed msghdr is valid; the iovecs point into the receive
+        // buffer of a pending receive, within the range the sink accepted.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len();
+        let n = unsafe { libc::recvmsg(c.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(Some(false)),
+                io::ErrorKind::Interrupted => Ok(Some(true)),
+                _ if e.raw_os_error() == Some(libc::ECONNRESET) => Ok(None),
+                _ => Err(terr(peer, format!("receive failed: {e}"))),
+            };
+        }
+        d.done += n as u64;
+        if d.done == len {
+            let h = d.header;
+            c.direct = None;
+            sink.data_landed(peer.unwrap(), &h).map_err(|e| terr(peer, e))?;
+        }
+        Ok(Some(true))
+    }
+
+    fn on_eof(&mut self, idx: usize) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let phase = std::mem::replace(&mut c.phase, Phase::Dead);
+        let peer = c.peer;
+        match (phase, peer) {
+            (Phase::Established, Some(p)) => {
+                self.peers[p as usize].closed = true;
+                if !self.finalizing {
+                    return Err(terr(peer, "the peer closed the connection unexpectedly (did it exit or crash?)"));
+                }
+            }
+            // Our own call, closed before the peer's verdict: it dropped us
+            // (a refusal comes with its reason first).
+            (Phase::Connecting(_) | Phase::Connector(_), Some(_)) if !self.finalizing => {
+                return Err(terr(peer, "the peer closed the connection during the handshake (a different GridMPI version?)"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Parse what has been read: handshake messages, then frames.
+    pub(super) fn consume(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        let mut start = 0usize;
+        let result = loop {
+            let c = self.conns[idx].as_mut().unwrap();
+            let avail = c.rlen - start;
+            match c.phase {
+                Phase::Connector(_) | Phase::Acceptor(_) => match self.handshake_step(idx, start, sink) {
+                    Ok(used) => {
+                        start += used;
+                        let c = self.conns[idx].as_ref().unwrap();
+                        if !c.is_established() || start == c.rlen {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) => break Err(e),
+                },
+                Phase::Established => {
+                    if avail < HEADER_LEN {
+                        break Ok(());
+                    }
+                    let peer = c.peer.unwrap();
+                    let hb: [u8; HEADER_LEN] = c.rbuf[start..start + HEADER_LEN].try_into().unwrap();
+                    let h = match Header::decode(&hb) {
+                        Ok(h) => h,
+                        Err(e) => break Err(terr(Some(peer), format!("malformed frame: {e}"))),
+                    };
+                    let total = HEADER_LEN + h.payload_len as usize;
+                    if avail < total && matches!(h.frame, Frame::Data { .. }) && h.payload_len as usize >= DIRECT_MIN {
+                        // Land what we have, then read the rest in place.
+                        let buf = match sink.data_target(peer, &h) {
+                            Ok(b) => b,
+                            Err(e) => break Err(terr(Some(peer), e)),
+                        };
+                        let have = avail - HEADER_LEN;
+                        let Frame::Data { offset, .. } = h.frame else { unreachable!("checked above") };
+                        // SAFETY: the sink checked the range against what it accepts.
+                        unsafe { buf.write_packed(offset, &c.rbuf[start + HEADER_LEN..start + HEADER_LEN + have]) };
+                        c.direct = Some(Direct { header: h, buf, done: have as u64 });
+                        start += avail;
+                        break Ok(());
+                    }
+                    if avail < total {
+                        if total > c.rbuf.len() {
+                            // Make room for this frame: move it to the front and grow.
+                            c.rbuf.copy_within(start..c.rlen, 0);
+                            c.rlen -= start;
+                            start = 0;
+                            c.rbuf.resize(total.next_power_of_two(), 0);
+                        }
+                        break Ok(());
+                    }
+                    let payload = &c.rbuf[start + HEADER_LEN..start + total];
+                    if let Err(e) = sink.frame(peer, &h, payload) {
+                        break Err(terr(Some(peer), e));
+                    }
+                    start += total;
+                }
+                Phase::Connecting(_) | Phase::Dead => break Ok(()),
+            }
+        };
+        if let Some(c) = self.conns[idx].as_mut() {
+            c.rbuf.copy_within(start..c.rlen, 0);
+            c.rlen -= start;
+            // Shrink a buffer grown for one big frame once it is empty.
+            if c.rlen == 0 && c.rbuf.len() > (1 << 20) {
+                c.rbuf.truncate(RBUF_LEN);
+                c.rbuf.shrink_to_fit();
+            }
+        }
+        result
+    }
+
+    /// Feed the handshake of connection `idx` what was read from `start`,
+    /// decide for a caller that proved itself, write the replies and act on
+    /// the conclusion. Returns how many bytes were the handshake's.
+    fn handshake_step(&mut self, idx: usize, start: usize, sink: &mut dyn Sink) -> Result<usize, TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let input = &c.rbuf[start..c.rlen];
+        let (used, concluded) = match &mut c.phase {
+            Phase::Connector(m) => {
+                let used = m.handle_bytes(input);
+                c.hs_out.extend(m.poll_transmit().unwrap_or_default());
+                (used, m.outcome().cloned().map(Concluded::Connector))
+            }
+            Phase::Acceptor(m) => {
+                let used = m.handle_bytes(input);
+                if let Some(proven) = m.proven() {
+                    // Only now is the caller known to be this rank.
+                    let link = &self.peers[proven.peer() as usize];
+                    proven.decide(Link { established: link.established, connecting: link.conn.is_some() && !link.established });
+                }
+                c.hs_out.extend(m.poll_transmit().unwrap_or_default());
+                (used, m.outcome().cloned().map(Concluded::Acceptor))
+            }
+            _ => unreachable!("a handshake step outside the handshake"),
+        };
+        let written = c.write_handshake();
+        match concluded {
+            None => {}
+            Some(Concluded::Connector(outcome)) => self.connector_concluded(idx, outcome, sink)?,
+            Some(Concluded::Acceptor(outcome)) => self.acceptor_concluded(idx, outcome, sink)?,
+        }
+        if let Err(e) = written {
+            let c = self.conns[idx].as_mut().unwrap();
+            if c.connector || c.is_established() {
+                return Err(terr(c.peer, format!("send failed during handshake: {e}")));
+            }
+            c.phase = Phase::Dead; // a caller we never admitted
+        }
+        self.update_interest(idx);
+        Ok(used)
+    }
+
+    /// Our call to a peer ended.
+    fn connector_concluded(&mut self, idx: usize, outcome: Outcome, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        let c = self.conns[idx].as_mut().unwrap();
+        let peer = c.peer.expect("a connector knows its peer");
+        match outcome {
+            Outcome::Established { .. } => {
+                c.phase = Phase::Established;
+                let fd = c.fd.as_raw_fd();
+                self.established(peer, idx, fd, sink)
+            }
+            Outcome::Refused(Refusal::Duplicate) => {
+                // The peer's own connection to us wins; ours goes away and
+                // the frames wait for that one.
+                c.phase = Phase::Dead;
+                c.peer = None;
+                let link = &mut self.peers[peer as usize];
+                if link.conn == Some(idx) {
+                    link.conn = None;
+                }
+                Ok(())
+            }
+            Outcome::Refused(r) => {
+                c.phase = Phase::Dead;
+                let why = match r {
+                    Refusal::WrongPeer => "the peer says we are not part of its job (wrong rank)".to_string(),
+                    Refusal::WrongVersion { theirs } => {
+                        format!("the peer speaks protocol version {theirs}, we speak {} (mixed GridMPI builds?)", gridmpi_wire::WIRE_VERSION)
+                    }
+                    Refusal::BadProof => "the peer refused our proof of membership (a different job or secret?)".to_string(),
+                    Refusal::Duplicate => unreachable!("handled above"),
+                };
+                Err(terr(Some(peer), why))
+            }
+            Outcome::Failed(f) => {
+                c.phase = Phase::Dead;
+                Err(terr(Some(peer), f.to_string()))
+            }
+        }
+    }
+
+    /// A call we accepted ended: admitted as its rank's connection, or
+    /// dropped (whoever it was, without a trace on any rank's state).
+    fn acceptor_concluded(&mut self, idx: usize, outcome: Outcome, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        let Outcome::Established { peer } = outcome else {
+            self.conns[idx].as_mut().unwrap().phase = Phase::Dead;
+            return Ok(());
+        };
+        // Our own attempt (if any: we are the higher pid) gives way; the
+        // peer refuses it anyway.
+        if let Some(old) = self.peers[peer as usize].conn.replace(idx) {
+            if old != idx {
+                if let Some(oc) = self.conns[old].as_mut() {
+                    oc.peer = None; // its end must not disturb the link
+                    oc.phase = Phase::Dead;
+                }
+                self.reap(old);
+            }
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        c.peer = Some(peer);
+        c.phase = Phase::Established;
+        let fd = c.fd.as_raw_fd();
+        self.tune(peer, fd);
+        self.established(peer, idx, fd, sink)
+    }
+
+    /// Connection `idx` on `fd` is now the one with `peer`.
+    fn established(&mut self, peer: Pid, idx: usize, fd: i32, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        debug_assert_eq!(self.peers[peer as usize].conn, Some(idx));
+        self.events.push(ConnEvent::Opened { peer, fd });
+        self.peers[peer as usize].established = true;
+        if self.peers[peer as usize].pace.is_some() {
+            self.apply_pacing(peer);
+        }
+        self.flush_peer(peer, sink)
+    }
+}

@@ -1,0 +1,1430 @@
+//! The TCP handshake as a step machine: bytes in, bytes out, a conclusion.
+//! No socket, no clock, no randomness of its own (nonces are handed in):
+//! the transport feeds what it read to [`Connector::handle_bytes`] or
+//! [`Acceptor::handle_bytes`], writes what `poll_transmit` gives, and acts
+//! on the [`Outcome`].
+//!
+//! ```text
+//! connector -> acceptor  HELLO    magic version from to 0 nonce_c              40 bytes
+//! acceptor  -> connector WELCOME  magic status version nonce_a                 32 bytes
+//! connector -> acceptor  PROOF    magic mac_c                                  40 bytes
+//! acceptor  -> connector VERDICT  magic status 0 mac_a                         48 bytes
+//!
+//! mac_c = HMAC(secret, "gridmpi connector" version from to job nonce_c nonce_a)
+//! mac_a = HMAC(secret, "gridmpi acceptor" version from to job nonce_c nonce_a status)
+//! ```
+//!
+//! Integers are little-endian; `from` is the connector's pid, `to` the
+//! acceptor's. Frames follow the VERDICT on the same stream, in both
+//! directions; the machines consume exactly their messages and leave the
+//! bytes after them to the caller.
+//!
+//! Why it has these steps:
+//! - The acceptor learns who is calling (HELLO) but gives a caller nothing
+//!   derived from the secret, and takes no decision about the rank it
+//!   claims to be, until that caller has proven it holds the secret (PROOF
+//!   over the acceptor's fresh nonce, so a recorded PROOF is useless). Only
+//!   then does the owner decide ([`Proven::decide`]) whether this
+//!   connection becomes the rank's one connection, so a stranger claiming a
+//!   rank can neither take its slot nor get the real rank refused.
+//! - The VERDICT is authenticated (its MAC covers the status and both
+//!   nonces): a connector gives up its connection as a DUPLICATE only on
+//!   the word of a peer holding the secret. Refusals that come before any
+//!   proof (WRONG_PEER, WRONG_VERSION, BAD_PROOF) cannot be authenticated;
+//!   they only end a connection that could not have worked.
+//! - The job id is never sent in clear (the MACs bind it): it may be
+//!   derived from the secret.
+//! - The first 16 bytes of WELCOME (magic, status, version) and the first
+//!   12 of HELLO (magic, version) keep their layout in every version, so a
+//!   peer of another version is told so instead of left waiting.
+//!
+//! When two processes connect to each other at once, the connection made by
+//! the lower pid wins ([`verdict`]): the other one is refused as DUPLICATE.
+
+#![forbid(unsafe_code)]
+
+use crate::auth;
+use gridmpi_wire::Pid;
+use std::fmt;
+
+pub const HELLO_LEN: usize = 40;
+pub const WELCOME_LEN: usize = 32;
+pub const PROOF_LEN: usize = 40;
+pub const VERDICT_LEN: usize = 48;
+/// The longest handshake message.
+const MAX_MESSAGE: usize = VERDICT_LEN;
+
+const HELLO_MAGIC: &[u8; 8] = b"GMPIhelo";
+const WELCOME_MAGIC: &[u8; 8] = b"GMPIwlcm";
+const PROOF_MAGIC: &[u8; 8] = b"GMPIprof";
+const VERDICT_MAGIC: &[u8; 8] = b"GMPIvrdt";
+
+/// A connection nonce: fresh random bytes from the owner, one per connection.
+pub type Nonce = [u8; 16];
+
+/// What both ends of every connection of a job share.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Keys {
+    /// The job's id (bound into every MAC, never sent).
+    pub job: u64,
+    pub secret: [u8; 32],
+}
+
+impl fmt::Debug for Keys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Keys { .. }") // never print the secret
+    }
+}
+
+/// An acceptor's answer, in WELCOME or VERDICT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok = 0,
+    /// Another connection between the two processes is (or will be) used.
+    Duplicate = 1,
+    /// The caller is not a rank of this job, or not calling this rank.
+    WrongPeer = 2,
+    /// The caller speaks another protocol version.
+    WrongVersion = 3,
+    /// The caller's PROOF did not check out (another job or secret).
+    BadProof = 4,
+}
+
+impl Status {
+    fn from_u32(v: u32) -> Option<Status> {
+        Some(match v {
+            0 => Status::Ok,
+            1 => Status::Duplicate,
+            2 => Status::WrongPeer,
+            3 => Status::WrongVersion,
+            4 => Status::BadProof,
+            _ => return None,
+        })
+    }
+}
+
+/// A handshake that ended with one side refusing the other: sent by an
+/// acceptor, or received by a connector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    Duplicate,
+    WrongPeer,
+    /// `theirs` is the other side's version.
+    WrongVersion { theirs: u32 },
+    BadProof,
+}
+
+impl Refusal {
+    pub fn status(&self) -> Status {
+        match self {
+            Refusal::Duplicate => Status::Duplicate,
+            Refusal::WrongPeer => Status::WrongPeer,
+            Refusal::WrongVersion { .. } => Status::WrongVersion,
+            Refusal::BadProof => Status::BadProof,
+        }
+    }
+}
+
+/// A handshake that ended without agreement or refusal: the other side
+/// broke the protocol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The first bytes are not a GridMPI handshake message.
+    NotGridMpi,
+    /// A field that must be zero is not, or a status is unknown.
+    Malformed(&'static str),
+    /// The acceptor said OK with another version than ours.
+    VersionMismatch { theirs: u32 },
+    /// The acceptor's verdict does not carry a valid MAC.
+    BadMac,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::NotGridMpi => f.write_str("the peer does not speak GridMPI's protocol"),
+            Failure::Malformed(what) => write!(f, "malformed handshake message ({what})"),
+            Failure::VersionMismatch { theirs } => write!(f, "the peer accepted us with protocol version {theirs}"),
+            Failure::BadMac => f.write_str("the peer failed to prove it belongs to this job (bad MAC)"),
+        }
+    }
+}
+
+/// How a handshake ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Both sides proved they hold the secret and agreed to use this
+    /// connection; frames follow.
+    Established { peer: Pid },
+    Refused(Refusal),
+    Failed(Failure),
+}
+
+fn mac(keys: &Keys, label: &[u8], version: u32, from: Pid, to: Pid, nonces: (&Nonce, &Nonce), status: Option<Status>) -> [u8; 32] {
+    let status = status.map(|s| (s as u32).to_le_bytes());
+    auth::hmac_sha256(
+        &keys.secret,
+        &[
+            label,
+            &version.to_le_bytes(),
+            &from.to_le_bytes(),
+            &to.to_le_bytes(),
+            &keys.job.to_le_bytes(),
+            nonces.0,
+            nonces.1,
+            status.as_ref().map_or(&[][..], |s| &s[..]),
+        ],
+    )
+}
+
+const CONNECTOR_LABEL: &[u8] = b"gridmpi connector";
+const ACCEPTOR_LABEL: &[u8] = b"gridmpi acceptor";
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+fn array<const N: usize>(b: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[..N]);
+    a
+}
+
+// The four messages. `decode` takes exactly the message's bytes.
+
+struct Hello {
+    version: u32,
+    from: Pid,
+    to: Pid,
+    nonce_c: Nonce,
+}
+
+impl Hello {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(HELLO_LEN);
+        b.extend_from_slice(HELLO_MAGIC);
+        b.extend_from_slice(&self.version.to_le_bytes());
+        b.extend_from_slice(&self.from.to_le_bytes());
+        b.extend_from_slice(&self.to.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.nonce_c);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Hello, Failure> {
+        if &b[..8] != HELLO_MAGIC {
+            return Err(Failure::NotGridMpi);
+        }
+        if u32_at(b, 20) != 0 {
+            return Err(Failure::Malformed("reserved HELLO field"));
+        }
+        Ok(Hello { version: u32_at(b, 8), from: u32_at(b, 12), to: u32_at(b, 16), nonce_c: array(&b[24..40]) })
+    }
+}
+
+struct Welcome {
+    status: Status,
+    version: u32,
+    nonce_a: Nonce,
+}
+
+impl Welcome {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(WELCOME_LEN);
+        b.extend_from_slice(WELCOME_MAGIC);
+        b.extend_from_slice(&(self.status as u32).to_le_bytes());
+        b.extend_from_slice(&self.version.to_le_bytes());
+        b.extend_from_slice(&self.nonce_a);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Welcome, Failure> {
+        if &b[..8] != WELCOME_MAGIC {
+            return Err(Failure::NotGridMpi);
+        }
+        let status = match Status::from_u32(u32_at(b, 8)) {
+            Some(s @ (Status::Ok | Status::WrongPeer | Status::WrongVersion)) => s,
+            _ => return Err(Failure::Malformed("WELCOME status")),
+        };
+        Ok(Welcome { status, version: u32_at(b, 12), nonce_a: array(&b[16..32]) })
+    }
+}
+
+struct Proof {
+    mac: [u8; 32],
+}
+
+impl Proof {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(PROOF_LEN);
+        b.extend_from_slice(PROOF_MAGIC);
+        b.extend_from_slice(&self.mac);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Proof, Failure> {
+        if &b[..8] != PROOF_MAGIC {
+            return Err(Failure::NotGridMpi);
+        }
+        Ok(Proof { mac: array(&b[8..40]) })
+    }
+}
+
+struct Verdict {
+    status: Status,
+    /// Zero unless the status is OK or DUPLICATE (an unproven caller gets
+    /// nothing derived from the secret).
+    mac: [u8; 32],
+}
+
+impl Verdict {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(VERDICT_LEN);
+        b.extend_from_slice(VERDICT_MAGIC);
+        b.extend_from_slice(&(self.status as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.mac);
+        b
+    }
+
+    fn decode(b: &[u8]) -> Result<Verdict, Failure> {
+        if &b[..8] != VERDICT_MAGIC {
+            return Err(Failure::NotGridMpi);
+        }
+        let status = match Status::from_u32(u32_at(b, 8)) {
+            Some(s @ (Status::Ok | Status::Duplicate | Status::BadProof)) => s,
+            _ => return Err(Failure::Malformed("VERDICT status")),
+        };
+        if u32_at(b, 12) != 0 {
+            return Err(Failure::Malformed("reserved VERDICT field"));
+        }
+        Ok(Verdict { status, mac: array(&b[16..48]) })
+    }
+}
+
+/// The bytes of the message being received, gathered across reads.
+struct Partial {
+    buf: [u8; MAX_MESSAGE],
+    len: usize,
+}
+
+impl Partial {
+    fn new() -> Partial {
+        Partial { buf: [0; MAX_MESSAGE], len: 0 }
+    }
+
+    /// Take bytes from `input` until `want` are gathered; returns how many
+    /// were taken.
+    fn fill(&mut self, want: usize, input: &[u8]) -> usize {
+        let n = want.saturating_sub(self.len).min(input.len());
+        self.buf[self.len..self.len + n].copy_from_slice(&input[..n]);
+        self.len += n;
+        n
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+/// Who a machine is and what it shares with its peers.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub me: Pid,
+    /// Protocol version spoken (the wire version).
+    pub version: u32,
+    pub keys: Keys,
+}
+
+// ---------------------------------------------------------------------------
+// The connector
+
+/// The side that called: sends HELLO, proves itself, waits for the verdict.
+pub struct Connector {
+    id: Identity,
+    peer: Pid,
+    state: ConnectorState,
+    incoming: Partial,
+    out: Vec<u8>,
+}
+
+enum ConnectorState {
+    AwaitWelcome(AwaitWelcome),
+    AwaitVerdict(AwaitVerdict),
+    Done(Outcome),
+}
+
+/// HELLO sent.
+struct AwaitWelcome {
+    nonce_c: Nonce,
+}
+
+/// PROOF sent.
+struct AwaitVerdict {
+    nonce_c: Nonce,
+    nonce_a: Nonce,
+}
+
+impl AwaitWelcome {
+    fn on_welcome(self, id: &Identity, peer: Pid, msg: &[u8], out: &mut Vec<u8>) -> ConnectorState {
+        let w = match Welcome::decode(msg) {
+            Ok(w) => w,
+            Err(f) => return ConnectorState::Done(Outcome::Failed(f)),
+        };
+        match w.status {
+            Status::WrongPeer => return ConnectorState::Done(Outcome::Refused(Refusal::WrongPeer)),
+            Status::WrongVersion => {
+                return ConnectorState::Done(Outcome::Refused(Refusal::WrongVersion { theirs: w.version }))
+            }
+            _ => {}
+        }
+        if w.version != id.version {
+            return ConnectorState::Done(Outcome::Failed(Failure::VersionMismatch { theirs: w.version }));
+        }
+        let nonces = (&self.nonce_c, &w.nonce_a);
+        let proof = Proof { mac: mac(&id.keys, CONNECTOR_LABEL, id.version, id.me, peer, nonces, None) };
+        out.extend_from_slice(&proof.encode());
+        ConnectorState::AwaitVerdict(AwaitVerdict { nonce_c: self.nonce_c, nonce_a: w.nonce_a })
+    }
+}
+
+impl AwaitVerdict {
+    fn on_verdict(self, id: &Identity, peer: Pid, msg: &[u8]) -> Outcome {
+        let v = match Verdict::decode(msg) {
+            Ok(v) => v,
+            Err(f) => return Outcome::Failed(f),
+        };
+        if v.status == Status::BadProof {
+            return Outcome::Refused(Refusal::BadProof);
+        }
+        let expect = mac(&id.keys, ACCEPTOR_LABEL, id.version, id.me, peer, (&self.nonce_c, &self.nonce_a), Some(v.status));
+        if !auth::equal_ct(&expect, &v.mac) {
+            return Outcome::Failed(Failure::BadMac);
+        }
+        match v.status {
+            Status::Ok => Outcome::Established { peer },
+            _ => Outcome::Refused(Refusal::Duplicate),
+        }
+    }
+}
+
+impl Connector {
+    /// A connector calling `peer`, with a fresh `nonce_c`. The HELLO is
+    /// ready to transmit once the connection is made.
+    pub fn new(id: Identity, peer: Pid, nonce_c: Nonce) -> Connector {
+        let hello = Hello { version: id.version, from: id.me, to: peer, nonce_c };
+        Connector {
+            out: hello.encode(),
+            id,
+            peer,
+            state: ConnectorState::AwaitWelcome(AwaitWelcome { nonce_c }),
+            incoming: Partial::new(),
+        }
+    }
+
+    pub fn peer(&self) -> Pid {
+        self.peer
+    }
+
+    /// Bytes received; returns how many were handshake bytes. Once the
+    /// handshake has ended it takes no more: what follows is frames.
+    pub fn handle_bytes(&mut self, input: &[u8]) -> usize {
+        let mut used = 0;
+        loop {
+            let want = match &self.state {
+                ConnectorState::AwaitWelcome(_) => WELCOME_LEN,
+                ConnectorState::AwaitVerdict(_) => VERDICT_LEN,
+                ConnectorState::Done(_) => return used,
+            };
+            used += self.incoming.fill(want, &input[used..]);
+            if self.incoming.len < want {
+                return used;
+            }
+            let msg = self.incoming.bytes();
+            let placeholder = ConnectorState::Done(Outcome::Failed(Failure::NotGridMpi));
+            self.state = match std::mem::replace(&mut self.state, placeholder) {
+                ConnectorState::AwaitWelcome(s) => s.on_welcome(&self.id, self.peer, msg, &mut self.out),
+                ConnectorState::AwaitVerdict(s) => ConnectorState::Done(s.on_verdict(&self.id, self.peer, msg)),
+                done @ ConnectorState::Done(_) => done,
+            };
+            self.incoming.clear();
+        }
+    }
+
+    /// Bytes to write to the peer, if any.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
+    }
+
+    /// How the handshake ended, once it has.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match &self.state {
+            ConnectorState::Done(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The acceptor
+
+/// The side that was called: checks HELLO, checks PROOF, and gives the
+/// verdict its owner decides.
+pub struct Acceptor {
+    id: Identity,
+    /// Ranks of the job (valid callers are `0..npeers`).
+    npeers: usize,
+    state: AcceptorState,
+    incoming: Partial,
+    out: Vec<u8>,
+}
+
+enum AcceptorState {
+    AwaitHello(AwaitHello),
+    AwaitProof(AwaitProof),
+    Proven(ProvenCaller),
+    Done(Outcome),
+}
+
+/// Nothing received yet.
+struct AwaitHello {
+    nonce_a: Nonce,
+}
+
+/// WELCOME sent to a caller claiming to be `peer`. Nothing is decided about
+/// `peer` in this state.
+struct AwaitProof {
+    peer: Pid,
+    nonce_c: Nonce,
+    nonce_a: Nonce,
+}
+
+/// The caller proved it is `peer`; the owner decides.
+struct ProvenCaller {
+    peer: Pid,
+    nonce_c: Nonce,
+    nonce_a: Nonce,
+}
+
+impl AwaitHello {
+    /// Check the prefix as soon as it is there: another protocol is dropped
+    /// at its first bytes, another version told so after 12.
+    fn on_prefix(&self, id: &Identity, prefix: &[u8], out: &mut Vec<u8>) -> Option<Outcome> {
+        let magic_len = prefix.len().min(8);
+        if prefix[..magic_len] != HELLO_MAGIC[..magic_len] {
+            return Some(Outcome::Failed(Failure::NotGridMpi));
+        }
+        if prefix.len() >= 12 {
+            let theirs = u32_at(prefix, 8);
+            if theirs != id.version {
+                out.extend_from_slice(&Welcome { status: Status::WrongVersion, version: id.version, nonce_a: [0; 16] }.encode());
+                return Some(Outcome::Refused(Refusal::WrongVersion { theirs }));
+            }
+        }
+        None
+    }
+
+    fn on_hello(self, id: &Identity, npeers: usize, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
+        let h = match Hello::decode(msg) {
+            Ok(h) => h,
+            Err(f) => return AcceptorState::Done(Outcome::Failed(f)),
+        };
+        if h.to != id.me || h.from == id.me || h.from as usize >= npeers {
+            out.extend_from_slice(&Welcome { status: Status::WrongPeer, version: id.version, nonce_a: [0; 16] }.encode());
+            return AcceptorState::Done(Outcome::Refused(Refusal::WrongPeer));
+        }
+        out.extend_from_slice(&Welcome { status: Status::Ok, version: id.version, nonce_a: self.nonce_a }.encode());
+        AcceptorState::AwaitProof(AwaitProof { peer: h.from, nonce_c: h.nonce_c, nonce_a: self.nonce_a })
+    }
+}
+
+impl AwaitProof {
+    fn on_proof(self, id: &Identity, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
+        let expect = mac(&id.keys, CONNECTOR_LABEL, id.version, self.peer, id.me, (&self.nonce_c, &self.nonce_a), None);
+        match Proof::decode(msg) {
+            Ok(p) if auth::equal_ct(&expect, &p.mac) => {
+                AcceptorState::Proven(ProvenCaller { peer: self.peer, nonce_c: self.nonce_c, nonce_a: self.nonce_a })
+            }
+            Ok(_) => {
+                out.extend_from_slice(&Verdict { status: Status::BadProof, mac: [0; 32] }.encode());
+                AcceptorState::Done(Outcome::Refused(Refusal::BadProof))
+            }
+            Err(f) => AcceptorState::Done(Outcome::Failed(f)),
+        }
+    }
+}
+
+/// What the owner of a proven connection from `peer` knows about `peer`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Link {
+    /// An established connection with `peer` exists.
+    pub established: bool,
+    /// Our own connection to `peer` is being made (not yet established).
+    pub connecting: bool,
+}
+
+/// What becomes of a proven connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// It becomes the connection with `peer`. If we were connecting to
+    /// `peer` ourselves, that attempt is to be dropped: the peer refuses it.
+    Admit,
+    /// Another connection is used; this one is refused.
+    Duplicate,
+}
+
+/// The rule both ends apply, so that two processes calling each other at
+/// once agree on one connection: the one made by the lower pid.
+pub fn verdict(me: Pid, peer: Pid, link: Link) -> Decision {
+    if link.established || (link.connecting && me < peer) {
+        Decision::Duplicate
+    } else {
+        Decision::Admit
+    }
+}
+
+/// An acceptor whose caller has proven itself, waiting for its owner's
+/// decision: the only way to give the verdict.
+pub struct Proven<'a> {
+    acceptor: &'a mut Acceptor,
+}
+
+impl Proven<'_> {
+    /// The rank the caller proved to be.
+    pub fn peer(&self) -> Pid {
+        match &self.acceptor.state {
+            AcceptorState::Proven(p) => p.peer,
+            _ => unreachable!("Proven exists only for a proven acceptor"),
+        }
+    }
+
+    /// Apply [`verdict`] to what the owner knows of the peer and send the
+    /// VERDICT; returns the decision.
+    pub fn decide(self, link: Link) -> Decision {
+        let a = self.acceptor;
+        let placeholder = AcceptorState::Done(Outcome::Failed(Failure::NotGridMpi));
+        let AcceptorState::Proven(p) = std::mem::replace(&mut a.state, placeholder) else {
+            unreachable!("Proven exists only for a proven acceptor")
+        };
+        let decision = verdict(a.id.me, p.peer, link);
+        let status = match decision {
+            Decision::Admit => Status::Ok,
+            Decision::Duplicate => Status::Duplicate,
+        };
+        let mac = mac(&a.id.keys, ACCEPTOR_LABEL, a.id.version, p.peer, a.id.me, (&p.nonce_c, &p.nonce_a), Some(status));
+        a.out.extend_from_slice(&Verdict { status, mac }.encode());
+        a.state = AcceptorState::Done(match decision {
+            Decision::Admit => Outcome::Established { peer: p.peer },
+            Decision::Duplicate => Outcome::Refused(Refusal::Duplicate),
+        });
+        decision
+    }
+}
+
+impl Acceptor {
+    /// An acceptor for a connection just accepted, with a fresh `nonce_a`;
+    /// callers may be ranks `0..npeers` other than `id.me`.
+    pub fn new(id: Identity, npeers: usize, nonce_a: Nonce) -> Acceptor {
+        Acceptor { id, npeers, state: AcceptorState::AwaitHello(AwaitHello { nonce_a }), incoming: Partial::new(), out: Vec::new() }
+    }
+
+    /// Bytes received; returns how many were handshake bytes. It takes none
+    /// while a proven caller waits for the decision, nor once the handshake
+    /// has ended.
+    pub fn handle_bytes(&mut self, input: &[u8]) -> usize {
+        let mut used = 0;
+        loop {
+            match &self.state {
+                AcceptorState::AwaitHello(s) => {
+                    // Gather the magic, then the version, then the rest.
+                    let want = match self.incoming.len {
+                        0..8 => 8,
+                        8..12 => 12,
+                        _ => HELLO_LEN,
+                    };
+                    used += self.incoming.fill(want, &input[used..]);
+                    if let Some(o) = s.on_prefix(&self.id, self.incoming.bytes(), &mut self.out) {
+                        self.state = AcceptorState::Done(o);
+                        return used;
+                    }
+                    if self.incoming.len < want {
+                        return used;
+                    }
+                    if want < HELLO_LEN {
+                        continue;
+                    }
+                }
+                AcceptorState::AwaitProof(_) => {
+                    used += self.incoming.fill(PROOF_LEN, &input[used..]);
+                    if self.incoming.len < PROOF_LEN {
+                        return used;
+                    }
+                }
+                AcceptorState::Proven(_) | AcceptorState::Done(_) => return used,
+            }
+            let msg = self.incoming.bytes();
+            let placeholder = AcceptorState::Done(Outcome::Failed(Failure::NotGridMpi));
+            self.state = match std::mem::replace(&mut self.state, placeholder) {
+                AcceptorState::AwaitHello(s) => s.on_hello(&self.id, self.npeers, msg, &mut self.out),
+                AcceptorState::AwaitProof(s) => s.on_proof(&self.id, msg, &mut self.out),
+                other => other,
+            };
+            self.incoming.clear();
+        }
+    }
+
+    /// The caller has proven itself and the owner must decide.
+    pub fn proven(&mut self) -> Option<Proven<'_>> {
+        matches!(self.state, AcceptorState::Proven(_)).then_some(Proven { acceptor: self })
+    }
+
+    /// Bytes to write to the caller, if any.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
+    }
+
+    /// How the handshake ended, once it has.
+    pub fn outcome(&self) -> Option<&Outcome> {
+        match &self.state {
+            AcceptorState::Done(o) => Some(o),
+            _ => None,
+        }
+    }
+}
+
+/// Fuzz targets (run by `fuzz/`): arbitrary bytes into both machines.
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::*;
+
+    const ME: Pid = 3;
+    const PEER: Pid = 1;
+    const NPEERS: usize = 8;
+    const VERSION: u32 = 7;
+    const NONCE_C: Nonce = [0xc5; 16];
+    const NONCE_A: Nonce = [0xa5; 16];
+
+    fn keys() -> Keys {
+        Keys { job: 0x1234_5678_9abc_def0, secret: [0x42; 32] }
+    }
+
+    fn id(me: Pid) -> Identity {
+        Identity { me, version: VERSION, keys: keys() }
+    }
+
+    /// The valid messages of a handshake between PEER (connector) and ME.
+    fn valid_session() -> [Vec<u8>; 4] {
+        let k = keys();
+        let nonces = (&NONCE_C, &NONCE_A);
+        let hello = Hello { version: VERSION, from: PEER, to: ME, nonce_c: NONCE_C }.encode();
+        let welcome = Welcome { status: Status::Ok, version: VERSION, nonce_a: NONCE_A }.encode();
+        let proof = Proof { mac: mac(&k, CONNECTOR_LABEL, VERSION, PEER, ME, nonces, None) }.encode();
+        let verdict = Verdict { status: Status::Ok, mac: mac(&k, ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok)) }.encode();
+        [hello, welcome, proof, verdict]
+    }
+
+    /// Inputs to start from: the valid messages, in each mode.
+    pub fn seeds() -> Vec<Vec<u8>> {
+        let [hello, welcome, proof, verdict] = valid_session();
+        let mut seeds = Vec::new();
+        for mode in [0u8, 1, 2, 3, 4, 5, 6, 7, 0x31, 0x52] {
+            let mut s = vec![mode];
+            match mode & 7 {
+                0 => s.extend([hello.clone(), proof.clone(), b"frames".to_vec()].concat()),
+                1 => s.extend([welcome.clone(), verdict.clone()].concat()),
+                2 | 6 => s.extend(b"extra bytes after the handshake"),
+                3 | 7 => s.extend(b"after"),
+                _ => s.extend([0u8, 0, 0, 0, 1, 17, 2, 5]),
+            }
+            seeds.push(s);
+        }
+        seeds
+    }
+
+    /// Feed `stream` to a fresh machine of `role` in chunks of `chunk`
+    /// bytes (0: all at once); returns (bytes consumed, bytes transmitted,
+    /// outcome, proven peer).
+    fn run(role_connector: bool, stream: &[u8], chunk: usize, admit: bool) -> (usize, Vec<u8>, Option<Outcome>, Option<Pid>) {
+        let chunk = if chunk == 0 { stream.len().max(1) } else { chunk };
+        let mut sent = Vec::new();
+        let mut used = 0;
+        let mut proven = None;
+        if role_connector {
+            let mut c = Connector::new(id(PEER), ME, NONCE_C);
+            sent.extend(c.poll_transmit().unwrap_or_default());
+            for piece in stream.chunks(chunk) {
+                let before = c.outcome().cloned();
+                let n = c.handle_bytes(piece);
+                assert!(n <= piece.len());
+                if before.is_some() {
+                    assert_eq!(n, 0, "a finished handshake took more bytes");
+                    assert_eq!(c.outcome().cloned(), before, "a finished handshake changed its outcome");
+                }
+                used += n;
+                sent.extend(c.poll_transmit().unwrap_or_default());
+                if n < piece.len() {
+                    assert!(c.outcome().is_some(), "bytes left over while the handshake goes on");
+                }
+            }
+            (used, sent, c.outcome().cloned(), None)
+        } else {
+            let mut a = Acceptor::new(id(ME), NPEERS, NONCE_A);
+            for piece in stream.chunks(chunk) {
+                let mut piece = piece;
+                loop {
+                    let before = a.outcome().cloned();
+                    let n = a.handle_bytes(piece);
+                    assert!(n <= piece.len());
+                    if before.is_some() {
+                        assert_eq!(n, 0, "a finished handshake took more bytes");
+                        assert_eq!(a.outcome().cloned(), before, "a finished handshake changed its outcome");
+                    }
+                    used += n;
+                    piece = &piece[n..];
+                    sent.extend(a.poll_transmit().unwrap_or_default());
+                    match a.proven() {
+                        Some(p) => {
+                            proven = Some(p.peer());
+                            let link = Link { established: !admit, connecting: false };
+                            p.decide(link);
+                            sent.extend(a.poll_transmit().unwrap_or_default());
+                        }
+                        None => break,
+                    }
+                }
+                if !piece.is_empty() {
+                    assert!(a.outcome().is_some(), "bytes left over while the handshake goes on");
+                }
+            }
+            (used, sent, a.outcome().cloned(), proven)
+        }
+    }
+
+    /// Arbitrary bytes into a connector or an acceptor, after a valid prefix
+    /// or not, whole or in pieces. Byte 0 chooses: bit 0 the role (1:
+    /// connector), bit 1 a valid prefix, bit 2 a peer that runs the
+    /// handshake against the bytes (duel), bits 4..8 the piece size.
+    pub fn handshake(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else { return };
+        if mode & 4 != 0 {
+            return duel(mode, rest);
+        }
+        let connector = mode & 1 != 0;
+        let [hello, welcome, proof, verdict] = valid_session();
+        let prefix = match (mode & 2 != 0, connector) {
+            (false, _) => Vec::new(),
+            (true, false) => [hello, proof].concat(),
+            (true, true) => [welcome, verdict].concat(),
+        };
+        let stream = [prefix.clone(), rest.to_vec()].concat();
+        let admit = mode & 8 == 0;
+        let whole = run(connector, &stream, 0, admit);
+        // Pieces of any size make no difference (but to how much of a
+        // stream that is not GridMPI's was looked at before giving up).
+        let mut pieces = run(connector, &stream, (mode >> 4) as usize + 1, admit);
+        if let Some(Outcome::Failed(Failure::NotGridMpi)) = whole.2 {
+            pieces.0 = whole.0;
+        }
+        assert_eq!(whole, pieces, "the outcome depends on how the bytes were cut");
+        let (used, sent, outcome, proven) = whole;
+        if !prefix.is_empty() {
+            // The valid prefix always succeeds, and the rest is left as frames.
+            assert_eq!(used, prefix.len());
+            if connector {
+                assert_eq!(outcome, Some(Outcome::Established { peer: ME }));
+            } else {
+                assert_eq!(proven, Some(PEER));
+                let expect = if admit { Outcome::Established { peer: PEER } } else { Outcome::Refused(Refusal::Duplicate) };
+                assert_eq!(outcome, Some(expect));
+            }
+        }
+        // Whatever the bytes: a connector is established only by a genuine
+        // verdict, an acceptor is proven only by a genuine proof; checked
+        // here independently of the machines.
+        let consumed = &stream[..used];
+        if connector {
+            let [hello, ..] = valid_session();
+            assert_eq!(sent.get(..HELLO_LEN), Some(&hello[..]), "a connector opens with its HELLO");
+            if let Some(Outcome::Established { .. }) = outcome {
+                assert_eq!(consumed.len(), WELCOME_LEN + VERDICT_LEN);
+                let w = Welcome::decode(&consumed[..WELCOME_LEN]).expect("established after a bad WELCOME");
+                let nonces = (&NONCE_C, &w.nonce_a);
+                let good = mac(&keys(), ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok));
+                assert_eq!(&consumed[WELCOME_LEN..WELCOME_LEN + 16], &[VERDICT_MAGIC[..].to_vec(), vec![0; 8]].concat()[..]);
+                assert_eq!(&consumed[WELCOME_LEN + 16..], &good[..], "established without a valid verdict");
+            }
+        } else if let Some(peer) = proven {
+            assert_eq!(consumed.len(), HELLO_LEN + PROOF_LEN);
+            let h = Hello::decode(&consumed[..HELLO_LEN]).expect("proven after a bad HELLO");
+            assert_eq!(peer, h.from);
+            assert!(h.from != ME && (h.from as usize) < NPEERS && h.to == ME && h.version == VERSION);
+            let good = mac(&keys(), CONNECTOR_LABEL, VERSION, h.from, ME, (&h.nonce_c, &NONCE_A), None);
+            assert_eq!(&consumed[HELLO_LEN..HELLO_LEN + 8], PROOF_MAGIC);
+            assert_eq!(&consumed[HELLO_LEN + 8..], &good[..], "proven without a valid proof");
+        } else if let Some(Outcome::Established { .. }) = outcome {
+            panic!("an acceptor established without a decision");
+        }
+        // An unproven caller is told nothing derived from the secret: at
+        // most a WELCOME and a MAC-less refusal.
+        if !connector && proven.is_none() {
+            let welcome = |status, nonce_a| Welcome { status, version: VERSION, nonce_a }.encode();
+            let allowed = [
+                Vec::new(),
+                welcome(Status::Ok, NONCE_A),
+                welcome(Status::WrongPeer, [0; 16]),
+                welcome(Status::WrongVersion, [0; 16]),
+                [welcome(Status::Ok, NONCE_A), Verdict { status: Status::BadProof, mac: [0; 32] }.encode()].concat(),
+            ];
+            assert!(allowed.contains(&sent), "an unproven caller was sent {sent:?}");
+        }
+    }
+
+    /// A connector and an acceptor on a channel the fuzzer tampers with:
+    /// each message may be delivered whole, with a flipped bit, cut, with
+    /// bytes added, or replaced by an earlier one. A side may be proven or
+    /// established only if the bytes it took are the ones the other sent.
+    fn duel(mode: u8, edits: &[u8]) {
+        let mut c = Connector::new(id(PEER), ME, NONCE_C);
+        let mut a = Acceptor::new(id(ME), NPEERS, NONCE_A);
+        let mut edits = edits.chunks(2);
+        let mut history: Vec<Vec<u8>> = Vec::new();
+        // What each side sent, and what the other was given and took.
+        let (mut c_sent, mut a_got, mut a_took) = (Vec::new(), Vec::new(), 0);
+        let (mut a_sent, mut c_got, mut c_took) = (Vec::new(), Vec::new(), 0);
+        let admit = mode & 8 == 0;
+        let intact = |sent: &[u8], got: &[u8], took: usize| took <= sent.len() && sent[..took] == got[..took];
+        for _round in 0..4 {
+            let mut moved = false;
+            for to_acceptor in [true, false] {
+                let msg = if to_acceptor { c.poll_transmit() } else { a.poll_transmit() };
+                let Some(mut msg) = msg else { continue };
+                moved = true;
+                let original = msg.clone();
+                if let Some(e) = edits.next() {
+                    let (op, arg) = (e[0], *e.get(1).unwrap_or(&0) as usize);
+                    match op % 6 {
+                        1 => msg[arg % original.len()] ^= 1 << (op >> 5),
+                        2 => msg.truncate(arg % original.len()),
+                        3 => msg.extend(std::iter::repeat_n(op, arg % 9 + 1)),
+                        4 if !history.is_empty() => msg = history[arg % history.len()].clone(),
+                        _ => {}
+                    }
+                }
+                history.push(original.clone());
+                if to_acceptor {
+                    c_sent.extend(original);
+                    a_got.extend(&msg);
+                    let mut rest = &msg[..];
+                    loop {
+                        let n = a.handle_bytes(rest);
+                        a_took += n;
+                        rest = &rest[n..];
+                        match a.proven() {
+                            Some(p) => {
+                                assert_eq!(p.peer(), PEER);
+                                assert!(intact(&c_sent, &a_got, a_took), "proven by altered bytes");
+                                p.decide(Link { established: !admit, connecting: false });
+                            }
+                            None => break,
+                        }
+                    }
+                } else {
+                    a_sent.extend(original);
+                    c_got.extend(&msg);
+                    c_took += c.handle_bytes(&msg);
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        if let Some(Outcome::Established { peer }) = c.outcome() {
+            assert_eq!(*peer, ME);
+            assert!(intact(&a_sent, &c_got, c_took), "established by altered bytes");
+            assert_eq!(a.outcome(), Some(&Outcome::Established { peer: PEER }), "only one side established");
+        }
+        if c_sent == a_got && a_sent == c_got {
+            let expect = if admit { Outcome::Established { peer: ME } } else { Outcome::Refused(Refusal::Duplicate) };
+            assert_eq!(c.outcome(), Some(&expect), "an untouched handshake did not conclude");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(secret: u8) -> Keys {
+        Keys { job: 77, secret: [secret; 32] }
+    }
+
+    fn id(me: Pid, secret: u8) -> Identity {
+        Identity { me, version: 5, keys: keys(secret) }
+    }
+
+    /// Move what each side has to say to the other until neither says
+    /// anything more; the acceptor's owner decides with `link`.
+    fn converse(c: &mut Connector, a: &mut Acceptor, link: Link) {
+        for _ in 0..8 {
+            let mut moved = false;
+            if let Some(b) = c.poll_transmit() {
+                moved = true;
+                let n = a.handle_bytes(&b);
+                assert!(n == b.len() || a.outcome().is_some() || a.proven().is_some());
+            }
+            if let Some(p) = a.proven() {
+                p.decide(link);
+            }
+            if let Some(b) = a.poll_transmit() {
+                moved = true;
+                c.handle_bytes(&b);
+            }
+            if !moved {
+                return;
+            }
+        }
+        panic!("the handshake did not settle");
+    }
+
+    fn pair(c_id: Identity, peer: Pid, a_id: Identity) -> (Connector, Acceptor) {
+        (Connector::new(c_id, peer, [1; 16]), Acceptor::new(a_id, 4, [2; 16]))
+    }
+
+    #[test]
+    fn both_sides_establish() {
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(c.outcome(), Some(&Outcome::Established { peer: 2 }));
+        assert_eq!(a.outcome(), Some(&Outcome::Established { peer: 1 }));
+    }
+
+    #[test]
+    fn a_wrong_secret_fails_either_way() {
+        // The connector has the wrong secret: its proof is refused.
+        let (mut c, mut a) = pair(id(1, 8), 2, id(2, 9));
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        // The acceptor has the wrong secret: the same (it checks first).
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 8));
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        // An impostor acceptor that skips the check cannot forge a verdict:
+        // replay a genuine acceptor's VERDICT to a connector of another session.
+        let (mut c1, mut a1) = pair(id(1, 9), 2, id(2, 9));
+        let mut transcript = Vec::new();
+        let hello = c1.poll_transmit().unwrap();
+        a1.handle_bytes(&hello);
+        let welcome = a1.poll_transmit().unwrap();
+        c1.handle_bytes(&welcome);
+        a1.handle_bytes(&c1.poll_transmit().unwrap());
+        a1.proven().unwrap().decide(Link::default());
+        let verdict = a1.poll_transmit().unwrap();
+        transcript.extend([welcome.clone(), verdict.clone()]);
+        let mut c2 = Connector::new(id(1, 9), 2, [3; 16]); // fresh nonce
+        c2.handle_bytes(&transcript.concat());
+        assert_eq!(c2.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
+        // A connector whose acceptor holds another secret sees a bad MAC.
+        let mut c3 = Connector::new(id(1, 9), 2, [1; 16]);
+        c3.handle_bytes(&welcome);
+        let nonces = (&[1u8; 16], &[2u8; 16]);
+        let forged = Verdict { status: Status::Ok, mac: mac(&keys(8), ACCEPTOR_LABEL, 5, 1, 2, nonces, Some(Status::Ok)) };
+        c3.handle_bytes(&forged.encode());
+        assert_eq!(c3.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
+    }
+
+    #[test]
+    fn another_job_fails() {
+        let other_job = Identity { me: 1, version: 5, keys: Keys { job: 78, secret: [9; 32] } };
+        let (mut c, mut a) = pair(other_job, 2, id(2, 9));
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+    }
+
+    #[test]
+    fn wrong_peers_are_refused_before_any_mac() {
+        for (from, to) in [(1, 3), (2, 2), (4, 2), (u32::MAX, 2)] {
+            let (mut c, mut a) = pair(id(from, 9), to, id(2, 9));
+            converse(&mut c, &mut a, Link::default());
+            assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)), "{from} -> {to}");
+            assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)));
+        }
+    }
+
+    #[test]
+    fn another_version_is_told_so_after_twelve_bytes() {
+        let newer = Identity { version: 6, ..id(1, 9) };
+        let (mut c, mut a) = pair(newer, 2, id(2, 9));
+        let hello = c.poll_transmit().unwrap();
+        assert_eq!(a.handle_bytes(&hello[..11]), 11);
+        assert!(a.outcome().is_none());
+        assert_eq!(a.handle_bytes(&hello[11..]), 1, "decided on the version alone");
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::WrongVersion { theirs: 6 })));
+        c.handle_bytes(&a.poll_transmit().unwrap());
+        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::WrongVersion { theirs: 5 })));
+    }
+
+    #[test]
+    fn bad_magic_is_dropped_at_once_without_a_word() {
+        let mut a = Acceptor::new(id(2, 9), 4, [2; 16]);
+        assert_eq!(a.handle_bytes(b"GET / HTTP/1.1\r\n"), 8);
+        assert_eq!(a.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
+        assert_eq!(a.poll_transmit(), None);
+        let mut a = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a.handle_bytes(b"GMPIx");
+        assert_eq!(a.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)), "rejected at its fifth byte");
+        // A connector answered by something else fails too.
+        let mut c = Connector::new(id(1, 9), 2, [1; 16]);
+        c.handle_bytes(&[b'x'; WELCOME_LEN]);
+        assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
+        // And so does a proof with the wrong magic.
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        c.handle_bytes(&a.poll_transmit().unwrap());
+        let mut proof = c.poll_transmit().unwrap();
+        proof[0] = b'g';
+        a.handle_bytes(&proof);
+        assert_eq!(a.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
+    }
+
+    #[test]
+    fn messages_in_pieces_and_frames_after_them() {
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        // One byte at a time; nothing is decided early.
+        let hello = c.poll_transmit().unwrap();
+        let mut a_to_c = Vec::new();
+        for (i, b) in hello.iter().enumerate() {
+            assert_eq!(a.handle_bytes(std::slice::from_ref(b)), 1);
+            let reply = a.poll_transmit();
+            assert_eq!(reply.is_some(), i == HELLO_LEN - 1);
+            a_to_c.extend(reply.unwrap_or_default());
+            assert!(a.outcome().is_none());
+        }
+        // The acceptor's reply, truncated: the connector waits.
+        assert_eq!(c.handle_bytes(&a_to_c[..WELCOME_LEN - 1]), WELCOME_LEN - 1);
+        assert!(c.poll_transmit().is_none() && c.outcome().is_none());
+        assert_eq!(c.handle_bytes(&a_to_c[WELCOME_LEN - 1..]), 1);
+        // PROOF followed by frames in one read: the acceptor takes only
+        // the PROOF, and nothing while its owner has not decided.
+        let mut bytes = c.poll_transmit().unwrap();
+        bytes.extend_from_slice(b"frame bytes");
+        assert_eq!(a.handle_bytes(&bytes), PROOF_LEN);
+        assert_eq!(a.handle_bytes(b"more"), 0);
+        assert_eq!(a.proven().unwrap().decide(Link::default()), Decision::Admit);
+        assert_eq!(a.handle_bytes(b"more"), 0);
+        // VERDICT and the acceptor's first frames in one read.
+        let mut bytes = a.poll_transmit().unwrap();
+        bytes.extend_from_slice(b"frames");
+        assert_eq!(c.handle_bytes(&bytes), VERDICT_LEN);
+        assert_eq!(c.outcome(), Some(&Outcome::Established { peer: 2 }));
+        assert_eq!(c.handle_bytes(b"frames"), 0);
+    }
+
+    #[test]
+    fn malformed_fields_fail() {
+        // Reserved HELLO field.
+        let c = Connector::new(id(1, 9), 2, [1; 16]);
+        let mut hello = c.out.clone();
+        hello[20] = 1;
+        let mut a = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a.handle_bytes(&hello);
+        assert_eq!(a.outcome(), Some(&Outcome::Failed(Failure::Malformed("reserved HELLO field"))));
+        // Unknown WELCOME status; a DUPLICATE in a WELCOME (only a verdict may say it).
+        for status in [1u32, 9] {
+            let mut c = Connector::new(id(1, 9), 2, [1; 16]);
+            let mut w = Welcome { status: Status::Ok, version: 5, nonce_a: [2; 16] }.encode();
+            w[8..12].copy_from_slice(&status.to_le_bytes());
+            c.handle_bytes(&w);
+            assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::Malformed("WELCOME status"))));
+        }
+        // WELCOME OK with another version.
+        let mut c = Connector::new(id(1, 9), 2, [1; 16]);
+        c.handle_bytes(&Welcome { status: Status::Ok, version: 4, nonce_a: [2; 16] }.encode());
+        assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::VersionMismatch { theirs: 4 })));
+        // Reserved VERDICT field, and an unknown verdict status.
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        converse(&mut c, &mut a, Link { established: false, connecting: false });
+        for (at, v, what) in [(12, 1u8, "reserved VERDICT field"), (8, 2, "VERDICT status")] {
+            let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+            a.handle_bytes(&c.poll_transmit().unwrap());
+            c.handle_bytes(&a.poll_transmit().unwrap());
+            a.handle_bytes(&c.poll_transmit().unwrap());
+            a.proven().unwrap().decide(Link::default());
+            let mut verdict = a.poll_transmit().unwrap();
+            verdict[at] = v;
+            c.handle_bytes(&verdict);
+            assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::Malformed(what))));
+        }
+    }
+
+    #[test]
+    fn replayed_messages_prove_nothing() {
+        // Record a whole session.
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        let hello = c.poll_transmit().unwrap();
+        a.handle_bytes(&hello);
+        c.handle_bytes(&a.poll_transmit().unwrap());
+        let proof = c.poll_transmit().unwrap();
+        a.handle_bytes(&proof);
+        a.proven().unwrap().decide(Link::default());
+        // Replaying the caller's side to a new acceptor (fresh nonce) fails
+        // at the proof; the rank is never proven.
+        let mut a2 = Acceptor::new(id(2, 9), 4, [7; 16]);
+        a2.handle_bytes(&[hello.clone(), proof.clone()].concat());
+        assert!(a2.proven().is_none());
+        assert_eq!(a2.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        // Replaying a HELLO where the PROOF belongs fails too.
+        let mut a3 = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a3.handle_bytes(&[hello.clone(), hello.clone()].concat());
+        assert_eq!(a3.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
+        // Replaying the acceptor's first message where its verdict belongs.
+        let (mut c4, mut a4) = pair(id(1, 9), 2, id(2, 9));
+        a4.handle_bytes(&c4.poll_transmit().unwrap());
+        let mut welcome = a4.poll_transmit().unwrap();
+        c4.handle_bytes(&welcome);
+        welcome.resize(VERDICT_LEN, 0);
+        c4.handle_bytes(&welcome);
+        assert_eq!(c4.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
+    }
+
+    #[test]
+    fn the_fuzz_target_holds_on_its_seeds() {
+        for seed in fuzzing::seeds() {
+            fuzzing::handshake(&seed);
+        }
+    }
+
+    #[test]
+    fn the_verdict_rule() {
+        let l = |established, connecting| Link { established, connecting };
+        assert_eq!(verdict(1, 2, l(false, false)), Decision::Admit);
+        assert_eq!(verdict(1, 2, l(true, false)), Decision::Duplicate);
+        // Both calling: the lower pid's connection wins at both ends.
+        assert_eq!(verdict(1, 2, l(false, true)), Decision::Duplicate);
+        assert_eq!(verdict(2, 1, l(false, true)), Decision::Admit);
+    }
+
+    #[test]
+    fn a_duplicate_verdict_is_authenticated() {
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        converse(&mut c, &mut a, Link { established: true, connecting: false });
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::Duplicate)));
+        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::Duplicate)));
+        // A forged DUPLICATE (status changed in flight) is a bad MAC.
+        let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        c.handle_bytes(&a.poll_transmit().unwrap());
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        a.proven().unwrap().decide(Link::default());
+        let mut v = a.poll_transmit().unwrap();
+        v[8] = Status::Duplicate as u8;
+        c.handle_bytes(&v);
+        assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
+    }
+
+    #[test]
+    fn an_unproven_caller_learns_nothing_of_the_secret() {
+        let (mut c, mut a) = pair(id(1, 8), 2, id(2, 9)); // wrong secret
+        let mut to_caller = Vec::new();
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        to_caller.extend(a.poll_transmit().unwrap());
+        c.handle_bytes(&to_caller);
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        to_caller.extend(a.poll_transmit().unwrap());
+        // WELCOME (magic, status, version, nonce) and a MAC-less verdict.
+        let mut expect = Welcome { status: Status::Ok, version: 5, nonce_a: [2; 16] }.encode();
+        expect.extend(Verdict { status: Status::BadProof, mac: [0; 32] }.encode());
+        assert_eq!(to_caller, expect);
+    }
+
+    /// Two processes that may call each other at any moment, messages
+    /// delivered in any order: they always end with one connection, the
+    /// same at both ends, and no connector ever sees its connection closed
+    /// before its handshake ended.
+    #[test]
+    fn simultaneous_connects_settle_on_one_connection() {
+        struct Conn {
+            from: usize,
+            connector: Connector,
+            acceptor: Acceptor,
+            to_acceptor: Vec<u8>,
+            to_connector: Vec<u8>,
+            closed: bool,
+        }
+        #[derive(Default, Clone, Copy)]
+        struct Side {
+            conn: Option<usize>,
+            established: bool,
+            attempts: u32,
+        }
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % n as u64) as usize
+        };
+        let pids = [3u32, 5];
+        let mut duplicates = 0;
+        for _run in 0..3000 {
+            let mut conns: Vec<Conn> = Vec::new();
+            let mut sides = [Side::default(); 2];
+            for _step in 0..400 {
+                // Either side may start calling (a send needs a connection).
+                let who = next(2);
+                let s = &mut sides[who];
+                if next(4) == 0 && s.conn.is_none() && !s.established && s.attempts < 3 {
+                    s.attempts += 1;
+                    let other = 1 - who;
+                    let mut c = Connector::new(id(pids[who], 9), pids[other], [conns.len() as u8; 16]);
+                    let hello = c.poll_transmit().unwrap();
+                    conns.push(Conn {
+                        from: who,
+                        connector: c,
+                        acceptor: Acceptor::new(id(pids[other], 9), 8, [100 + conns.len() as u8; 16]),
+                        to_acceptor: hello,
+                        to_connector: Vec::new(),
+                        closed: false,
+                    });
+                    sides[who].conn = Some(conns.len() - 1);
+                    continue;
+                }
+                // Deliver part of what is in flight on one connection.
+                let live: Vec<usize> = (0..conns.len())
+                    .filter(|&i| !conns[i].closed && (!conns[i].to_acceptor.is_empty() || !conns[i].to_connector.is_empty()))
+                    .collect();
+                if live.is_empty() {
+                    continue;
+                }
+                let i = live[next(live.len())];
+                let (from, to) = (conns[i].from, 1 - conns[i].from);
+                if !conns[i].to_acceptor.is_empty() && (conns[i].to_connector.is_empty() || next(2) == 0) {
+                    let n = 1 + next(conns[i].to_acceptor.len());
+                    let bytes: Vec<u8> = conns[i].to_acceptor.drain(..n).collect();
+                    let c = &mut conns[i];
+                    assert_eq!(c.acceptor.handle_bytes(&bytes), n);
+                    if let Some(p) = c.acceptor.proven() {
+                        let side = sides[to];
+                        let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established };
+                        if p.decide(link) == Decision::Admit {
+                            if let Some(own) = side.conn {
+                                conns[own].closed = true; // our own attempt: dropped
+                            }
+                            sides[to].conn = Some(i);
+                            sides[to].established = true;
+                        }
+                    }
+                    let c = &mut conns[i];
+                    c.to_connector.extend(c.acceptor.poll_transmit().unwrap_or_default());
+                    if matches!(c.acceptor.outcome(), Some(Outcome::Refused(_))) {
+                        c.closed = true;
+                        // The refusal was written before the close.
+                        let reply = std::mem::take(&mut c.to_connector);
+                        c.connector.handle_bytes(&reply);
+                        assert!(c.connector.outcome().is_some());
+                    }
+                } else {
+                    let n = 1 + next(conns[i].to_connector.len());
+                    let bytes: Vec<u8> = conns[i].to_connector.drain(..n).collect();
+                    let c = &mut conns[i];
+                    assert_eq!(c.connector.handle_bytes(&bytes), n);
+                    c.to_acceptor.extend(c.connector.poll_transmit().unwrap_or_default());
+                    match c.connector.outcome() {
+                        Some(Outcome::Established { .. }) => sides[from].established = true,
+                        Some(Outcome::Refused(Refusal::Duplicate)) => {
+                            c.closed = true;
+                            if sides[from].conn == Some(i) {
+                                sides[from].conn = None;
+                            }
+                        }
+                        None => {}
+                        Some(o) => panic!("unexpected {o:?}"),
+                    }
+                }
+            }
+            // Let everything in flight arrive: run the remaining deliveries
+            // in order until quiet.
+            loop {
+                let mut moved = false;
+                for i in 0..conns.len() {
+                    if conns[i].closed {
+                        continue;
+                    }
+                    let (from, to) = (conns[i].from, 1 - conns[i].from);
+                    let bytes = std::mem::take(&mut conns[i].to_acceptor);
+                    if !bytes.is_empty() {
+                        moved = true;
+                        let c = &mut conns[i];
+                        c.acceptor.handle_bytes(&bytes);
+                        if let Some(p) = c.acceptor.proven() {
+                            let side = sides[to];
+                            let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established };
+                            if p.decide(link) == Decision::Admit {
+                                if let Some(own) = side.conn {
+                                    conns[own].closed = true;
+                                }
+                                sides[to].conn = Some(i);
+                                sides[to].established = true;
+                            }
+                        }
+                        let c = &mut conns[i];
+                        c.to_connector.extend(c.acceptor.poll_transmit().unwrap_or_default());
+                    }
+                    let c = &mut conns[i];
+                    let bytes = std::mem::take(&mut c.to_connector);
+                    if !bytes.is_empty() {
+                        moved = true;
+                        c.connector.handle_bytes(&bytes);
+                        c.to_acceptor.extend(c.connector.poll_transmit().unwrap_or_default());
+                        match c.connector.outcome() {
+                            Some(Outcome::Established { .. }) => sides[from].established = true,
+                            Some(Outcome::Refused(Refusal::Duplicate)) => {
+                                c.closed = true;
+                                if sides[from].conn == Some(i) {
+                                    sides[from].conn = None;
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    if matches!(conns[i].acceptor.outcome(), Some(Outcome::Refused(_))) {
+                        conns[i].closed = true;
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+            if conns.is_empty() {
+                continue;
+            }
+            // A connector whose connection was closed by the other side had
+            // its answer first (only refusals close a connection).
+            for c in &conns {
+                if c.closed && c.connector.outcome().is_none() {
+                    // Closed by its own side (dropped for the peer's winning
+                    // connection): the connector's process closed it itself.
+                    let owner = &sides[c.from];
+                    assert!(owner.established, "a connection closed under a live handshake");
+                }
+            }
+            let a = sides[0].conn.expect("side 0 ends with a connection");
+            let b = sides[1].conn.expect("side 1 ends with a connection");
+            assert!(sides[0].established && sides[1].established);
+            assert_eq!(a, b, "both ends use the same connection");
+            assert!(!conns[a].closed);
+            // ... and both of its ends concluded it.
+            duplicates += conns.iter().filter(|c| c.acceptor.outcome() == Some(&Outcome::Refused(Refusal::Duplicate))).count();
+            let winner = &conns[a];
+            assert_eq!(winner.connector.outcome(), Some(&Outcome::Established { peer: pids[1 - winner.from] }));
+            assert_eq!(winner.acceptor.outcome(), Some(&Outcome::Established { peer: pids[winner.from] }));
+        }
+        // The runs did race: many connections were refused as duplicates.
+        assert!(duplicates > 100, "{duplicates}");
+    }
+}
