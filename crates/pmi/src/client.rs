@@ -95,7 +95,8 @@ struct Connection {
 
 impl Connection {
     fn send(&mut self, during: &'static str, msg: &Message) -> Result<(), PmiError> {
-        self.stream.write_all(&msg.encode()).map_err(|e| io_error(during, e))
+        let bytes = msg.encode().map_err(|e| io_error(during, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+        self.stream.write_all(&bytes).map_err(|e| io_error(during, e))
     }
 
     fn recv(&mut self, during: &'static str) -> Result<Message, PmiError> {

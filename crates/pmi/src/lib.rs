@@ -38,6 +38,8 @@
 //! MPICH's hydra and by Slurm.
 
 mod client;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod server;
 pub mod wire;
 

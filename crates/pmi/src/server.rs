@@ -227,7 +227,18 @@ impl Server {
         if self.conns[rank as usize].closed {
             return;
         }
-        self.events.push_back(Event::Reply { rank, bytes: msg.encode() });
+        match msg.encode() {
+            Ok(bytes) => self.events.push_back(Event::Reply { rank, bytes }),
+            Err(e) => {
+                // Too long to send (a huge stored value, a huge thrid): say
+                // so in a reply that fits, if the command itself fits.
+                let error_key = if msg.wire == Wire::V2 { "errmsg" } else { "msg" };
+                match Message::new(msg.wire, &msg.cmd).with("rc", -1).with(error_key, &e.0).encode() {
+                    Ok(bytes) => self.events.push_back(Event::Reply { rank, bytes }),
+                    Err(_) => self.events.push_back(Event::ProtocolError { rank, message: e.0 }),
+                }
+            }
+        }
     }
 
     fn handle(&mut self, rank: u32, msg: Message) {
@@ -268,16 +279,12 @@ impl Server {
             "initack" => {
                 let id = msg.get_int("pmiid").unwrap_or(rank as i64);
                 let (size, appnum) = (info.size, info.appnum);
-                let mut bytes = r("initack")
-                    .with("rc", 0)
-                    .with("rank", id)
-                    .with("size", size)
-                    .with("appnum", appnum)
-                    .with("debug", 0)
-                    .encode();
-                bytes.extend(r("set").with("size", size).encode());
-                bytes.extend(r("set").with("rank", id).encode());
-                bytes.extend(r("set").with("debug", 0).encode());
+                // PMI-1 lines always have an encoding.
+                let line = |m: Message| m.encode().expect("a PMI-1 line");
+                let mut bytes = line(r("initack").with("rc", 0).with("rank", id).with("size", size).with("appnum", appnum).with("debug", 0));
+                bytes.extend(line(r("set").with("size", size)));
+                bytes.extend(line(r("set").with("rank", id)));
+                bytes.extend(line(r("set").with("debug", 0)));
                 if !self.conns[rank as usize].closed {
                     self.events.push_back(Event::Reply { rank, bytes });
                 }
@@ -651,7 +658,7 @@ mod tests {
         let mut s = Server::new(JobInfo::single_node(2, "kvs_t2"));
         for rank in 0..2u32 {
             s.receive(rank, b"cmd=init pmi_version=2 pmi_subversion=0\n");
-            s.receive(rank, &Message::new(Wire::V2, "fullinit").with("pmirank", rank).encode());
+            s.receive(rank, &Message::new(Wire::V2, "fullinit").with("pmirank", rank).encode().unwrap());
         }
         let ev = drain(&mut s);
         assert!(ev.contains(&Event::Initialized { rank: 1, version: 2 }));
@@ -663,16 +670,16 @@ mod tests {
         assert_eq!((full.cmd.as_str(), full.get_int("size"), full.get_int("rank")), ("fullinit-response", Some(2), Some(0)));
 
         let put = Message::new(Wire::V2, "kvs-put").with("key", "k0").with("value", "v;0");
-        s.receive(0, &put.encode());
-        s.receive(0, &Message::new(Wire::V2, "kvs-fence").with("thrid", "0x1").encode());
+        s.receive(0, &put.encode().unwrap());
+        s.receive(0, &Message::new(Wire::V2, "kvs-fence").with("thrid", "0x1").encode().unwrap());
         let r = replies(&drain(&mut s));
         assert_eq!(r.len(), 1); // put response only
-        s.receive(1, &Message::new(Wire::V2, "kvs-fence").encode());
+        s.receive(1, &Message::new(Wire::V2, "kvs-fence").encode().unwrap());
         let r = replies(&drain(&mut s));
         assert_eq!(r.len(), 2);
         assert!(r.iter().any(|(rk, m)| *rk == 0 && m.contains("thrid=0x1;")));
-        s.receive(1, &Message::new(Wire::V2, "kvs-get").with("jobid", "kvs_t2").with("srcid", 0).with("key", "k0").encode());
-        s.receive(1, &Message::new(Wire::V2, "info-getjobattr").with("key", "PMI_process_mapping").encode());
+        s.receive(1, &Message::new(Wire::V2, "kvs-get").with("jobid", "kvs_t2").with("srcid", 0).with("key", "k0").encode().unwrap());
+        s.receive(1, &Message::new(Wire::V2, "info-getjobattr").with("key", "PMI_process_mapping").encode().unwrap());
         let r = replies(&drain(&mut s));
         let mut d = Decoder::new();
         d.push(r[0].1.as_bytes());
@@ -686,9 +693,9 @@ mod tests {
     #[test]
     fn node_attr_wait() {
         let mut s = Server::new(JobInfo::single_node(2, "k"));
-        s.receive(1, &Message::new(Wire::V2, "info-getnodeattr").with("key", "shm").with("wait", "TRUE").encode());
+        s.receive(1, &Message::new(Wire::V2, "info-getnodeattr").with("key", "shm").with("wait", "TRUE").encode().unwrap());
         assert!(replies(&drain(&mut s)).is_empty());
-        s.receive(0, &Message::new(Wire::V2, "info-putnodeattr").with("key", "shm").with("value", "/dev/shm/x").encode());
+        s.receive(0, &Message::new(Wire::V2, "info-putnodeattr").with("key", "shm").with("value", "/dev/shm/x").encode().unwrap());
         let r = replies(&drain(&mut s));
         assert_eq!(r.len(), 2);
         assert!(r[1].1.contains("value=/dev/shm/x;"), "{r:?}");

@@ -47,6 +47,9 @@ pub struct Message {
 /// buffer without bound).
 pub const MAX_MESSAGE: usize = 1 << 20;
 
+/// Longest PMI-2 message body: what its 6-character length can say.
+pub const MAX_V2_BODY: usize = 999_999;
+
 /// A byte stream that is not PMI.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireError(pub String);
@@ -84,11 +87,15 @@ impl Message {
         self.get_int("rc").unwrap_or(0)
     }
 
-    /// The bytes of this message on the wire.
-    pub fn encode(&self) -> Vec<u8> {
-        match self.wire {
+    /// The bytes of this message on the wire. A PMI-2 message longer than
+    /// [`MAX_V2_BODY`] has none.
+    pub fn encode(&self) -> Result<Vec<u8>, WireError> {
+        Ok(match self.wire {
             Wire::V1 => {
-                let mut s = format!("cmd={}", self.cmd);
+                // The command is escaped like a value: the parser unescapes
+                // the whole word.
+                let mut s = String::from("cmd=");
+                escape_v1(&self.cmd, &mut s);
                 for (k, v) in &self.attrs {
                     s.push(' ');
                     s.push_str(k);
@@ -110,25 +117,33 @@ impl Message {
                 s.into_bytes()
             }
             Wire::V2 => {
-                let mut body = format!("cmd={};", self.cmd);
+                // Every `;` that is not a separator is doubled, in the
+                // command and keys as in values: the parser undoubles them
+                // all before splitting at `=`.
+                let mut body = format!("cmd={};", self.cmd.replace(';', ";;"));
                 for (k, v) in &self.attrs {
-                    body.push_str(k);
+                    body.push_str(&k.replace(';', ";;"));
                     body.push('=');
                     body.push_str(&v.replace(';', ";;"));
                     body.push(';');
+                }
+                if body.len() > MAX_V2_BODY {
+                    return Err(WireError(format!("PMI-2 {} message of {} bytes is too long to send", clip(&self.cmd), body.len())));
                 }
                 let mut out = format!("{:6}", body.len()).into_bytes();
                 out.extend_from_slice(body.as_bytes());
                 out
             }
-        }
+        })
     }
 }
 
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = String::from_utf8_lossy(&self.encode()).into_owned();
-        f.write_str(text.trim_end_matches('\n'))
+        match self.encode() {
+            Ok(bytes) => f.write_str(String::from_utf8_lossy(&bytes).trim_end_matches('\n')),
+            Err(e) => write!(f, "({e})"),
+        }
     }
 }
 
@@ -210,10 +225,12 @@ pub fn parse_v1(line: &str) -> Result<Message, WireError> {
                     prev.push_str(w);
                 }
                 None if i == 0 => unreachable!(),
+                // A bare word right after cmd=: a flag attribute with an
+                // empty value, if it can be a key at all (the encoder
+                // writes keys as they are).
+                None if w.chars().all(is_key_char) => msg.attrs.push((w.clone(), String::new())),
                 None => {
-                    // A bare word right after cmd=: part of the command name? No:
-                    // keep it as a flag attribute with an empty value.
-                    msg.attrs.push((w.clone(), String::new()))
+                    return Err(WireError(format!("PMI-1 message with a malformed attribute {:?}: {:?}", clip(w), clip(line))));
                 }
             },
         }
@@ -423,7 +440,7 @@ mod tests {
     #[test]
     fn v1_round_trip_with_escapes() {
         let m = Message::new(Wire::V1, "put").with("kvsname", "kvs_1").with("key", "k").with("value", "a b\\c");
-        let bytes = m.encode();
+        let bytes = m.encode().unwrap();
         assert_eq!(bytes, b"cmd=put kvsname=kvs_1 key=k value=a\\ b\\\\c\n");
         assert_eq!(decode_all(&bytes), vec![m]);
     }
@@ -457,7 +474,7 @@ mod tests {
     #[test]
     fn v2_matches_mpich_framing() {
         let m = Message::new(Wire::V2, "fullinit").with("pmirank", 1);
-        assert_eq!(m.encode(), b"    23cmd=fullinit;pmirank=1;");
+        assert_eq!(m.encode().unwrap(), b"    23cmd=fullinit;pmirank=1;");
         let got = decode_all(b"    63cmd=fullinit-response;rc=0;rank=1;size=2;appnum=0;pmiverbose=0;");
         assert_eq!(got[0].cmd, "fullinit-response");
         assert_eq!(got[0].get_int("size"), Some(2));
@@ -467,14 +484,14 @@ mod tests {
     #[test]
     fn v2_semicolon_escape() {
         let m = Message::new(Wire::V2, "kvs-put").with("key", "k").with("value", "a;b;");
-        let got = decode_all(&m.encode());
+        let got = decode_all(&m.encode().unwrap());
         assert_eq!(got[0].get("value"), Some("a;b;"));
     }
 
     #[test]
     fn mixed_stream_and_partial_delivery() {
         let mut stream = b"cmd=init pmi_version=2 pmi_subversion=0\n".to_vec();
-        stream.extend(Message::new(Wire::V2, "kvs-fence").encode());
+        stream.extend(Message::new(Wire::V2, "kvs-fence").encode().unwrap());
         stream.extend(b"mcmd=spawn\nnprocs=2\nexecname=a.out\nendcmd\n");
         stream.extend(b"cmd=finalize\n");
         let mut d = Decoder::new();
@@ -492,6 +509,42 @@ mod tests {
         );
         assert_eq!(got[2].get("execname"), Some("a.out"));
         assert_eq!(d.pending(), 0);
+    }
+
+    /// Found by fuzzing: what the parser accepts, the encoder writes back
+    /// so that it parses the same (a command with an escaped space; a bare
+    /// word that cannot be a key is an error, not a key the encoder cannot
+    /// write).
+    #[test]
+    fn v1_decoded_messages_survive_their_encoding() {
+        for line in ["cmd=a\\ b x=1", "cmd=init flag k=v w", "cmd=put key=k value=a\\ b\\\\c"] {
+            let m = parse_v1(line).unwrap();
+            assert_eq!(decode_all(&m.encode().unwrap()), vec![m.clone()], "{line}");
+        }
+        assert_eq!(parse_v1("cmd=a\\ b").unwrap().cmd, "a b");
+        assert!(parse_v1("cmd=init ab!c x=1").is_err());
+        assert!(parse_v1("cmd=init =x").is_err());
+        // Hydra's unescaped spaces in a value still join it.
+        assert_eq!(parse_v1("cmd=get_result value=a b!c").unwrap().get("value"), Some("a b!c"));
+    }
+
+    /// Found by fuzzing: a `;` in a PMI-2 command or key (written `;;`,
+    /// so the parser accepts it) was encoded as a separator.
+    #[test]
+    fn v2_semicolons_in_commands_and_keys() {
+        let got = decode_all(b"    19cmd=a;;b;k;;x=v;;w;");
+        assert_eq!((got[0].cmd.as_str(), got[0].attrs.clone()), ("a;b", vec![("k;x".to_string(), "v;w".to_string())]));
+        assert_eq!(decode_all(&got[0].encode().unwrap()), got);
+    }
+
+    /// Found by fuzzing: a PMI-2 body of a million bytes or more was sent
+    /// with a 7-digit length, which no reader can frame.
+    #[test]
+    fn v2_bodies_fit_their_length_field() {
+        let fits = Message::new(Wire::V2, "kvs-put").with("value", "v".repeat(MAX_V2_BODY - "cmd=kvs-put;value=;".len()));
+        assert_eq!(decode_all(&fits.encode().unwrap()), vec![fits.clone()]);
+        let long = fits.with("x", "");
+        assert!(long.encode().unwrap_err().0.contains("too long"));
     }
 
     #[test]
