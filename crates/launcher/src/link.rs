@@ -111,6 +111,22 @@ impl<'a> Dec<'a> {
     fn str(&mut self) -> io::Result<String> {
         String::from_utf8(self.bytes()?).map_err(|_| bad("string is not UTF-8"))
     }
+    /// A yes/no written as a `u32` 0 or 1.
+    fn flag(&mut self) -> io::Result<bool> {
+        match self.u32()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(bad("a flag that is neither 0 nor 1")),
+        }
+    }
+    /// The frame must have been read to its end: one value, one encoding.
+    fn end<T>(&self, value: T) -> io::Result<T> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(bad("bytes left over after the frame's fields"))
+        }
+    }
 }
 
 fn bad(what: &str) -> io::Error {
@@ -158,7 +174,7 @@ impl Down {
 
     fn decode(frame: &[u8]) -> io::Result<Down> {
         let mut d = Dec(frame);
-        Ok(match d.u8()? {
+        let down = match d.u8()? {
             1 => {
                 let size = d.u32()?;
                 let kill_grace_ms = d.u64()?;
@@ -167,7 +183,7 @@ impl Down {
                 for _ in 0..n {
                     let rank = d.u32()?;
                     let cwd = d.str()?;
-                    let stdin = d.u32()? != 0;
+                    let stdin = d.flag()?;
                     let argc = d.u32()?;
                     let argv = (0..argc).map(|_| d.str()).collect::<io::Result<_>>()?;
                     let envc = d.u32()?;
@@ -181,7 +197,8 @@ impl Down {
             4 => Down::StdinClose,
             5 => Down::Kill { signal: d.u32()? as i32 },
             _ => return Err(bad("unknown frame kind")),
-        })
+        };
+        d.end(down)
     }
 }
 
@@ -207,7 +224,7 @@ impl Up {
 
     fn decode(frame: &[u8]) -> io::Result<Up> {
         let mut d = Dec(frame);
-        Ok(match d.u8()? {
+        let up = match d.u8()? {
             1 => Up::Hello { hostname: d.str()? },
             2 => Up::Started { rank: d.u32()?, pid: d.u32()? },
             3 => Up::SpawnFailed { rank: d.u32()?, error: d.str()? },
@@ -217,13 +234,14 @@ impl Up {
             7 => Up::OutputClosed { rank: d.u32()?, stream: stream_from(d.u32()?)? },
             8 => {
                 let rank = d.u32()?;
-                let kind = d.u32()?;
+                let signaled = d.flag()?;
                 let v = d.u32()? as i32;
-                let status = if kind == 0 { ExitStatus::Code(v) } else { ExitStatus::Signal(v) };
+                let status = if signaled { ExitStatus::Signal(v) } else { ExitStatus::Code(v) };
                 Up::Exited { rank, status }
             }
             _ => return Err(bad("unknown frame kind")),
-        })
+        };
+        d.end(up)
     }
 }
 
@@ -239,8 +257,12 @@ fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
     if len == 0 || len > MAX_FRAME {
         return Err(bad("bad frame length"));
     }
-    let mut frame = vec![0u8; len];
-    r.read_exact(&mut frame)?;
+    // Grow with what arrives: a corrupt length must not cost its size in memory.
+    let mut frame = Vec::new();
+    r.take(len as u64).read_to_end(&mut frame)?;
+    if frame.len() < len {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "proxy link: the stream ended inside a frame"));
+    }
     Ok(Some(frame))
 }
 
@@ -280,6 +302,163 @@ pub fn skip_to_magic(r: &mut impl Read) -> io::Result<Vec<u8>> {
 pub fn write_all(w: &mut impl Write, frame: &[u8]) -> io::Result<()> {
     w.write_all(frame)?;
     w.flush()
+}
+
+/// Fuzz targets (run by `fuzz/`, which compiles this file into itself, and
+/// briefly by `make fuzz-smoke`). Dead code in gridmpirun itself.
+#[doc(hidden)]
+#[allow(dead_code)]
+pub mod fuzzing {
+    use super::*;
+
+    /// Bytes read as frames of either direction: every frame either decodes
+    /// to a value whose encoding is exactly the bytes it came from, or is an
+    /// error (never a panic, never an allocation larger than what arrived).
+    /// Byte 0 chooses: bit 0 the direction (1: up), bit 1 a greeting to skip
+    /// first, bit 2 a value built from the bytes instead (which must survive
+    /// an encode and decode unchanged).
+    pub fn link(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else { return };
+        if mode & 4 != 0 {
+            return round_trip(mode & 1 != 0, rest);
+        }
+        let mut r = rest;
+        if mode & 2 != 0 {
+            let before = r.len();
+            match skip_to_magic(&mut r) {
+                Ok(banner) => assert_eq!(&rest[..before - r.len()], &[&banner[..], MAGIC].concat()[..]),
+                Err(_) => return,
+            }
+        }
+        loop {
+            let before = r;
+            let (got, again) = if mode & 1 != 0 {
+                match read_up(&mut r) {
+                    Ok(Some(u)) => (Some(u.encode()), Up::decode(&u.encode()[4..]).ok() == Some(u)),
+                    Ok(None) => (None, true),
+                    Err(_) => return,
+                }
+            } else {
+                match read_down(&mut r) {
+                    Ok(Some(d)) => (Some(d.encode()), Down::decode(&d.encode()[4..]).ok() == Some(d)),
+                    Ok(None) => (None, true),
+                    Err(_) => return,
+                }
+            };
+            assert!(again, "a decoded frame does not decode again from its encoding");
+            let Some(encoded) = got else { return };
+            let took = &before[..before.len() - r.len()];
+            assert_eq!(encoded, took, "a frame decoded from bytes that are not its encoding");
+        }
+    }
+
+    /// Reads fuzz bytes as numbers and strings (0 or empty when they run out).
+    struct Source<'a>(&'a [u8]);
+
+    impl Source<'_> {
+        fn u8(&mut self) -> u8 {
+            let Some((&b, rest)) = self.0.split_first() else { return 0 };
+            self.0 = rest;
+            b
+        }
+        fn u32(&mut self) -> u32 {
+            u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+        }
+        fn bytes(&mut self) -> Vec<u8> {
+            let n = (self.u8() as usize).min(self.0.len());
+            let (a, b) = self.0.split_at(n);
+            self.0 = b;
+            a.to_vec()
+        }
+        fn string(&mut self) -> String {
+            String::from_utf8_lossy(&self.bytes()).into_owned()
+        }
+    }
+
+    fn round_trip(up: bool, data: &[u8]) {
+        let mut s = Source(data);
+        let stream = |s: &mut Source| if s.u8() & 1 == 0 { Stream::Stdout } else { Stream::Stderr };
+        let mut bytes = Vec::new();
+        if up {
+            let u = match s.u8() % 8 {
+                0 => Up::Hello { hostname: s.string() },
+                1 => Up::Started { rank: s.u32(), pid: s.u32() },
+                2 => Up::SpawnFailed { rank: s.u32(), error: s.string() },
+                3 => Up::Pmi { rank: s.u32(), data: s.bytes() },
+                4 => Up::PmiClosed { rank: s.u32() },
+                5 => Up::Output { rank: s.u32(), stream: stream(&mut s), data: s.bytes() },
+                6 => Up::OutputClosed { rank: s.u32(), stream: stream(&mut s) },
+                _ => {
+                    let rank = s.u32();
+                    let v = s.u32() as i32;
+                    Up::Exited { rank, status: if s.u8() & 1 == 0 { ExitStatus::Code(v) } else { ExitStatus::Signal(v) } }
+                }
+            };
+            bytes.extend(u.encode());
+            assert_eq!(read_up(&mut &bytes[..]).expect("a frame we encoded decodes"), Some(u));
+        } else {
+            let d = match s.u8() % 5 {
+                0 => {
+                    let (size, kill_grace_ms) = (s.u32(), s.u32() as u64 * 1000);
+                    let ranks = (0..s.u8() % 4)
+                        .map(|_| RankSpec {
+                            rank: s.u32(),
+                            cwd: s.string(),
+                            stdin: s.u8() & 1 != 0,
+                            argv: (0..s.u8() % 4).map(|_| s.string()).collect(),
+                            env: (0..s.u8() % 4).map(|_| (s.string(), s.string())).collect(),
+                        })
+                        .collect();
+                    Down::Launch { size, ranks, kill_grace_ms }
+                }
+                1 => Down::Pmi { rank: s.u32(), data: s.bytes() },
+                2 => Down::Stdin { data: s.bytes() },
+                3 => Down::StdinClose,
+                _ => Down::Kill { signal: s.u32() as i32 },
+            };
+            bytes.extend(d.encode());
+            assert_eq!(read_down(&mut &bytes[..]).expect("a frame we encoded decodes"), Some(d));
+        }
+    }
+
+    /// Inputs to start from: every frame of both directions, and a greeting.
+    pub fn seeds() -> Vec<Vec<u8>> {
+        let downs = [
+            Down::Launch {
+                size: 8,
+                kill_grace_ms: 3000,
+                ranks: vec![RankSpec {
+                    rank: 3,
+                    argv: vec!["./a.out".into(), "x y".into()],
+                    env: vec![("GRIDMPI_X".into(), "1".into())],
+                    cwd: "/tmp".into(),
+                    stdin: true,
+                }],
+            },
+            Down::Pmi { rank: 1, data: b"cmd=barrier_out\n".to_vec() },
+            Down::Stdin { data: vec![0, 1, 2] },
+            Down::StdinClose,
+            Down::Kill { signal: 15 },
+        ];
+        let ups = [
+            Up::Hello { hostname: "h1".into() },
+            Up::Started { rank: 2, pid: 99 },
+            Up::SpawnFailed { rank: 2, error: "nope".into() },
+            Up::Pmi { rank: 2, data: b"cmd=init\n".to_vec() },
+            Up::PmiClosed { rank: 2 },
+            Up::Output { rank: 2, stream: Stream::Stderr, data: b"hi\n".to_vec() },
+            Up::OutputClosed { rank: 2, stream: Stream::Stdout },
+            Up::Exited { rank: 2, status: ExitStatus::Signal(11) },
+            Up::Exited { rank: 2, status: ExitStatus::Code(3) },
+        ];
+        vec![
+            [&[0u8][..], &downs.iter().flat_map(|d| d.encode()).collect::<Vec<_>>()].concat(),
+            [&[1u8][..], &ups.iter().flat_map(|u| u.encode()).collect::<Vec<_>>()].concat(),
+            [&[3u8][..], b"Welcome!\n", MAGIC, &ups[0].encode()].concat(),
+            vec![4, 0, 1, 2, 3, 4, 5, 6, 7, 8, 2, b'a', b'b', 1, 1, 1, b'x'],
+            vec![5, 7, 1, 0, 0, 0, 255, 255, 255, 255, 1],
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -341,12 +520,46 @@ mod tests {
         assert_eq!(got, ups);
     }
 
+    /// Found by fuzzing: a frame has exactly one encoding. Bytes past its
+    /// fields, a flag other than 0 or 1, an exit status of a third kind
+    /// were accepted (and re-encoded differently).
+    #[test]
+    fn frames_have_one_encoding() {
+        let mut frame = Up::PmiClosed { rank: 2 }.encode();
+        frame.push(0);
+        frame[3] += 1;
+        assert!(read_up(&mut &frame[..]).unwrap_err().to_string().contains("left over"));
+        let mut frame = Up::Exited { rank: 2, status: ExitStatus::Signal(9) }.encode();
+        frame[12] = 2; // the status kind
+        assert!(read_up(&mut &frame[..]).is_err());
+        let launch = Down::Launch {
+            size: 1,
+            kill_grace_ms: 0,
+            ranks: vec![RankSpec { rank: 0, argv: vec![], env: vec![], cwd: String::new(), stdin: true }],
+        };
+        let mut frame = launch.encode();
+        let at = frame.len() - 9; // stdin, then argc and envc
+        assert_eq!(frame[at], 1);
+        frame[at] = 2;
+        assert!(read_down(&mut &frame[..]).is_err());
+    }
+
+    #[test]
+    fn the_fuzz_target_holds_on_its_seeds() {
+        for s in fuzzing::seeds() {
+            fuzzing::link(&s);
+        }
+    }
+
     #[test]
     fn bad_frames_are_errors() {
         let mut r = &[0u8, 0, 0, 1, 99][..];
         assert!(read_up(&mut r).is_err());
         let mut r = &[0u8, 0, 0, 9, 4][..];
         assert!(read_up(&mut r).is_err());
+        // A length far past the end: an error, without allocating it.
+        let mut r = &[0x03u8, 0xff, 0xff, 0xff, 4, 0, 0][..];
+        assert_eq!(read_up(&mut r).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
         let mut r = &b"no magic here"[..];
         assert!(skip_to_magic(&mut r).unwrap_err().to_string().contains("no magic here"));
     }
