@@ -413,7 +413,7 @@ mod tests {
 
     /// What the registry promises of a setting's default.
     fn check_default(s: &Setting) -> Result<(), String> {
-        if s.default == "" && !matches!(s.kind, Kind::Text | Kind::Rate | Kind::Duration) {
+        if s.default.is_empty() && !matches!(s.kind, Kind::Text | Kind::Rate | Kind::Duration) {
             return Err("only text, rates and durations may default to empty (unset)".into());
         }
         s.parse(s.default)?;

@@ -4,9 +4,9 @@
 //! The runtime calls the hooks of [`Tracer`]: connections opened and closed,
 //! socket tuning, collective begin/end markers, and `tick` after every
 //! progress pass. A background thread samples `TCP_INFO` of every open
-//! connection — every `GRIDMPI_TRACE_INTERVAL` (1 ms) while data moves or is
+//! connection — every `GRIDMPI_TRACE_INTERVAL` while data moves or is
 //! outstanding on some connection, every `GRIDMPI_TRACE_IDLE_INTERVAL`
-//! (100 ms) otherwise — encodes what changed into an in-memory buffer, and
+//! otherwise — encodes what changed into an in-memory buffer, and
 //! writes the buffer to `DIR/rank-N.trace` in large chunks. The progress
 //! thread never writes to the file and never waits for the disk: the hooks
 //! only append a few bytes under a lock that the sampler holds for one
@@ -17,17 +17,13 @@
 //! `conn_closed`. So the sampler can never read a reused fd number, and the
 //! final counters are read even when the runtime has already closed its fd.
 //!
-//! File format (see docs/trace.md): the magic `GMPITRC\x01`, then records
-//! `kind: u8, len: varint, payload[len]`; integers in payloads are LEB128
-//! varints, signed ones zigzag-encoded, strings are `varint len + UTF-8`.
-//! Every record that carries a time starts with the microseconds elapsed
-//! since the previous timed record (the first counts from the start time in
-//! the header). A SAMPLE holds a bit mask of the fields (in the order the
-//! header's `fields=` line names them) that changed since the connection's
-//! previous sample, and for each set bit the zigzag difference.
+//! The file format (record kinds, the recorded `tcp_info` fields, the
+//! encoding) is gridmpi-traceformat's, shared with the `gridmpi-trace`
+//! reader; docs/trace.md describes it.
 
 use gridmpi_config::Config;
 use gridmpi_engine::Pid;
+use gridmpi_traceformat::{extract, Encoder, Header, Open, NFIELDS};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -36,119 +32,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// First bytes of every trace file; the last byte is the format version.
-pub const MAGIC: &[u8; 8] = b"GMPITRC\x01";
-
-/// Record kinds.
-pub mod kind {
-    /// Text `key=value` lines: rank, host, pid, start time, intervals, fields.
-    pub const HEADER: u8 = 1;
-    /// dt, conn, peer, available-fields mask, peer host, local addr, remote
-    /// addr, congestion control, SO_SNDBUF, SO_RCVBUF.
-    pub const OPEN: u8 = 2;
-    /// dt, conn, changed-fields mask, zigzag deltas.
-    pub const SAMPLE: u8 = 3;
-    /// dt, conn.
-    pub const CLOSE: u8 = 4;
-    /// dt, peer, conn + 1 (0: no open connection), option, value.
-    pub const TUNING: u8 = 5;
-    /// dt, token, context id, bytes, name.
-    pub const COLL_BEGIN: u8 = 6;
-    /// dt, token.
-    pub const COLL_END: u8 = 7;
-    /// Text `key=value` lines: the tracer's own counters, at the end.
-    pub const STATS: u8 = 8;
-}
-
-#[derive(Clone, Copy)]
-enum Width {
-    U8,
-    /// Bit 0 of a byte.
-    Bit0,
-    U16,
-    U32,
-    U64,
-}
-
-/// One recorded field of `struct tcp_info` (linux/tcp.h): its name in the
-/// trace (without `tcpi_`), byte offset and width.
-pub struct Field {
-    pub name: &'static str,
-    offset: usize,
-    width: Width,
-}
-
-const fn f(name: &'static str, offset: usize, width: Width) -> Field {
-    Field { name, offset, width }
-}
-
-/// The recorded fields, in mask-bit order. Offsets are those of Linux's
-/// `struct tcp_info` (stable: fields are only ever appended); a field the
-/// running kernel does not fill is left out of the connection's
-/// available-fields mask.
-pub static FIELDS: &[Field] = &[
-    f("state", 0, Width::U8),
-    f("ca_state", 1, Width::U8),
-    f("retransmits", 2, Width::U8),
-    f("probes", 3, Width::U8),
-    f("backoff", 4, Width::U8),
-    f("options", 5, Width::U8),
-    f("wscale", 6, Width::U8),
-    f("app_limited", 7, Width::Bit0),
-    f("rto", 8, Width::U32),
-    f("ato", 12, Width::U32),
-    f("snd_mss", 16, Width::U32),
-    f("rcv_mss", 20, Width::U32),
-    f("unacked", 24, Width::U32),
-    f("sacked", 28, Width::U32),
-    f("lost", 32, Width::U32),
-    f("retrans", 36, Width::U32),
-    f("pmtu", 60, Width::U32),
-    f("rcv_ssthresh", 64, Width::U32),
-    f("rtt", 68, Width::U32),
-    f("rttvar", 72, Width::U32),
-    f("snd_ssthresh", 76, Width::U32),
-    f("snd_cwnd", 80, Width::U32),
-    f("advmss", 84, Width::U32),
-    f("reordering", 88, Width::U32),
-    f("rcv_rtt", 92, Width::U32),
-    f("rcv_space", 96, Width::U32),
-    f("total_retrans", 100, Width::U32),
-    f("pacing_rate", 104, Width::U64),
-    f("max_pacing_rate", 112, Width::U64),
-    f("bytes_acked", 120, Width::U64),
-    f("bytes_received", 128, Width::U64),
-    f("segs_out", 136, Width::U32),
-    f("segs_in", 140, Width::U32),
-    f("notsent_bytes", 144, Width::U32),
-    f("min_rtt", 148, Width::U32),
-    f("data_segs_in", 152, Width::U32),
-    f("data_segs_out", 156, Width::U32),
-    f("delivery_rate", 160, Width::U64),
-    f("busy_time", 168, Width::U64),
-    f("rwnd_limited", 176, Width::U64),
-    f("sndbuf_limited", 184, Width::U64),
-    f("delivered", 192, Width::U32),
-    f("delivered_ce", 196, Width::U32),
-    f("bytes_sent", 200, Width::U64),
-    f("bytes_retrans", 208, Width::U64),
-    f("dsack_dups", 216, Width::U32),
-    f("reord_seen", 220, Width::U32),
-    f("rcv_ooopack", 224, Width::U32),
-    f("snd_wnd", 228, Width::U32),
-    f("rcv_wnd", 232, Width::U32),
-    f("rehash", 236, Width::U32),
-    f("total_rto", 240, Width::U16),
-    f("total_rto_recoveries", 242, Width::U16),
-    f("total_rto_time", 244, Width::U32),
-];
-
-const NF: usize = 54;
-const _: () = assert!(FIELDS.len() == NF && NF <= 64);
+const NF: usize = NFIELDS;
 
 #[cfg(test)]
 fn field_index(name: &str) -> usize {
-    FIELDS.iter().position(|f| f.name == name).expect("known field")
+    gridmpi_traceformat::FIELDS.iter().position(|f| f.name == name).expect("known field")
 }
 
 /// Room for any `struct tcp_info` the kernel may return.
@@ -159,24 +47,7 @@ const FLUSH_BYTES: usize = 256 * 1024;
 /// ... or when it is this old.
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
 
-// ---- encoding -------------------------------------------------------------
-
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-pub fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_varint(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
+// ---- reading sockets ---------------------------------------------------------
 
 /// Read `struct tcp_info` of `fd` into `buf`; returns the length filled.
 fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize> {
@@ -188,29 +59,6 @@ fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize>
         return Err(std::io::Error::last_os_error());
     }
     Ok(len as usize)
-}
-
-/// Decode the recorded fields from a `tcp_info` of `len` bytes. Returns the
-/// mask of fields the kernel filled.
-fn extract(buf: &[u8], len: usize, out: &mut [u64; NF]) -> u64 {
-    let mut avail = 0u64;
-    for (i, fld) in FIELDS.iter().enumerate() {
-        let o = fld.offset;
-        let (w, v) = match fld.width {
-            Width::U8 => (1, buf[o] as u64),
-            Width::Bit0 => (1, (buf[o] & 1) as u64),
-            Width::U16 => (2, u16::from_ne_bytes([buf[o], buf[o + 1]]) as u64),
-            Width::U32 => (4, u32::from_ne_bytes(buf[o..o + 4].try_into().unwrap()) as u64),
-            Width::U64 => (8, u64::from_ne_bytes(buf[o..o + 8].try_into().unwrap())),
-        };
-        if o + w <= len {
-            out[i] = v;
-            avail |= 1 << i;
-        } else {
-            out[i] = 0;
-        }
-    }
-    avail
 }
 
 fn sockaddr_text(fd: RawFd, peer: bool) -> String {
@@ -290,12 +138,8 @@ struct Conn {
 
 /// What the hooks and the sampler share, under one lock.
 struct State {
-    /// Encoded records not yet written.
-    buf: Vec<u8>,
-    /// Scratch for one record's payload.
-    rec: Vec<u8>,
-    /// Time (us since start) of the last timed record.
-    last_t: u64,
+    /// Records encoded and not yet written.
+    enc: Encoder,
     conns: Vec<Conn>,
     next_conn: u32,
     stop: bool,
@@ -330,25 +174,10 @@ const BYTES_RECEIVED: usize = 30;
 const BYTES_SENT: usize = 43;
 
 impl State {
-    fn now(&self, shared: &Shared) -> u64 {
-        (shared.start.elapsed().as_micros() as u64).max(self.last_t)
-    }
-
-    /// Append the record in `self.rec` (whose payload starts with `dt`
-    /// when timed) to the buffer.
-    fn commit(&mut self, kind: u8) {
-        self.buf.push(kind);
-        put_varint(&mut self.buf, self.rec.len() as u64);
-        self.buf.extend_from_slice(&self.rec);
-        self.rec.clear();
-    }
-
-    /// Start a timed record: clears the scratch and writes dt.
-    fn timed(&mut self, shared: &Shared) {
-        let t = self.now(shared);
-        self.rec.clear();
-        put_varint(&mut self.rec, t - self.last_t);
-        self.last_t = t;
+    /// Microseconds since the trace started (the encoder keeps records in
+    /// time order).
+    fn now(shared: &Shared) -> u64 {
+        shared.start.elapsed().as_micros() as u64
     }
 
     /// Sample connection `i`. Writes a SAMPLE when something changed or data
@@ -363,7 +192,7 @@ impl State {
         self.samples += 1;
         self.tcp_info_len = len;
         let mut vals = [0u64; NF];
-        extract(&self.info, len, &mut vals);
+        extract(&self.info[..len.min(INFO_ROOM)], &mut vals);
         let c = &self.conns[i];
         let mut mask = 0u64;
         for (k, (now, before)) in vals.iter().zip(&c.prev).enumerate() {
@@ -376,24 +205,18 @@ impl State {
         if mask == 0 && !active && !force {
             return false;
         }
-        if self.buf.len() >= shared.buffer_max && !force {
+        if self.enc.pending() >= shared.buffer_max && !force {
             // The disk is behind: drop this sample. The next one is encoded
             // against the last sample written, so nothing is corrupted.
             self.dropped += 1;
             return active;
         }
-        self.timed(shared);
         let c = &mut self.conns[i];
-        put_varint(&mut self.rec, c.id as u64);
-        put_varint(&mut self.rec, mask);
-        for (k, (now, before)) in vals.iter().zip(&c.prev).enumerate() {
-            if mask & (1 << k) != 0 {
-                put_varint(&mut self.rec, zigzag(now.wrapping_sub(*before) as i64));
-            }
-        }
+        let prev = &c.prev;
+        let deltas = (0..NF).filter(|k| mask & (1 << k) != 0).map(|k| vals[k].wrapping_sub(prev[k]) as i64);
+        self.enc.sample(State::now(shared), c.id, mask, deltas);
         c.prev = vals;
         self.sample_records += 1;
-        self.commit(kind::SAMPLE);
         active
     }
 
@@ -414,7 +237,7 @@ impl State {
             self.dropped,
             self.sample_ns / 1000,
             self.rounds,
-            self.written + self.buf.len() as u64,
+            self.written + self.enc.pending() as u64,
             shared.start.elapsed().as_micros(),
             self.tcp_info_len,
         )
@@ -467,26 +290,23 @@ impl Tracer {
             File::create(&path).map_err(|e| format!("GRIDMPI_TRACE: cannot create {}: {e}", path.display()))?;
         let start = Instant::now();
         let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
-        let names: Vec<&str> = FIELDS.iter().map(|f| f.name).collect();
-        let header = format!(
-            "format=1\nrank={me}\nhost={}\npid={}\nstart_unix_us={start_unix_us}\ninterval_us={}\nidle_interval_us={}\nkernel={}\nfields={}\n",
-            host.replace('\n', " "),
-            std::process::id(),
-            settings.interval.as_micros(),
-            settings.idle_interval.as_micros(),
-            kernel_release(),
-            names.join(","),
-        );
-        let mut head = MAGIC.to_vec();
-        head.push(kind::HEADER);
-        put_varint(&mut head, header.len() as u64);
-        head.extend_from_slice(header.as_bytes());
-        file.write_all(&head).map_err(|e| format!("GRIDMPI_TRACE: cannot write {}: {e}", path.display()))?;
+        let header = Header {
+            rank: me,
+            host: host.to_string(),
+            pid: std::process::id(),
+            start_unix_us: start_unix_us as u64,
+            interval_us: settings.interval.as_micros() as u64,
+            idle_interval_us: settings.idle_interval.as_micros() as u64,
+            kernel: kernel_release(),
+            ..Header::with_all_fields()
+        };
+        let mut enc = Encoder::new(&header, FLUSH_BYTES * 2);
+        file.write_all(enc.out()).map_err(|e| format!("GRIDMPI_TRACE: cannot write {}: {e}", path.display()))?;
+        let head_len = enc.pending() as u64;
+        enc.clear_out();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                buf: Vec::with_capacity(FLUSH_BYTES * 2),
-                rec: Vec::with_capacity(512),
-                last_t: 0,
+                enc,
                 conns: Vec::new(),
                 next_conn: 0,
                 stop: false,
@@ -497,7 +317,7 @@ impl Tracer {
                 dropped: 0,
                 sample_ns: 0,
                 rounds: 0,
-                written: head.len() as u64,
+                written: head_len,
             }),
             wake: Condvar::new(),
             busy: AtomicBool::new(false),
@@ -544,23 +364,23 @@ impl Tracer {
         let mut info = [0u8; INFO_ROOM];
         let mut vals = [0u64; NF];
         let avail = match read_tcp_info(dup, &mut info) {
-            Ok(len) => extract(&info, len, &mut vals),
+            Ok(len) => extract(&info[..len.min(INFO_ROOM)], &mut vals),
             Err(_) => 0,
         };
         let id = st.next_conn;
         st.next_conn += 1;
-        st.timed(&shared);
-        let r = &mut st.rec;
-        put_varint(r, id as u64);
-        put_varint(r, peer as u64);
-        put_varint(r, avail);
-        put_str(r, peer_host);
-        put_str(r, &local);
-        put_str(r, &remote);
-        put_str(r, &cc);
-        put_varint(r, sndbuf);
-        put_varint(r, rcvbuf);
-        st.commit(kind::OPEN);
+        st.enc.open(&Open {
+            t_us: State::now(&shared),
+            conn: id,
+            peer,
+            avail,
+            peer_host: peer_host.to_string(),
+            local_addr: local,
+            remote_addr: remote,
+            congestion_control: cc,
+            sndbuf,
+            rcvbuf,
+        });
         st.conns.push(Conn { id, peer, runtime_fd: fd, fd: own, prev: [0; NF], avail });
         let i = st.conns.len() - 1;
         st.sample(&shared, i, true);
@@ -578,24 +398,16 @@ impl Tracer {
         let Some(i) = st.conns.iter().rposition(|c| c.peer == peer && c.runtime_fd == fd) else { return };
         st.sample(&shared, i, true);
         let c = st.conns.remove(i);
-        st.timed(&shared);
-        put_varint(&mut st.rec, c.id as u64);
-        st.commit(kind::CLOSE);
+        st.enc.close(State::now(&shared), c.id);
         drop(st);
         drop(c); // closes our duplicate
     }
 
     /// A socket option was set on the connection to `peer`.
     pub fn tuning(&mut self, peer: Pid, option: &str, value: &str) {
-        let shared = self.shared.clone();
         let mut st = self.lock();
-        let conn = st.conns.iter().rev().find(|c| c.peer == peer).map_or(0, |c| c.id as u64 + 1);
-        st.timed(&shared);
-        put_varint(&mut st.rec, peer as u64);
-        put_varint(&mut st.rec, conn);
-        put_str(&mut st.rec, option);
-        put_str(&mut st.rec, value);
-        st.commit(kind::TUNING);
+        let conn = st.conns.iter().rev().find(|c| c.peer == peer).map(|c| c.id);
+        st.enc.tuning(State::now(&self.shared), peer, conn, option, value);
     }
 
     /// A collective starts; returns a token for [`Tracer::coll_end`].
@@ -604,14 +416,8 @@ impl Tracer {
     pub fn coll_begin(&mut self, name: &str, ctx: u32, bytes: u64) -> u64 {
         self.next_token += 1;
         let token = self.next_token;
-        let shared = self.shared.clone();
         let mut st = self.lock();
-        st.timed(&shared);
-        put_varint(&mut st.rec, token);
-        put_varint(&mut st.rec, ctx as u64);
-        put_varint(&mut st.rec, bytes);
-        put_str(&mut st.rec, name);
-        st.commit(kind::COLL_BEGIN);
+        st.enc.coll_begin(State::now(&self.shared), token, ctx, bytes, name);
         token
     }
 
@@ -619,11 +425,8 @@ impl Tracer {
         if token == 0 {
             return;
         }
-        let shared = self.shared.clone();
         let mut st = self.lock();
-        st.timed(&shared);
-        put_varint(&mut st.rec, token);
-        st.commit(kind::COLL_END);
+        st.enc.coll_end(State::now(&self.shared), token);
     }
 
     /// A collective's schedule started as engine request `req` (the same
@@ -674,9 +477,7 @@ impl Tracer {
             let mut st = self.lock();
             st.sample_all(&shared, true);
             let stats = st.stats_text(&shared, cpu_us);
-            st.rec.clear();
-            st.rec.extend_from_slice(stats.as_bytes());
-            st.commit(kind::STATS);
+            st.enc.stats(&stats);
             st.conns.clear();
             st.stop = true;
             self.shared.wake.notify_one();
@@ -747,8 +548,9 @@ fn run_sampler(shared: Arc<Shared>, mut file: File, path: PathBuf, me: Pid) {
         st.sample_ns += t.elapsed().as_nanos() as u64;
         let busy = shared.busy.swap(false, Ordering::Relaxed);
         fine = !st.conns.is_empty() && (active || busy);
-        if st.buf.len() >= FLUSH_BYTES || (!st.buf.is_empty() && last_flush.elapsed() >= FLUSH_EVERY) {
-            std::mem::swap(&mut st.buf, &mut spare);
+        let pending = st.enc.pending();
+        if pending >= FLUSH_BYTES || (pending > 0 && last_flush.elapsed() >= FLUSH_EVERY) {
+            st.enc.swap_out(&mut spare);
             st.written += spare.len() as u64;
             drop(st);
             write_out(&spare, &mut write_failed);
@@ -757,15 +559,16 @@ fn run_sampler(shared: Arc<Shared>, mut file: File, path: PathBuf, me: Pid) {
             st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
         }
     }
-    let rest = std::mem::take(&mut st.buf);
+    st.enc.swap_out(&mut spare);
     drop(st);
-    write_out(&rest, &mut write_failed);
+    write_out(&spare, &mut write_failed);
     let _ = file.flush();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gridmpi_traceformat::{Record, FIELDS};
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
 
@@ -777,25 +580,6 @@ mod tests {
         assert_eq!(FIELDS[BYTES_RECEIVED].name, "bytes_received");
         assert_eq!(FIELDS[BYTES_SENT].name, "bytes_sent");
         assert_eq!(field_index("total_rto_time"), NF - 1);
-        let mut names: Vec<_> = FIELDS.iter().map(|f| f.name).collect();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), NF);
-    }
-
-    #[test]
-    fn varints() {
-        let mut v = Vec::new();
-        put_varint(&mut v, 0);
-        put_varint(&mut v, 127);
-        put_varint(&mut v, 128);
-        put_varint(&mut v, u64::MAX);
-        assert_eq!(v[..4], [0, 127, 0x80, 1]);
-        assert_eq!(v.len(), 4 + 10);
-        assert_eq!(zigzag(0), 0);
-        assert_eq!(zigzag(-1), 1);
-        assert_eq!(zigzag(1), 2);
-        assert_eq!(zigzag(i64::MIN), u64::MAX);
     }
 
     #[test]
@@ -809,7 +593,7 @@ mod tests {
         let mut info = [0u8; INFO_ROOM];
         let len = read_tcp_info(a.as_raw_fd(), &mut info).unwrap();
         let mut vals = [0u64; NF];
-        let avail = extract(&info, len, &mut vals);
+        let avail = extract(&info[..len], &mut vals);
         assert!(avail & (1 << BYTES_ACKED) != 0, "kernel too old for tcpi_bytes_acked");
         assert_eq!(vals[field_index("state")], 1, "ESTABLISHED");
         assert!(vals[field_index("snd_cwnd")] > 0);
@@ -850,35 +634,35 @@ mod tests {
         t.conn_closed(1, fd);
         t.finish();
         let data = std::fs::read(t.path()).unwrap();
-        assert_eq!(&data[..8], MAGIC);
-        // Walk the records: kinds seen, and the last byte ends a record.
-        let mut i = 8;
-        let mut kinds = Vec::new();
-        while i < data.len() {
-            let k = data[i];
-            i += 1;
-            let mut len = 0u64;
-            let mut shift = 0;
-            loop {
-                let b = data[i];
-                i += 1;
-                len |= ((b & 0x7f) as u64) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            i += len as usize;
-            kinds.push(k);
-        }
-        assert_eq!(i, data.len());
-        assert_eq!(kinds[0], kind::HEADER);
-        for k in [kind::OPEN, kind::SAMPLE, kind::TUNING, kind::COLL_BEGIN, kind::COLL_END, kind::CLOSE, kind::STATS] {
-            assert!(kinds.contains(&k), "record kind {k} missing: {kinds:?}");
-        }
-        let text = String::from_utf8_lossy(&data);
-        assert!(text.contains("rank=3") && text.contains("host=hostA") && text.contains("MPI_Alltoall") && text.contains("MPI_Ibcast"));
-        assert_eq!(kinds.iter().filter(|&&k| k == kind::COLL_END).count(), 2);
+        let mut records = gridmpi_traceformat::Decoder::new(&data).unwrap();
+        let all: Vec<Record> = records.by_ref().collect::<Result<_, _>>().unwrap();
+        assert!(!records.cut(), "the file ends with a whole record");
+        let Record::Header(head) = &all[0] else { panic!("{:?}", all[0]) };
+        let head = Header::from_text(head);
+        assert_eq!((head.rank, head.host.as_str(), head.interval_us), (3, "hostA", 1000));
+        assert_eq!(head.fields.len(), NF);
+        let Record::Open(open) = &all[1] else { panic!("{:?}", all[1]) };
+        assert_eq!((open.conn, open.peer, open.peer_host.as_str()), (0, 1, "hostB"));
+        assert!(open.remote_addr.starts_with("127.0.0.1:"), "{open:?}");
+        let sent: i64 = all
+            .iter()
+            .filter_map(|r| match r {
+                Record::Sample { conn: 0, mask, deltas, .. } => Some((mask, deltas)),
+                _ => None,
+            })
+            .filter(|(mask, _)| *mask & (1 << BYTES_SENT) != 0)
+            .map(|(mask, deltas)| deltas[(mask & ((1 << BYTES_SENT) - 1)).count_ones() as usize])
+            .sum();
+        assert!(sent >= 20 * 64 * 1024 || open.avail & (1 << BYTES_SENT) == 0, "bytes_sent adds up to {sent}");
+        let has = |f: fn(&Record) -> bool| all.iter().filter(|r| f(r)).count();
+        assert_eq!(has(|r| matches!(r, Record::Tuning { peer: 1, conn: Some(0), option, .. } if option == "SO_MAX_PACING_RATE")), 1);
+        assert_eq!(has(|r| matches!(r, Record::CollBegin { ctx: 7, bytes: 1048576, name, .. } if name == "MPI_Alltoall")), 1);
+        assert_eq!(has(|r| matches!(r, Record::CollBegin { name, .. } if name == "MPI_Ibcast")), 1);
+        assert_eq!(has(|r| matches!(r, Record::CollEnd { .. })), 2);
+        assert_eq!(has(|r| matches!(r, Record::Close { conn: 0, .. })), 1);
+        assert!(matches!(all.last(), Some(Record::Stats(s)) if s.contains("samples=")));
+        let times: Vec<u64> = all.iter().filter_map(Record::t_us).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -1,26 +1,15 @@
-//! Reading `rank-N.trace` files (the format is documented in docs/trace.md
-//! and written by the library's `trace` module).
-//!
-//! A file is the magic `GMPITRC\x01` and a sequence of records
-//! `kind: u8, len: varint, payload[len]`. Unknown kinds are skipped, so the
-//! writer may add record kinds; a record cut short (a rank that died) ends
-//! the file and marks it truncated.
+//! Reading `rank-N.trace` files into per-rank histories. The format
+//! (records, fields, encoding) is gridmpi-traceformat's, shared with the
+//! library's recorder, and documented in docs/trace.md. Unknown record kinds
+//! are skipped, so the writer may add kinds; a record cut short (a rank that
+//! died) ends the file, which then lacks its STATS record and reads as
+//! truncated.
 
+use gridmpi_traceformat::{key_values, Decoder, Header, Record};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub const MAGIC: &[u8; 8] = b"GMPITRC\x01";
-
-pub mod kind {
-    pub const HEADER: u8 = 1;
-    pub const OPEN: u8 = 2;
-    pub const SAMPLE: u8 = 3;
-    pub const CLOSE: u8 = 4;
-    pub const TUNING: u8 = 5;
-    pub const COLL_BEGIN: u8 = 6;
-    pub const COLL_END: u8 = 7;
-    pub const STATS: u8 = 8;
-}
+pub use gridmpi_traceformat::{kind, MAGIC};
 
 /// One TCP_INFO sample of a connection: the time (microseconds since the
 /// rank's trace started) and every field's value (by the rank's field
@@ -120,186 +109,90 @@ impl std::fmt::Display for FormatError {
 }
 impl std::error::Error for FormatError {}
 
-/// A cursor over a record's payload.
-struct Cur<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Cur<'a> {
-    fn varint(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        let mut shift = 0u32;
-        loop {
-            let byte = *self.b.get(self.i)?;
-            self.i += 1;
-            if shift >= 64 {
-                return None;
-            }
-            v |= ((byte & 0x7f) as u64) << shift;
-            if byte & 0x80 == 0 {
-                return Some(v);
-            }
-            shift += 7;
-        }
-    }
-
-    fn zigzag(&mut self) -> Option<i64> {
-        let v = self.varint()?;
-        Some(((v >> 1) as i64) ^ -((v & 1) as i64))
-    }
-
-    fn string(&mut self) -> Option<String> {
-        let n = self.varint()? as usize;
-        let s = self.b.get(self.i..self.i.checked_add(n)?)?;
-        self.i += n;
-        Some(String::from_utf8_lossy(s).into_owned())
-    }
-}
-
-fn parse_kv(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect()
+fn key_value_map(text: &str) -> BTreeMap<String, String> {
+    key_values(text).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 /// Parse one rank's trace from its bytes.
 pub fn parse(path: &Path, data: &[u8]) -> Result<RankTrace, FormatError> {
-    let err = |offset: usize, reason: &str| FormatError { path: path.to_path_buf(), offset, reason: reason.to_string() };
-    if data.len() < 8 || data[..7] != MAGIC[..7] {
-        return Err(err(0, "not a GridMPI trace file (bad magic)"));
-    }
-    if data[7] != MAGIC[7] {
-        return Err(err(7, &format!("trace format version {} (this tool reads version {})", data[7], MAGIC[7])));
-    }
+    let err = |offset: usize, reason: String| FormatError { path: path.to_path_buf(), offset, reason };
+    let mut records = Decoder::new(data).map_err(|e| err(e.offset, e.reason))?;
     let mut tr = RankTrace { path: path.to_path_buf(), truncated: true, ..Default::default() };
-    let mut t: u64 = 0;
     let mut conn_index: BTreeMap<u32, usize> = BTreeMap::new();
     let mut open_colls: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut i = 8;
-    let mut saw_header = false;
-    while i < data.len() {
-        let start = i;
-        let k = data[i];
-        let mut c = Cur { b: data, i: i + 1 };
-        let Some(len) = c.varint() else { break };
-        let body_start = c.i;
-        let Some(body_end) = body_start.checked_add(len as usize).filter(|&e| e <= data.len()) else { break };
-        let body = &data[body_start..body_end];
-        i = body_end;
-        let mut p = Cur { b: body, i: 0 };
-        let bad = |what: &str| err(start, &format!("malformed {what} record"));
-        let timed = matches!(k, kind::OPEN | kind::SAMPLE | kind::CLOSE | kind::TUNING | kind::COLL_BEGIN | kind::COLL_END);
-        if timed {
-            let dt = p.varint().ok_or_else(|| bad("timed"))?;
-            t = t.saturating_add(dt);
+    while let Some(record) = records.next() {
+        let record = record.map_err(|e| err(e.offset, e.reason))?;
+        if let Some(t) = record.t_us() {
             tr.end_us = t;
         }
-        if !saw_header && k != kind::HEADER {
-            return Err(err(start, "the first record is not a header"));
-        }
-        match k {
-            kind::HEADER => {
-                saw_header = true;
-                let h = parse_kv(&String::from_utf8_lossy(body));
-                let num = |name: &str| h.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                tr.rank = num("rank") as u32;
-                tr.pid = num("pid") as u32;
-                tr.start_unix_us = num("start_unix_us");
-                tr.interval_us = num("interval_us");
-                tr.idle_interval_us = num("idle_interval_us");
-                tr.host = h.get("host").cloned().unwrap_or_default();
-                tr.kernel = h.get("kernel").cloned().unwrap_or_default();
-                tr.fields = h.get("fields").map(|f| f.split(',').map(String::from).collect()).unwrap_or_default();
-                if tr.fields.len() > 64 {
-                    return Err(err(start, "more than 64 sample fields"));
-                }
-                tr.header = h;
+        match record {
+            Record::Header(text) => {
+                let h = Header::from_text(&text);
+                tr.rank = h.rank;
+                tr.pid = h.pid;
+                tr.start_unix_us = h.start_unix_us;
+                tr.interval_us = h.interval_us;
+                tr.idle_interval_us = h.idle_interval_us;
+                tr.host = h.host;
+                tr.kernel = h.kernel;
+                tr.fields = h.fields;
+                tr.header = key_value_map(&text);
             }
-            kind::OPEN => {
-                let id = p.varint().ok_or_else(|| bad("OPEN"))? as u32;
-                let peer = p.varint().ok_or_else(|| bad("OPEN"))? as u32;
-                let avail = p.varint().ok_or_else(|| bad("OPEN"))?;
-                let peer_host = p.string().ok_or_else(|| bad("OPEN"))?;
-                let local_addr = p.string().ok_or_else(|| bad("OPEN"))?;
-                let remote_addr = p.string().ok_or_else(|| bad("OPEN"))?;
-                let congestion_control = p.string().ok_or_else(|| bad("OPEN"))?;
-                let sndbuf = p.varint().unwrap_or(0);
-                let rcvbuf = p.varint().unwrap_or(0);
-                conn_index.insert(id, tr.conns.len());
+            Record::Open(o) => {
+                conn_index.insert(o.conn, tr.conns.len());
                 tr.conns.push(ConnTrace {
-                    id,
-                    peer,
-                    peer_host,
-                    local_addr,
-                    remote_addr,
-                    congestion_control,
-                    sndbuf,
-                    rcvbuf,
-                    avail,
-                    open_us: t,
+                    id: o.conn,
+                    peer: o.peer,
+                    peer_host: o.peer_host,
+                    local_addr: o.local_addr,
+                    remote_addr: o.remote_addr,
+                    congestion_control: o.congestion_control,
+                    sndbuf: o.sndbuf,
+                    rcvbuf: o.rcvbuf,
+                    avail: o.avail,
+                    open_us: o.t_us,
                     close_us: None,
                     samples: Vec::new(),
                 });
             }
-            kind::SAMPLE => {
-                let id = p.varint().ok_or_else(|| bad("SAMPLE"))? as u32;
-                let mask = p.varint().ok_or_else(|| bad("SAMPLE"))?;
-                let Some(&ci) = conn_index.get(&id) else { return Err(bad("SAMPLE (unknown connection)")) };
-                let nf = tr.fields.len();
-                if nf < 64 && mask >> nf != 0 {
-                    return Err(bad("SAMPLE (field beyond the header's list)"));
-                }
+            Record::Sample { t_us, conn, mask, deltas } => {
+                let Some(&ci) = conn_index.get(&conn) else {
+                    return Err(err(records.record_offset(), "malformed SAMPLE (unknown connection) record".into()));
+                };
                 let conn = &mut tr.conns[ci];
                 let mut vals: Box<[u64]> = match conn.samples.last() {
                     Some(s) => s.vals.clone(),
-                    None => vec![0u64; nf].into_boxed_slice(),
+                    None => vec![0u64; tr.fields.len()].into_boxed_slice(),
                 };
-                for (f, v) in vals.iter_mut().enumerate() {
-                    if mask & (1 << f) != 0 {
-                        let d = p.zigzag().ok_or_else(|| bad("SAMPLE"))?;
-                        *v = v.wrapping_add(d as u64);
-                    }
+                let changed = (0..vals.len()).filter(|f| mask & (1 << f) != 0);
+                for (f, d) in changed.zip(deltas) {
+                    vals[f] = vals[f].wrapping_add(d as u64);
                 }
-                conn.samples.push(Sample { t_us: t, vals });
+                conn.samples.push(Sample { t_us, vals });
             }
-            kind::CLOSE => {
-                let id = p.varint().ok_or_else(|| bad("CLOSE"))? as u32;
-                if let Some(&ci) = conn_index.get(&id) {
-                    tr.conns[ci].close_us = Some(t);
+            Record::Close { t_us, conn } => {
+                if let Some(&ci) = conn_index.get(&conn) {
+                    tr.conns[ci].close_us = Some(t_us);
                 }
             }
-            kind::TUNING => {
-                let peer = p.varint().ok_or_else(|| bad("TUNING"))? as u32;
-                let conn = p.varint().ok_or_else(|| bad("TUNING"))?;
-                let option = p.string().ok_or_else(|| bad("TUNING"))?;
-                let value = p.string().ok_or_else(|| bad("TUNING"))?;
-                tr.tunings.push(Tuning { t_us: t, peer, conn: conn.checked_sub(1).map(|c| c as u32), option, value });
+            Record::Tuning { t_us, peer, conn, option, value } => {
+                tr.tunings.push(Tuning { t_us, peer, conn, option, value });
             }
-            kind::COLL_BEGIN => {
-                let token = p.varint().ok_or_else(|| bad("COLL_BEGIN"))?;
-                let ctx = p.varint().ok_or_else(|| bad("COLL_BEGIN"))? as u32;
-                let bytes = p.varint().ok_or_else(|| bad("COLL_BEGIN"))?;
-                let name = p.string().ok_or_else(|| bad("COLL_BEGIN"))?;
+            Record::CollBegin { t_us, token, ctx, bytes, name } => {
                 open_colls.insert(token, tr.colls.len());
-                tr.colls.push(Coll { name, ctx, bytes, begin_us: t, end_us: None });
+                tr.colls.push(Coll { name, ctx, bytes, begin_us: t_us, end_us: None });
             }
-            kind::COLL_END => {
-                let token = p.varint().ok_or_else(|| bad("COLL_END"))?;
+            Record::CollEnd { t_us, token } => {
                 if let Some(ci) = open_colls.remove(&token) {
-                    tr.colls[ci].end_us = Some(t);
+                    tr.colls[ci].end_us = Some(t_us);
                 }
             }
-            kind::STATS => {
-                tr.stats = parse_kv(&String::from_utf8_lossy(body));
+            Record::Stats(text) => {
+                tr.stats = key_value_map(&text);
                 tr.truncated = false;
             }
-            _ => {} // a newer writer's record: skip
+            Record::Unknown { .. } => {} // a newer writer's record: skipped
         }
-    }
-    if !saw_header {
-        return Err(err(8, "no header record"));
     }
     Ok(tr)
 }
@@ -359,13 +252,7 @@ pub fn read_dir(dir: &Path) -> Result<(Vec<RankTrace>, Vec<String>), String> {
 mod tests {
     use super::*;
 
-    fn varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
+    use gridmpi_traceformat::put_varint as varint;
 
     fn rec(out: &mut Vec<u8>, k: u8, body: &[u8]) {
         out.push(k);
