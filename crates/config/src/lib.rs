@@ -441,6 +441,40 @@ mod tests {
         assert_eq!(names.len(), SETTINGS.len(), "duplicate setting names");
     }
 
+    /// Where the docs restate a default (a table row `| GRIDMPI_X | 1ms |`,
+    /// or `GRIDMPI_X (1 ms)` in a sentence), they must say the registry's:
+    /// the registry is where a default is written, the docs follow it.
+    #[test]
+    fn the_docs_restate_defaults_as_the_registry_has_them() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = vec![root.join("README.md")];
+        let docs = std::fs::read_dir(root.join("docs")).expect("the docs directory");
+        files.extend(docs.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")));
+        let numeric = |k: Kind| matches!(k, Kind::Size | Kind::Int | Kind::Duration | Kind::Micros | Kind::Rate | Kind::Float);
+        let mut checked = 0;
+        for path in &files {
+            let text = std::fs::read_to_string(path).unwrap();
+            for s in SETTINGS.iter().filter(|s| numeric(s.kind) && !s.is_unset(s.default)) {
+                let quoted = format!("`{}`", s.name);
+                for (at, _) in text.match_indices(&quoted) {
+                    let after = &text[at + quoted.len()..];
+                    let stated = match (after.strip_prefix(" ("), after.strip_prefix(" | ")) {
+                        (Some(sentence), _) => sentence.split([')', ',', ';']).next(),
+                        (_, Some(cell)) => cell.split('|').next(),
+                        _ => None,
+                    };
+                    let Some(stated) = stated.map(|v| v.trim().trim_matches('`')) else { continue };
+                    // Not a value of the kind: a description, not a default.
+                    let Ok(value) = s.kind.parse(stated) else { continue };
+                    let default = s.kind.parse(s.default).unwrap();
+                    assert_eq!(value, default, "{}: {} is said to be {stated:?}, the registry's default is {:?}", path.display(), s.name, s.default);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0, "no default found in the docs: has their form changed?");
+    }
+
     #[test]
     fn a_typo_in_a_default_is_caught() {
         let typo = |kind, default| Setting { name: "GRIDMPI_X", kind, default, scope: Scope::Library, help: "x" };
