@@ -9,7 +9,7 @@ PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p 
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 
-.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed test-trace demo bench clean
+.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -40,10 +40,24 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit test-c test-fortran test-compat test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-fortran test-compat test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
+
+# Fuzzing (fuzz/README.md): every target over a few hundred thousand
+# mutated valid inputs on stable Rust (part of test), and long libFuzzer
+# runs, one target after the other (nightly and cargo-fuzz).
+FUZZ_TARGETS := wire_header handshake pmi launcher_link
+FUZZ_RUNS    ?= 10000000
+
+fuzz-smoke:
+	$(CARGO) test --release --manifest-path fuzz/Cargo.toml -p gridmpi-fuzz-smoke
+	$(CARGO) run --release --manifest-path fuzz/Cargo.toml -p gridmpi-fuzz-smoke
+
+fuzz:
+	$(CARGO) run --release --manifest-path fuzz/Cargo.toml -p gridmpi-fuzz-smoke -- --write-seeds fuzz/corpus
+	for t in $(FUZZ_TARGETS); do $(CARGO) +nightly fuzz run $$t -- -runs=$(FUZZ_RUNS) || exit 1; done
 
 test-c: build
 	python3 tests/run.py
