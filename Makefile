@@ -50,6 +50,8 @@ test-unit:
 # runs, one target after the other (nightly and cargo-fuzz).
 FUZZ_TARGETS := wire_header handshake pmi launcher_link
 FUZZ_RUNS    ?= 10000000
+# The fuzzed code is safe Rust: AddressSanitizer only slows it (FUZZ_FLAGS= to have it)
+FUZZ_FLAGS   ?= --sanitizer none
 
 fuzz-smoke:
 	$(CARGO) test --release --manifest-path fuzz/Cargo.toml -p gridmpi-fuzz-smoke
@@ -57,7 +59,7 @@ fuzz-smoke:
 
 fuzz:
 	$(CARGO) run --release --manifest-path fuzz/Cargo.toml -p gridmpi-fuzz-smoke -- --write-seeds fuzz/corpus
-	for t in $(FUZZ_TARGETS); do $(CARGO) +nightly fuzz run $$t -- -runs=$(FUZZ_RUNS) || exit 1; done
+	for t in $(FUZZ_TARGETS); do $(CARGO) +nightly fuzz run $(FUZZ_FLAGS) $$t -- -runs=$(FUZZ_RUNS) || exit 1; done
 
 test-c: build
 	python3 tests/run.py
