@@ -38,6 +38,10 @@ int main(int argc, char **argv)
         check_dims(1, 3, z3, e5);
         check_dims(12, 3, f3, e6);
         check_dims(12, 2, f2, e7);
+        /* As close to each other as possible: 9 x 8, not 12 x 6. */
+        int z2b[2] = {0, 0}, e9[2] = {9, 8}, z3b[3] = {0, 0, 0}, e10[3] = {6, 4, 3};
+        check_dims(72, 2, z2b, e9);
+        check_dims(72, 3, z3b, e10);
         check_dims(60, 3, z3, e8);
     }
 

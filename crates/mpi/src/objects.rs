@@ -32,6 +32,40 @@ pub enum Topo {
     DistGraph { sources: Vec<i32>, sourceweights: Option<Vec<i32>>, dests: Vec<i32>, destweights: Option<Vec<i32>> },
 }
 
+/// The attributes of an object, in the order they were first set: they are
+/// deleted last-set first (MPI 4.1, 11.2.4, for MPI_COMM_SELF at
+/// MPI_Finalize; the same order everywhere else). Objects carry a few
+/// attributes at most, so a list is the right map.
+#[derive(Clone, Debug, Default)]
+pub struct Attrs(Vec<(c_int, *mut c_void)>);
+
+impl Attrs {
+    pub fn get(&self, k: &c_int) -> Option<&*mut c_void> {
+        self.0.iter().find(|(key, _)| key == k).map(|(_, v)| v)
+    }
+
+    /// Set `k`; a value set again keeps its place. Returns the old value.
+    pub fn insert(&mut self, k: c_int, v: *mut c_void) -> Option<*mut c_void> {
+        match self.0.iter_mut().find(|(key, _)| *key == k) {
+            Some(e) => Some(std::mem::replace(&mut e.1, v)),
+            None => {
+                self.0.push((k, v));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, k: &c_int) -> Option<*mut c_void> {
+        let i = self.0.iter().position(|(key, _)| key == k)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// In the order they were set.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&c_int, &*mut c_void)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
 pub struct Comm {
     /// Point-to-point context id (even); collectives use `ctx + 1`.
     pub ctx: u32,
@@ -43,7 +77,7 @@ pub struct Comm {
     pub name: String,
     pub errh: MPI_Errhandler,
     /// Attributes by keyval.
-    pub attrs: BTreeMap<c_int, *mut c_void>,
+    pub attrs: Attrs,
     pub info: Vec<(String, String)>,
     pub topo: Option<Arc<Topo>>,
     /// Sequence number of the next blocking collective (its tag).
@@ -66,7 +100,7 @@ impl Comm {
             rank,
             name: String::new(),
             errh,
-            attrs: BTreeMap::new(),
+            attrs: Attrs::default(),
             info: Vec::new(),
             topo: None,
             coll_seq: 0,
@@ -174,7 +208,7 @@ pub struct TypeEntry {
     pub dt: Arc<Datatype>,
     pub name: String,
     pub committed: bool,
-    pub attrs: BTreeMap<c_int, *mut c_void>,
+    pub attrs: Attrs,
 }
 
 /// The predefined datatypes, indexed for fast lookup by handle.
@@ -185,7 +219,7 @@ pub struct Predefined {
     pub pairs: Vec<(Arc<Datatype>, &'static str)>,
     /// Names set on predefined types and their attributes.
     pub names: BTreeMap<c_int, String>,
-    pub attrs: BTreeMap<c_int, BTreeMap<c_int, *mut c_void>>,
+    pub attrs: BTreeMap<c_int, Attrs>,
 }
 
 /// Every predefined datatype handle, with its element type. Pair types have
@@ -222,7 +256,8 @@ pub const PREDEFINED_TYPES: &[(c_int, &str, Predef)] = {
         (MPI_UINT32_T, "MPI_UINT32_T", B(Uint32)),
         (MPI_UINT64_T, "MPI_UINT64_T", B(Uint64)),
         (MPI_C_BOOL, "MPI_C_BOOL", B(CBool)),
-        (MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", B(CFloatComplex)),
+        // One handle, two names: MPICH and the standard's own examples report it as MPI_C_COMPLEX.
+        (MPI_C_FLOAT_COMPLEX, "MPI_C_COMPLEX", B(CFloatComplex)),
         (MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", B(CDoubleComplex)),
         (MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX", B(CLongDoubleComplex)),
         (MPI_AINT, "MPI_AINT", B(Aint)),
@@ -399,8 +434,8 @@ pub enum ReqKind {
 
 #[derive(Clone)]
 pub enum PersistentSpec {
-    Send { buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
-    Recv { buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm },
+    Send { buf: *const c_void, count: MPI_Count, dt: Arc<Datatype>, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode },
+    Recv { buf: *mut c_void, count: MPI_Count, dt: Arc<Datatype>, source: c_int, tag: c_int, comm: MPI_Comm },
     /// A persistent collective: the schedule is rebuilt on each start.
     Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync>, comm: MPI_Comm },
 }
@@ -415,6 +450,8 @@ pub enum SendMode {
 
 pub struct MsgEntry {
     pub msg: MsgId,
+    /// The communicator it was probed on (errors of MPI_Mrecv go there).
+    pub comm: MPI_Comm,
 }
 
 /// A buffer for buffered sends, attached to the process (MPI_Buffer_attach)

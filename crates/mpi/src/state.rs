@@ -72,7 +72,6 @@ pub struct State {
     pub predef: Predefined,
     pub ops: Table<OpEntry>,
     pub errhs: Table<ErrhEntry>,
-    pub infos: Table<Info>,
     pub keyvals: Table<Keyval>,
     pub reqs: Table<ReqEntry>,
     pub msgs: Table<MsgEntry>,

@@ -10,6 +10,7 @@
 //!
 //! [`UserBuf`]: gridmpi_datatype::UserBuf
 
+pub mod agree;
 pub mod allgather;
 pub mod allreduce;
 pub mod alltoall;

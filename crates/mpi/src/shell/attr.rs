@@ -20,7 +20,7 @@ impl State {
         }
     }
 
-    fn type_attrs_mut(&mut self, h: MPI_Datatype) -> R<&mut std::collections::BTreeMap<c_int, *mut c_void>> {
+    fn type_attrs_mut(&mut self, h: MPI_Datatype) -> R<&mut Attrs> {
         if self.predef.get(h).is_some() {
             return Ok(self.predef.attrs.entry(h).or_default());
         }

@@ -202,7 +202,7 @@ pub fn persistent(name: &'static str, comm: MPI_Comm, info: MPI_Info, request: *
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             if info != MPI_INFO_NULL {
-                st.info(info)?;
+                super::info::check_info(info)?;
             }
             let build = Arc::new(plan(st)?);
             let tag = st.comm_mut(comm)?.next_icoll_tag();
@@ -291,6 +291,16 @@ pub fn in_place<T>(p: *const T) -> bool {
 pub fn no_in_place_inter<T>(c: &CommShape, p: *const T) -> R<()> {
     if c.remote.is_some() && in_place(p) {
         return Err(err(MPI_ERR_ARG, "MPI_IN_PLACE cannot be used on an intercommunicator"));
+    }
+    Ok(())
+}
+
+/// The send and receive buffers of a collective may not be the same memory
+/// (MPI 4.1, 2.6.3): a program that means it passes MPI_IN_PLACE.
+pub fn not_aliased<T, U>(sendbuf: *const T, recvbuf: *const U) -> R<()> {
+    let (s, r) = (sendbuf as *const c_void, recvbuf as *const c_void);
+    if !s.is_null() && !in_place(s) && std::ptr::eq(s, r) {
+        return Err(err(MPI_ERR_BUFFER, "sendbuf and recvbuf are the same buffer (pass MPI_IN_PLACE as sendbuf to reuse it)"));
     }
     Ok(())
 }

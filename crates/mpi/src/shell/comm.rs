@@ -10,7 +10,7 @@
 use super::*;
 use crate::objects::*;
 use crate::state::{self, api, Target};
-use gridmpi_engine::coll;
+use gridmpi_engine::coll::{self, agree};
 use gridmpi_engine::sched::{byte_type, CommView, Schedule, Step};
 use gridmpi_engine::ReqId;
 
@@ -47,28 +47,13 @@ fn run(s: Schedule) -> R<()> {
     Ok(())
 }
 
-struct MaxU32;
-impl gridmpi_engine::sched::Reducer for MaxU32 {
-    unsafe fn reduce(&self, left: *const u8, inout: *mut u8, count: u64, _dt: &Arc<Datatype>) -> Result<(), String> {
-        for i in 0..(count / 4) as usize {
-            let a = (left as *const u32).add(i).read_unaligned();
-            let p = (inout as *mut u32).add(i);
-            p.write_unaligned(a.max(p.read_unaligned()));
-        }
-        Ok(())
-    }
-    fn is_commutative(&self) -> bool {
-        true
-    }
-}
-
 /// Allreduce-max of `v` over the view.
 fn allreduce_max(view: CommView, tag: i32, v: &mut [u32]) -> R<()> {
     if view.size == 1 {
         return Ok(());
     }
     let mut tmp = vec![0u32; v.len()];
-    let s = coll::allreduce_reduce_bcast(view, tag, u32_buf(v), u32_buf(&mut tmp), Arc::new(MaxU32));
+    let s = coll::allreduce_reduce_bcast(view, tag, u32_buf(v), u32_buf(&mut tmp), Arc::new(agree::MaxU32));
     run(s)
 }
 
@@ -131,24 +116,15 @@ fn exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, out
 /// Agree on a new context id (and reserve `pairs` consecutive pairs) over
 /// the members of `comm` (both groups of an intercommunicator).
 pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
-    let (view, tag, mine, inter) = state::with(|st| {
-        let proposal = st.next_ctx;
+    let mut v = [0u32];
+    let s = state::with(|st| {
+        v[0] = st.next_ctx;
         let c = st.comm_mut(comm)?;
         let tag = c.next_coll_tag();
-        let inter = c.remote.as_ref().map(|r| (c.ctx + 1, c.rank, r.pids[0]));
-        Ok((local_view(c), tag, proposal, inter))
+        let (view, local) = super::coll::coll_views(c);
+        Ok(agree::max_u32(view, local, tag, u32_buf(&mut v)))
     })?;
-    let mut v = [mine];
-    allreduce_max(view.clone(), tag, &mut v)?;
-    if let Some((ictx, rank, remote_leader)) = inter {
-        let mut w = [v[0] as i32];
-        if rank == 0 {
-            let theirs = leader_exchange(ictx, 0, 0, remote_leader, tag | SIDE_TAG, &w)?;
-            w[0] = w[0].max(*theirs.first().unwrap_or(&0));
-        }
-        bcast(view, tag, &mut w, 0)?;
-        v[0] = w[0] as u32;
-    }
+    run(s)?;
     let ctx = v[0];
     state::with(|st| {
         st.next_ctx = st.next_ctx.max(ctx + 2 * pairs);
@@ -275,7 +251,7 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -
 pub unsafe extern "C" fn PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
     api("MPI_Comm_dup_with_info", Target::Comm(comm), || {
         check_ptr(newcomm, "newcomm")?;
-        let kv = state::with(|st| st.info_entries_or_empty(info))?;
+        let kv = super::info::info_entries_or_empty(info)?;
         *newcomm = dup(comm, Some(kv))?;
         Ok(())
     })
@@ -286,32 +262,23 @@ pub unsafe extern "C" fn PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info,
 fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> R<()> {
     check_ptr(newcomm, "newcomm")?;
     check_ptr(request, "request")?;
-    let inter = state::with(|st| Ok(st.comm(comm)?.is_inter()))?;
-    if inter {
-        // Intercommunicator idup: agree synchronously (both groups take part).
-        let h = dup(comm, info)?;
-        // SAFETY: checked non-null.
-        unsafe { *newcomm = h };
-        let r = state::with(|st| Ok(st.reqs.insert(ReqEntry::Null { kind: ReqKind::Coll, comm })))?;
-        unsafe { *request = r };
-        return Ok(());
-    }
     let (h, rq, copies) = state::with(|st| {
         let proposal = st.next_ctx;
-        // Reserve our own proposal now so later communicators never collide.
-        st.next_ctx += 2;
         let p = st.comm_mut(comm)?;
+        // An intercommunicator also needs a context pair for its local group.
+        let pairs = if p.is_inter() { 2 } else { 1 };
         let tag = p.next_icoll_tag();
-        let view = super::env::coll_view(p);
+        let (view, local) = super::coll::coll_views(p);
         let mut c = Comm::new(u32::MAX, p.group.clone(), p.rank, p.errh);
+        c.remote = p.remote.clone();
         c.info = info.clone().unwrap_or_else(|| p.info.clone());
+        // Reserve our own proposal now so later communicators never collide.
+        st.next_ctx += 2 * pairs;
         let mut buf = Box::new([proposal]);
-        let mut tmp = Box::new([0u32]);
-        let s = coll::allreduce_reduce_bcast(view, tag, u32_buf(&mut buf[..]), u32_buf(&mut tmp[..]), Arc::new(MaxU32));
-        let sched = st.rt.engine.start_schedule(s);
+        let sched = st.rt.engine.start_schedule(agree::max_u32(view, local, tag, u32_buf(&mut buf[..])));
         let user = st.rt.engine.external_request();
         let h = st.add_comm(comm, c, true)?;
-        st.pending_idups.push(PendingIdup { sched, user, comm: h, buf, _tmp: tmp });
+        st.pending_idups.push(PendingIdup { sched, user, comm: h, buf, pairs });
         st.progress()?;
         let rq = st.reqs.insert(ReqEntry::Active { r: user, kind: ReqKind::Coll, comm });
         Ok((h, rq, super::attr::comm_attrs_of(st, comm)))
@@ -330,8 +297,10 @@ pub struct PendingIdup {
     pub sched: ReqId,
     pub user: ReqId,
     pub comm: MPI_Comm,
+    /// The proposal, then the agreed context id (the schedule writes it).
     pub buf: Box<[u32; 1]>,
-    pub _tmp: Box<[u32; 1]>,
+    /// Context pairs the new communicator takes.
+    pub pairs: u32,
 }
 
 impl State {
@@ -346,9 +315,12 @@ impl State {
             if self.rt.engine.take(p.sched).is_some() {
                 let p = self.pending_idups.swap_remove(i);
                 let ctx = p.buf[0];
-                self.next_ctx = self.next_ctx.max(ctx + 2);
+                self.next_ctx = self.next_ctx.max(ctx + 2 * p.pairs);
                 if let Some(c) = self.comms.get_mut(p.comm) {
                     c.ctx = ctx;
+                    if c.is_inter() {
+                        c.local_ctx = Some(ctx + 2);
+                    }
                 }
                 self.rt.engine.complete_external(p.user, Default::default());
             } else {
@@ -366,7 +338,7 @@ pub unsafe extern "C" fn PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
     api("MPI_Comm_idup_with_info", Target::Comm(comm), || {
-        let kv = state::with(|st| st.info_entries_or_empty(info))?;
+        let kv = super::info::info_entries_or_empty(info)?;
         idup(comm, Some(kv), newcomm, request)
     })
 }
@@ -444,7 +416,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
             // the same rule and split() pairs equal colors across the groups.
             let c = st.comm(comm)?;
             let hw = if info != MPI_INFO_NULL {
-                st.info(info)?.entries.iter().find(|(k, _)| k == "mpi_hw_resource_type").map(|(_, v)| v.clone())
+                super::info::info_value(info, "mpi_hw_resource_type")?
             } else {
                 None
             };
@@ -471,7 +443,7 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
         // Say what the new communicator groups by (MPI 4.0: the info argument
         // of the hardware split types carries mpi_hw_resource_type back).
         if *newcomm != MPI_COMM_NULL && info != MPI_INFO_NULL && matches!(split_type, MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_HW_GUIDED) {
-            state::with(|st| st.info_set(info, "mpi_hw_resource_type", "mpi_shared_memory"))?;
+            super::info::info_set(info, "mpi_hw_resource_type", "mpi_shared_memory")?;
         }
         Ok(())
     })
@@ -579,7 +551,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag
         let (g, me, proposal, kv) = state::with(|st| {
             let g = st.group(group)?;
             check_errhandler(st, errhandler)?;
-            Ok((g, st.rt.me, st.next_ctx, st.info_entries_or_empty(info)?))
+            Ok((g, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = g.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
@@ -649,7 +621,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
             let lg = st.group(local_group)?;
             let rg = st.group(remote_group)?;
             check_errhandler(st, errhandler)?;
-            Ok((lg, rg, st.rt.me, st.next_ctx, st.info_entries_or_empty(info)?))
+            Ok((lg, rg, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = lg.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the local group"));
@@ -836,7 +808,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_ch
 pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
     api("MPI_Comm_set_info", Target::Comm(comm), || {
         state::with(|st| {
-            let kv = st.info(info)?.entries.clone();
+            let kv = super::info::info_entries(info)?;
             let c = st.comm_mut(comm)?;
             for (k, v) in kv {
                 match c.info.iter_mut().find(|(ck, _)| *ck == k) {
@@ -855,7 +827,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_
         check_ptr(info_used, "info_used")?;
         let h = state::with(|st| {
             let kv = st.comm(comm)?.info.clone();
-            Ok(st.infos.insert(Info { entries: kv }))
+            Ok(super::info::new_info(Info { entries: kv }))
         })?;
         *info_used = h;
         Ok(())

@@ -44,7 +44,6 @@ fn init(required: c_int) -> R<c_int> {
         predef: Predefined::new(),
         ops: Table::new(Kind::Op),
         errhs: Table::new(Kind::Errhandler),
-        infos: Table::new(Kind::Info),
         keyvals: Table::new(Kind::Keyval),
         reqs: Table::new(Kind::Request),
         msgs: Table::new(Kind::Request),
@@ -280,7 +279,7 @@ pub unsafe extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
 pub unsafe extern "C" fn PMPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
     api("MPI_Get_hw_resource_info", Target::NoComm, || {
         check_ptr(hw_info, "hw_info")?;
-        let h = state::with(|st| Ok(st.infos.insert(Info::default())))?;
+        let h = super::info::new_info(Info::default());
         *hw_info = h;
         Ok(())
     })

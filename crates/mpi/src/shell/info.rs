@@ -1,56 +1,82 @@
 //! Info objects: ordered (key, value) string pairs.
 
 use super::*;
+use crate::handles::{Kind, Table};
 use crate::objects::*;
 use crate::state::{self, api, Target};
+use std::sync::Mutex;
 
-impl State {
-    pub fn info(&self, h: MPI_Info) -> R<&Info> {
-        if h == MPI_INFO_NULL {
-            return Err(err(MPI_ERR_INFO, "the info object is MPI_INFO_NULL"));
-        }
-        self.infos.get(h).ok_or_else(|| err(MPI_ERR_INFO, format!("invalid info handle {h:#x}")))
+/// Every info object of the process. They live outside the MPI state:
+/// since MPI 4.0 a program may create and use them before MPI_Init and
+/// after MPI_Finalize.
+static INFOS: Mutex<Option<Table<Info>>> = Mutex::new(None);
+
+fn with_infos<T>(f: impl FnOnce(&mut Table<Info>) -> R<T>) -> R<T> {
+    let mut g = INFOS.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(|| Table::new(Kind::Info)))
+}
+
+fn bad_handle(h: MPI_Info) -> crate::errors::MpiError {
+    if h == MPI_INFO_NULL {
+        err(MPI_ERR_INFO, "the info object is MPI_INFO_NULL")
+    } else {
+        err(MPI_ERR_INFO, format!("invalid info handle {h:#x}"))
     }
+}
 
-    /// The entries of an info object; MPI_INFO_NULL means none.
-    pub fn info_entries_or_empty(&self, h: MPI_Info) -> R<Vec<(String, String)>> {
-        if h == MPI_INFO_NULL {
-            return Ok(Vec::new());
-        }
-        Ok(self.info_view(h)?.entries)
+/// A new info object.
+pub fn new_info(i: Info) -> MPI_Info {
+    with_infos(|t| Ok(t.insert(i))).expect("inserting cannot fail")
+}
+
+/// Check that `h` is an info object (MPI_INFO_NULL is not).
+pub fn check_info(h: MPI_Info) -> R<()> {
+    info_entries(h).map(|_| ())
+}
+
+/// The entries of an info object, including MPI_INFO_ENV.
+pub fn info_entries(h: MPI_Info) -> R<Vec<(String, String)>> {
+    if h == MPI_INFO_ENV {
+        return Ok(env_info().entries);
     }
+    with_infos(|t| t.get(h).map(|i| i.entries.clone()).ok_or_else(|| bad_handle(h)))
+}
 
-    /// Set a key (the library's own writes, e.g. results passed back in an info).
-    pub fn info_set(&mut self, h: MPI_Info, k: &str, v: &str) -> R<()> {
-        let i = self.info_mut(h)?;
+/// The entries of an info object; MPI_INFO_NULL means none.
+pub fn info_entries_or_empty(h: MPI_Info) -> R<Vec<(String, String)>> {
+    if h == MPI_INFO_NULL {
+        return Ok(Vec::new());
+    }
+    info_entries(h)
+}
+
+/// The value of `key`, if set.
+pub fn info_value(h: MPI_Info, key: &str) -> R<Option<String>> {
+    Ok(info_entries(h)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
+}
+
+/// Change an info object the program may change (not MPI_INFO_ENV).
+fn with_info_mut<T>(h: MPI_Info, f: impl FnOnce(&mut Info) -> R<T>) -> R<T> {
+    if h == MPI_INFO_ENV {
+        return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));
+    }
+    with_infos(|t| f(t.get_mut(h).ok_or_else(|| bad_handle(h))?))
+}
+
+/// Set a key (also the library's own writes, e.g. results passed back in an info).
+pub fn info_set(h: MPI_Info, k: &str, v: &str) -> R<()> {
+    with_info_mut(h, |i| {
         match i.entries.iter_mut().find(|(ek, _)| ek == k) {
             Some(e) => e.1 = v.to_string(),
             None => i.entries.push((k.to_string(), v.to_string())),
         }
         Ok(())
-    }
-
-    fn info_mut(&mut self, h: MPI_Info) -> R<&mut Info> {
-        if h == MPI_INFO_ENV {
-            return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));
-        }
-        if h == MPI_INFO_NULL {
-            return Err(err(MPI_ERR_INFO, "the info object is MPI_INFO_NULL"));
-        }
-        self.infos.get_mut(h).ok_or_else(|| err(MPI_ERR_INFO, format!("invalid info handle {h:#x}")))
-    }
-
-    /// The info object behind a handle, including MPI_INFO_ENV.
-    fn info_view(&self, h: MPI_Info) -> R<Info> {
-        if h == MPI_INFO_ENV {
-            return Ok(env_info(self));
-        }
-        self.info(h).cloned()
-    }
+    })
 }
 
-/// MPI_INFO_ENV: how this process was started (MPI 4.1, 11.2.3).
-fn env_info(st: &State) -> Info {
+/// MPI_INFO_ENV: how this process was started (MPI 4.1, 11.2.3). Before
+/// MPI_Init only what the process itself knows.
+fn env_info() -> Info {
     let mut e = Vec::new();
     let args: Vec<String> = std::env::args().collect();
     if let Some(cmd) = args.first() {
@@ -59,12 +85,18 @@ fn env_info(st: &State) -> Info {
     if args.len() > 1 {
         e.push(("argv".to_string(), args[1..].join(" ")));
     }
-    e.push(("maxprocs".to_string(), st.rt.size.to_string()));
+    let running = state::with(|st| Ok((st.rt.size, st.thread_level))).ok();
+    if let Some((size, _)) = running {
+        e.push(("maxprocs".to_string(), size.to_string()));
+    }
     e.push(("host".to_string(), crate::sys::hostname()));
     if let Ok(wd) = std::env::current_dir() {
         e.push(("wdir".to_string(), wd.display().to_string()));
     }
-    e.push(("thread_level".to_string(), ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"][st.thread_level as usize].to_string()));
+    if let Some((_, level)) = running {
+        let names = ["MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED", "MPI_THREAD_MULTIPLE"];
+        e.push(("thread_level".to_string(), names[level as usize].to_string()));
+    }
     Info { entries: e }
 }
 
@@ -80,7 +112,7 @@ unsafe fn key_arg(key: *const c_char) -> R<String> {
 pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
     api("MPI_Info_create", Target::NoComm, || {
         check_ptr(info, "info")?;
-        *info = state::with(|st| Ok(st.infos.insert(Info::default())))?;
+        *info = new_info(Info::default());
         Ok(())
     })
 }
@@ -89,10 +121,7 @@ pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
 pub unsafe extern "C" fn PMPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
     api("MPI_Info_create_env", Target::NoComm, || {
         check_ptr(info, "info")?;
-        *info = state::with(|st| {
-            let e = env_info(st);
-            Ok(st.infos.insert(e))
-        })?;
+        *info = new_info(env_info());
         Ok(())
     })
 }
@@ -105,14 +134,7 @@ pub unsafe extern "C" fn PMPI_Info_set(info: MPI_Info, key: *const c_char, value
         if v.len() > MPI_MAX_INFO_VAL as usize {
             return Err(err(MPI_ERR_INFO_VALUE, format!("info value of length {} (max {})", v.len(), MPI_MAX_INFO_VAL)));
         }
-        state::with(|st| {
-            let i = st.info_mut(info)?;
-            match i.entries.iter_mut().find(|(ek, _)| *ek == k) {
-                Some(e) => e.1 = v,
-                None => i.entries.push((k, v)),
-            }
-            Ok(())
-        })
+        info_set(info, &k, &v)
     })
 }
 
@@ -120,8 +142,7 @@ pub unsafe extern "C" fn PMPI_Info_set(info: MPI_Info, key: *const c_char, value
 pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
     api("MPI_Info_delete", Target::NoComm, || {
         let k = key_arg(key)?;
-        state::with(|st| {
-            let i = st.info_mut(info)?;
+        with_info_mut(info, |i| {
             let pos = i.entries.iter().position(|(ek, _)| *ek == k).ok_or_else(|| err(MPI_ERR_INFO_NOKEY, format!("no key {k:?}")))?;
             i.entries.remove(pos);
             Ok(())
@@ -137,7 +158,7 @@ pub unsafe extern "C" fn PMPI_Info_get(info: MPI_Info, key: *const c_char, value
         if valuelen < 0 {
             return Err(err(MPI_ERR_ARG, format!("invalid valuelen {valuelen}")));
         }
-        let v = state::with(|st| Ok(st.info_view(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|(_, v)| v.clone())))?;
+        let v = info_value(info, &k)?;
         match v {
             Some(v) => {
                 *flag = 1;
@@ -156,7 +177,7 @@ pub unsafe extern "C" fn PMPI_Info_get_string(info: MPI_Info, key: *const c_char
         check_ptr(flag, "flag")?;
         check_ptr(buflen, "buflen")?;
         let k = key_arg(key)?;
-        let v = state::with(|st| Ok(st.info_view(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|(_, v)| v.clone())))?;
+        let v = info_value(info, &k)?;
         match v {
             Some(v) => {
                 *flag = 1;
@@ -178,7 +199,7 @@ pub unsafe extern "C" fn PMPI_Info_get_valuelen(info: MPI_Info, key: *const c_ch
         check_ptr(flag, "flag")?;
         check_ptr(valuelen, "valuelen")?;
         let k = key_arg(key)?;
-        let v = state::with(|st| Ok(st.info_view(info)?.entries.iter().find(|(ek, _)| *ek == k).map(|(_, v)| v.len())))?;
+        let v = info_value(info, &k)?.map(|v| v.len());
         match v {
             Some(n) => {
                 *flag = 1;
@@ -194,7 +215,7 @@ pub unsafe extern "C" fn PMPI_Info_get_valuelen(info: MPI_Info, key: *const c_ch
 pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
     api("MPI_Info_get_nkeys", Target::NoComm, || {
         check_ptr(nkeys, "nkeys")?;
-        *nkeys = state::with(|st| Ok(st.info_view(info)?.entries.len() as c_int))?;
+        *nkeys = info_entries(info)?.len() as c_int;
         Ok(())
     })
 }
@@ -203,14 +224,12 @@ pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) 
 pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
     api("MPI_Info_get_nthkey", Target::NoComm, || {
         check_ptr(key, "key")?;
-        let k = state::with(|st| {
-            let i = st.info_view(info)?;
-            if n < 0 || n as usize >= i.entries.len() {
-                return Err(err(MPI_ERR_ARG, format!("key index {n} out of range (the info has {} keys)", i.entries.len())));
-            }
-            Ok(i.entries[n as usize].0.clone())
-        })?;
-        write_cstr(key, MPI_MAX_INFO_KEY as usize + 1, &k, std::ptr::null_mut());
+        let e = info_entries(info)?;
+        if n < 0 || n as usize >= e.len() {
+            return Err(err(MPI_ERR_ARG, format!("key index {n} out of range (the info has {} keys)", e.len())));
+        }
+        let k = &e[n as usize].0;
+        write_cstr(key, MPI_MAX_INFO_KEY as usize + 1, k, std::ptr::null_mut());
         Ok(())
     })
 }
@@ -219,10 +238,7 @@ pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mu
 pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
     api("MPI_Info_dup", Target::NoComm, || {
         check_ptr(newinfo, "newinfo")?;
-        *newinfo = state::with(|st| {
-            let i = st.info_view(info)?;
-            Ok(st.infos.insert(i))
-        })?;
+        *newinfo = new_info(Info { entries: info_entries(info)? });
         Ok(())
     })
 }
@@ -235,7 +251,7 @@ pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
         if h == MPI_INFO_ENV {
             return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed"));
         }
-        state::with(|st| st.infos.remove(h).map(|_| ()).ok_or_else(|| err(MPI_ERR_INFO, format!("invalid info handle {h:#x}"))))?;
+        with_infos(|t| t.remove(h).map(|_| ()).ok_or_else(|| bad_handle(h)))?;
         *info = MPI_INFO_NULL;
         Ok(())
     })

@@ -223,13 +223,17 @@ pub fn proc_null_status() -> MPI_Status {
     MPI_Status { MPI_SOURCE: MPI_PROC_NULL, MPI_TAG: MPI_ANY_TAG, ..empty_status() }
 }
 
+/// A status holds a byte count of up to 63 bits: the low 32 in `count_lo`,
+/// the next 31 above the cancelled bit of `count_hi_and_cancelled` (both
+/// read as unsigned, so the top bit of a large count is not a sign).
 pub fn set_count(s: &mut MPI_Status, bytes: i64) {
+    let bytes = bytes as u64;
     s.count_lo = bytes as u32 as c_int;
-    s.count_hi_and_cancelled = (s.count_hi_and_cancelled & 1) | (((bytes >> 32) as c_int) << 1);
+    s.count_hi_and_cancelled = ((s.count_hi_and_cancelled as u32 & 1) | (((bytes >> 32) as u32) << 1)) as c_int;
 }
 
 pub fn get_count_bytes(s: &MPI_Status) -> i64 {
-    ((s.count_hi_and_cancelled >> 1) as i64) << 32 | (s.count_lo as u32 as i64)
+    (((s.count_hi_and_cancelled as u32 >> 1) as u64) << 32 | s.count_lo as u32 as u64) as i64
 }
 
 pub fn set_cancelled(s: &mut MPI_Status, c: bool) {
@@ -238,6 +242,23 @@ pub fn set_cancelled(s: &mut MPI_Status, c: bool) {
 
 pub fn is_cancelled(s: &MPI_Status) -> bool {
     s.count_hi_and_cancelled & 1 != 0
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+
+    #[test]
+    fn counts_keep_all_63_bits_and_the_cancelled_flag() {
+        for bytes in [0i64, 5, u32::MAX as i64, 1 << 32, (1 << 62) + 5, i64::MAX] {
+            for cancelled in [false, true] {
+                let mut s = empty_status();
+                set_cancelled(&mut s, cancelled);
+                set_count(&mut s, bytes);
+                assert_eq!((get_count_bytes(&s), is_cancelled(&s)), (bytes, cancelled));
+            }
+        }
+    }
 }
 
 /// An MPI status from an engine status of a receive.

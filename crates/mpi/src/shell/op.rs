@@ -224,6 +224,9 @@ pub(crate) fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *
     api(name, Target::NoComm, || {
         let n = check_count(count)?;
         let (red, dt) = state::with(|st| Ok((st.reducer(op, datatype)?, st.dtype(datatype)?)))?;
+        if super::coll::in_place(inbuf) || super::coll::in_place(inoutbuf) {
+            return Err(err(MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed here (both buffers are needed)"));
+        }
         if n == 0 {
             return Ok(());
         }

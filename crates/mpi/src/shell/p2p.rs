@@ -5,6 +5,25 @@ use crate::objects::*;
 use crate::state::{self, api, Target};
 use gridmpi_engine::{RecvArgs, ReqId, SendArgs};
 
+/// A datatype argument: a handle (checked now), or a datatype a request
+/// already holds (a persistent request keeps its datatype alive, MPI 4.1
+/// 5.1: the handle may be freed while the request still uses it).
+pub trait TypeArg {
+    fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>>;
+}
+
+impl TypeArg for MPI_Datatype {
+    fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
+        st.dtype(self)
+    }
+}
+
+impl TypeArg for Arc<gridmpi_datatype::Datatype> {
+    fn resolve(self, _: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
+        Ok(self)
+    }
+}
+
 /// A started operation: an engine request, or nothing (MPI_PROC_NULL, or a
 /// buffered send whose data is already copied).
 pub enum Started {
@@ -18,7 +37,7 @@ impl State {
         &mut self,
         buf: *const c_void,
         count: MPI_Count,
-        datatype: MPI_Datatype,
+        datatype: impl TypeArg,
         dest: c_int,
         tag: c_int,
         comm: MPI_Comm,
@@ -26,7 +45,7 @@ impl State {
     ) -> R<Started> {
         let count = check_count(count)?;
         check_tag(tag)?;
-        let dt = self.dtype(datatype)?;
+        let dt = datatype.resolve(self)?;
         let c = self.comm(comm)?;
         let Some(pid) = c.check_dest(dest)? else { return Ok(Started::Done(ReqKind::Send)) };
         let (ctx, src) = (c.ctx, c.rank);
@@ -121,14 +140,14 @@ impl State {
         &mut self,
         buf: *mut c_void,
         count: MPI_Count,
-        datatype: MPI_Datatype,
+        datatype: impl TypeArg,
         source: c_int,
         tag: c_int,
         comm: MPI_Comm,
     ) -> R<Started> {
         let count = check_count(count)?;
         let tag = check_recv_tag(tag)?;
-        let dt = self.dtype(datatype)?;
+        let dt = datatype.resolve(self)?;
         let c = self.comm(comm)?;
         if source == MPI_PROC_NULL {
             return Ok(Started::Done(ReqKind::Recv));
@@ -247,44 +266,41 @@ pub(crate) fn nonblocking_recv(name: &'static str, buf: *mut c_void, count: MPI_
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn send_init(
-    name: &'static str, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
+    name: &'static str, buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm,
     request: *mut MPI_Request, mode: SendMode,
 ) -> c_int {
-    persistent(name, comm, PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode }, request)
+    persistent(name, comm, request, |st| {
+        // Check the arguments now, as the standard asks; the request keeps
+        // the datatype (the program may free its handle before MPI_Start).
+        check_count(count)?;
+        check_tag(tag)?;
+        st.comm(comm)?.check_dest(dest)?;
+        Ok(PersistentSpec::Send { buf, count, dt: st.dtype(datatype)?, dest, tag, comm, mode })
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn recv_init(
-    name: &'static str, buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
+    name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    persistent(name, comm, PersistentSpec::Recv { buf, count, dt, source, tag, comm }, request)
+    persistent(name, comm, request, |st| {
+        check_count(count)?;
+        check_recv_tag(tag)?;
+        let c = st.comm(comm)?;
+        if source != MPI_PROC_NULL {
+            c.check_source(source)?;
+        }
+        Ok(PersistentSpec::Recv { buf, count, dt: st.dtype(datatype)?, source, tag, comm })
+    })
 }
 
-fn persistent(name: &'static str, comm: MPI_Comm, spec: PersistentSpec, request: *mut MPI_Request) -> c_int {
+fn persistent(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request, make: impl FnOnce(&State) -> R<PersistentSpec>) -> c_int {
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
-            // Check the arguments now, as the standard asks.
-            match &spec {
-                PersistentSpec::Send { count, dt, dest, tag, comm, .. } => {
-                    check_count(*count)?;
-                    check_tag(*tag)?;
-                    st.dtype(*dt)?;
-                    st.comm(*comm)?.check_dest(*dest)?;
-                }
-                PersistentSpec::Recv { count, dt, source, tag, comm, .. } => {
-                    check_count(*count)?;
-                    check_recv_tag(*tag)?;
-                    st.dtype(*dt)?;
-                    let c = st.comm(*comm)?;
-                    if *source != MPI_PROC_NULL {
-                        c.check_source(*source)?;
-                    }
-                }
-                PersistentSpec::Coll { .. } => {}
-            }
-            Ok(st.reqs.insert(ReqEntry::Persistent { spec: spec.clone(), active: None }))
+            let spec = make(st)?;
+            Ok(st.reqs.insert(ReqEntry::Persistent { spec, active: None }))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
         unsafe { *request = h };
@@ -393,11 +409,25 @@ pub unsafe extern "C" fn PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, s
     })
 }
 
-fn message_handle(st: &mut State, m: gridmpi_engine::MsgId) -> MPI_Message {
-    st.msgs.insert(MsgEntry { msg: m }) | (1 << 25)
+fn message_handle(st: &mut State, m: gridmpi_engine::MsgId, comm: MPI_Comm) -> MPI_Message {
+    st.msgs.insert(MsgEntry { msg: m, comm }) | (1 << 25)
 }
 
-fn message_of(st: &mut State, h: MPI_Message) -> R<Option<gridmpi_engine::MsgId>> {
+/// Errors of MPI_Mrecv and MPI_Imrecv go to the handler of the
+/// communicator the message was probed on.
+fn message_target(message: *const MPI_Message) -> Target {
+    if message.is_null() {
+        return Target::NoComm;
+    }
+    // SAFETY: not NULL; the caller's message variable.
+    let h = unsafe { *message };
+    match state::with(|st| Ok(st.msgs.get(h & !(1 << 25)).map(|e| e.comm))) {
+        Ok(Some(c)) => Target::Comm(c),
+        _ => Target::NoComm,
+    }
+}
+
+fn message_of(st: &mut State, h: MPI_Message) -> R<Option<(gridmpi_engine::MsgId, MPI_Comm)>> {
     if h == MPI_MESSAGE_NO_PROC {
         return Ok(None);
     }
@@ -408,7 +438,7 @@ fn message_of(st: &mut State, h: MPI_Message) -> R<Option<gridmpi_engine::MsgId>
         .msgs
         .remove(h & !(1 << 25))
         .ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid message handle {h:#x}")))?;
-    Ok(Some(e.msg))
+    Ok(Some((e.msg, e.comm)))
 }
 
 #[no_mangle]
@@ -421,7 +451,7 @@ pub unsafe extern "C" fn PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm,
                 return Ok(Some((MPI_MESSAGE_NO_PROC, proc_null_status())));
             };
             st.progress()?;
-            Ok(st.rt.engine.improbe(ctx, src, tag).map(|(m, s)| (message_handle(st, m), probe_status(&s))))
+            Ok(st.rt.engine.improbe(ctx, src, tag).map(|(m, s)| (message_handle(st, m, comm), probe_status(&s))))
         })?;
         *flag = found.is_some() as c_int;
         if let Some((m, s)) = found {
@@ -445,7 +475,7 @@ pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, 
         let mut found = None;
         state::wait_until(|st| {
             if let Some((m, s)) = st.rt.engine.improbe(ctx, src, tag) {
-                found = Some((message_handle(st, m), probe_status(&s)));
+                found = Some((message_handle(st, m, comm), probe_status(&s)));
             }
             Ok(found.is_some())
         })?;
@@ -456,7 +486,8 @@ pub unsafe extern "C" fn PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, 
     })
 }
 
-fn start_mrecv(st: &mut State, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message) -> R<Started> {
+/// Start receiving a probed message; also returns its communicator.
+fn start_mrecv(st: &mut State, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message) -> R<(Started, MPI_Comm)> {
     check_ptr(message, "message")?;
     let count = check_count(count)?;
     let dt = st.dtype(datatype)?;
@@ -464,25 +495,25 @@ fn start_mrecv(st: &mut State, buf: *mut c_void, count: MPI_Count, datatype: MPI
     let h = unsafe { *message };
     let m = message_of(st, h)?;
     unsafe { *message = MPI_MESSAGE_NULL };
-    let Some(m) = m else { return Ok(Started::Done(ReqKind::Recv)) };
+    let Some((m, comm)) = m else { return Ok((Started::Done(ReqKind::Recv), MPI_COMM_SELF)) };
     let ub = user_buf(buf, count, dt)?;
     let r = st.rt.engine.imrecv(m, ub).ok_or_else(|| err(MPI_ERR_REQUEST, "the message was already received"))?;
-    Ok(Started::Engine(r, ReqKind::Recv))
+    Ok((Started::Engine(r, ReqKind::Recv), comm))
 }
 
 pub(crate) fn mrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    api(name, Target::NoComm, || {
-        let s = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
+    api(name, message_target(message), || {
+        let (s, _) = state::with(|st| start_mrecv(st, buf, count, datatype, message))?;
         finish_blocking(s, status)
     })
 }
 
 pub(crate) fn imrecv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
-    api(name, Target::NoComm, || {
+    api(name, message_target(message), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
-            let s = start_mrecv(st, buf, count, datatype, message)?;
-            Ok(st.request_handle(s, MPI_COMM_WORLD))
+            let (s, comm) = start_mrecv(st, buf, count, datatype, message)?;
+            Ok(st.request_handle(s, comm))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
         unsafe { *request = h };

@@ -290,31 +290,34 @@ pub unsafe extern "C" fn PMPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *cons
 }
 
 /// Balanced factorisation of `n` over `free` dimensions, largest first.
+/// `n` as a product of `free` factors as close to each other as possible,
+/// in non-increasing order: of all such factorizations, the one whose
+/// largest factor is smallest, then whose second is smallest, and so on
+/// (72 in 2 is 9 x 8, not 12 x 6; 72 in 3 is 6 x 4 x 3, not 6 x 6 x 2).
 pub fn balanced_dims(n: i32, free: usize) -> Vec<i32> {
-    let mut primes = Vec::new();
-    let mut m = n;
-    let mut f = 2;
-    while f * f <= m {
-        while m % f == 0 {
-            primes.push(f);
-            m /= f;
+    /// The best factorization of `n` into `k` factors none above `cap`,
+    /// the factors taken from `divisors` (ascending).
+    fn best(divisors: &[i64], n: i64, k: usize, cap: i64) -> Option<Vec<i32>> {
+        if k == 1 {
+            return (n <= cap).then(|| vec![n as i32]);
         }
-        f += 1;
+        // The largest factor f has f^k >= n; the smallest such is best.
+        for &f in divisors.iter().filter(|&&f| f <= cap && n % f == 0 && f.saturating_pow(k as u32) >= n) {
+            if let Some(mut rest) = best(divisors, n / f, k - 1, f) {
+                rest.insert(0, f as i32);
+                return Some(rest);
+            }
+        }
+        None
     }
-    if m > 1 {
-        primes.push(m);
-    }
-    let mut dims = vec![1; free];
     if free == 0 {
-        return dims;
+        return Vec::new();
     }
-    // Largest factors first, each onto the smallest dimension so far.
-    for &pr in primes.iter().rev() {
-        let i = (0..free).min_by_key(|&i| dims[i]).unwrap();
-        dims[i] *= pr;
-    }
-    dims.sort_unstable_by(|a, b| b.cmp(a));
-    dims
+    let n = n as i64;
+    let mut divisors: Vec<i64> = (1..).take_while(|d| d * d <= n).filter(|d| n % d == 0).flat_map(|d| [d, n / d]).collect();
+    divisors.sort_unstable();
+    divisors.dedup();
+    best(&divisors, n, free, n).expect("n itself and ones always factor n")
 }
 
 #[no_mangle]
@@ -525,7 +528,7 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
         }
         let (_, size) = state::with(|st| {
             if info != MPI_INFO_NULL {
-                st.info(info)?;
+                super::info::check_info(info)?;
             }
             intra(st, comm_old)
         })?;
@@ -563,7 +566,7 @@ pub unsafe extern "C" fn PMPI_Dist_graph_create(
         }
         let (_, size) = state::with(|st| {
             if info != MPI_INFO_NULL {
-                st.info(info)?;
+                super::info::check_info(info)?;
             }
             intra(st, comm_old)
         })?;
@@ -745,6 +748,10 @@ mod tests {
         assert_eq!(balanced_dims(7, 2), vec![7, 1]);
         assert_eq!(balanced_dims(36, 2), vec![6, 6]);
         assert_eq!(balanced_dims(1, 3), vec![1, 1, 1]);
+        assert_eq!(balanced_dims(72, 2), vec![9, 8]);
+        assert_eq!(balanced_dims(72, 3), vec![6, 4, 3]);
+        assert_eq!(balanced_dims(2 * 1_000_003, 2), vec![1_000_003, 2]);
+        assert_eq!(balanced_dims(64, 6), vec![2, 2, 2, 2, 2, 2]);
     }
 
     #[test]

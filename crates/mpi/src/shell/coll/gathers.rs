@@ -40,6 +40,9 @@ pub(crate) fn plan_gather(
         RootOf::Intra(root) => {
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, sendbuf)?;
+            if is_root {
+                not_aliased(sendbuf, recvbuf)?;
+            }
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let (bl, block) = match (is_root, &send) {
                 (true, _) => recv_blocks()?,
@@ -93,6 +96,9 @@ pub(crate) fn plan_gatherv(
         RootOf::Intra(root) => {
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, sendbuf)?;
+            if is_root {
+                not_aliased(sendbuf, recvbuf)?;
+            }
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let bl = if is_root { recv_blocks()? } else { Vec::new() };
             // Block sizes are known at the root only: no leader aggregation.
@@ -140,6 +146,9 @@ pub(crate) fn plan_scatter(
         RootOf::Intra(root) => {
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, recvbuf)?;
+            if is_root {
+                not_aliased(sendbuf, recvbuf)?;
+            }
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let (bl, block) = match (is_root, &recv) {
                 (true, _) => send_blocks()?,
@@ -193,6 +202,9 @@ pub(crate) fn plan_scatterv(
         RootOf::Intra(root) => {
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, recvbuf)?;
+            if is_root {
+                not_aliased(sendbuf, recvbuf)?;
+            }
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let bl = if is_root { send_blocks()? } else { Vec::new() };
             // Block sizes are known at the root only: no leader aggregation.
@@ -236,6 +248,7 @@ pub(crate) fn plan_allgather(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
+    not_aliased(sendbuf, recvbuf)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
@@ -256,6 +269,7 @@ pub(crate) fn plan_allgatherv(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
+    not_aliased(sendbuf, recvbuf)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let rdt = st.dtype(recvtype)?;
@@ -306,6 +320,7 @@ pub(crate) fn plan_alltoall(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
+    not_aliased(sendbuf, recvbuf)?;
     no_in_place_inter(&c, sendbuf)?;
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
@@ -333,6 +348,7 @@ pub(crate) fn plan_alltoallv(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
+    not_aliased(sendbuf, recvbuf)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
     let recv = blocks_v(recvbuf, &counts(recvcounts, q, "recvcounts")?, &rdispls.read(q.into(), "rdispls")?, &st.dtype(recvtype)?)?;
@@ -365,6 +381,7 @@ pub(crate) fn plan_alltoallw(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
+    not_aliased(sendbuf, recvbuf)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
     let rd = rdispls.read(q.into(), "rdispls")?;
