@@ -106,11 +106,14 @@ impl Message {
                 s.into_bytes()
             }
             Wire::V1Multi => {
-                let mut s = format!("mcmd={}\n", self.cmd);
+                // What ends a line cannot be in one: a newline, nor a
+                // carriage return, which a reader takes as part of CRLF.
+                let one_line = |t: &str| t.replace(['\n', '\r'], " ");
+                let mut s = format!("mcmd={}\n", one_line(&self.cmd));
                 for (k, v) in &self.attrs {
                     s.push_str(k);
                     s.push('=');
-                    s.push_str(&v.replace('\n', " "));
+                    s.push_str(&one_line(v));
                     s.push('\n');
                 }
                 s.push_str("endcmd\n");
@@ -545,6 +548,17 @@ mod tests {
         assert_eq!(decode_all(&fits.encode().unwrap()), vec![fits.clone()]);
         let long = fits.with("x", "");
         assert!(long.encode().unwrap_err().0.contains("too long"));
+    }
+
+    /// Found by libFuzzer: a multi-line value or command ending in carriage
+    /// returns lost one each time it was decoded and encoded again (each
+    /// line's last `\r` is taken as part of a CRLF).
+    #[test]
+    fn v1_multi_values_ending_in_carriage_returns() {
+        let got = decode_all(b"mcmd=spawn\r\r\nk=v\r\r\r\nendcmd\n");
+        let again = decode_all(&got[0].encode().unwrap());
+        assert_eq!((again[0].cmd.as_str(), again[0].get("k")), ("spawn ", Some("v  ")));
+        assert_eq!(decode_all(&again[0].encode().unwrap()), again);
     }
 
     #[test]
