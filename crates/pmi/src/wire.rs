@@ -106,11 +106,14 @@ impl Message {
                 s.into_bytes()
             }
             Wire::V1Multi => {
-                let mut s = format!("mcmd={}\n", self.cmd);
+                // What ends a line cannot be in one: a newline, nor a
+                // carriage return, which a reader takes as part of CRLF.
+                let one_line = |t: &str| t.replace(['\n', '\r'], " ");
+                let mut s = format!("mcmd={}\n", one_line(&self.cmd));
                 for (k, v) in &self.attrs {
                     s.push_str(k);
                     s.push('=');
-                    s.push_str(&v.replace('\n', " "));
+                    s.push_str(&one_line(v));
                     s.push('\n');
                 }
                 s.push_str("endcmd\n");
@@ -316,6 +319,10 @@ pub fn parse_v2(body: &str) -> Result<Message, WireError> {
         let (k, v) = f.split_once('=').unwrap_or((f, ""));
         if n == 0 {
             msg.cmd = v.to_string();
+        } else if k.contains(';') {
+            // No writer could send it back: after a separator, `;;;` reads
+            // as an escaped `;` and then a separator.
+            return Err(WireError(format!("PMI-2 key with a ';': {:?}", clip(k))));
         } else {
             msg.attrs.push((k.to_string(), v.to_string()));
         }
@@ -528,13 +535,18 @@ mod tests {
         assert_eq!(parse_v1("cmd=get_result value=a b!c").unwrap().get("value"), Some("a b!c"));
     }
 
-    /// Found by fuzzing: a `;` in a PMI-2 command or key (written `;;`,
-    /// so the parser accepts it) was encoded as a separator.
+    /// Found by fuzzing: a `;` in a PMI-2 command (written `;;`, so the
+    /// parser accepts it) was encoded as a separator. And by libFuzzer: a
+    /// key beginning with `;` cannot be written at all (after the separator
+    /// `;;;` reads as an escaped `;` and a separator), so keys with a `;`
+    /// are refused.
     #[test]
     fn v2_semicolons_in_commands_and_keys() {
-        let got = decode_all(b"    19cmd=a;;b;k;;x=v;;w;");
-        assert_eq!((got[0].cmd.as_str(), got[0].attrs.clone()), ("a;b", vec![("k;x".to_string(), "v;w".to_string())]));
+        let got = decode_all(b"    18cmd=a;;b;k=v;;w;;;");
+        assert_eq!((got[0].cmd.as_str(), got[0].attrs.clone()), ("a;b", vec![("k".to_string(), "v;w;".to_string())]));
         assert_eq!(decode_all(&got[0].encode().unwrap()), got);
+        assert!(parse_v2("cmd=fullinit; ;;   ;;;;=;").is_err());
+        assert!(parse_v2("cmd=x;k;;y=1;").is_err());
     }
 
     /// Found by fuzzing: a PMI-2 body of a million bytes or more was sent
@@ -545,6 +557,17 @@ mod tests {
         assert_eq!(decode_all(&fits.encode().unwrap()), vec![fits.clone()]);
         let long = fits.with("x", "");
         assert!(long.encode().unwrap_err().0.contains("too long"));
+    }
+
+    /// Found by libFuzzer: a multi-line value or command ending in carriage
+    /// returns lost one each time it was decoded and encoded again (each
+    /// line's last `\r` is taken as part of a CRLF).
+    #[test]
+    fn v1_multi_values_ending_in_carriage_returns() {
+        let got = decode_all(b"mcmd=spawn\r\r\nk=v\r\r\r\nendcmd\n");
+        let again = decode_all(&got[0].encode().unwrap());
+        assert_eq!((again[0].cmd.as_str(), again[0].get("k")), ("spawn ", Some("v  ")));
+        assert_eq!(decode_all(&again[0].encode().unwrap()), again);
     }
 
     #[test]
