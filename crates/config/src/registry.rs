@@ -47,6 +47,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "bytes of unmatched eager data a receiver accepts from each sender before senders switch to rendezvous",
     },
     Setting {
+        name: "GRIDMPI_HOST_COLL",
+        kind: Kind::Size,
+        default: "16k",
+        scope: Scope::Library,
+        help: "bytes each rank may put into a communicator's shared-memory area for collectives among the ranks of one host (0: no areas, collectives use messages)",
+    },
+    Setting {
         name: "GRIDMPI_SHM_RING",
         kind: Kind::Size,
         default: "auto",
@@ -263,17 +270,17 @@ pub static SETTINGS: &[Setting] = &[
     // ---- collectives ---------------------------------------------------
     Setting {
         name: "GRIDMPI_COLL_BARRIER",
-        kind: Kind::Choice(&["auto", "dissemination", "tree", "wan"]),
+        kind: Kind::Choice(&["auto", "dissemination", "tree", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "barrier algorithm (auto: dissemination)",
+        help: "barrier algorithm (auto: host when every rank is on this host, else dissemination)",
     },
     Setting {
         name: "GRIDMPI_COLL_BCAST",
-        kind: Kind::Choice(&["auto", "binomial", "scatter_allgather", "pipeline", "wan"]),
+        kind: Kind::Choice(&["auto", "binomial", "scatter_allgather", "pipeline", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "bcast algorithm (auto: binomial below 12k or up to 4 ranks, scatter_allgather below 2m, pipeline above)",
+        help: "bcast algorithm (auto: host when every rank is on this host and the message fits GRIDMPI_HOST_COLL; else binomial below 12k or up to 4 ranks, scatter_allgather below 2m, pipeline above)",
     },
     Setting {
         name: "GRIDMPI_COLL_GATHER",
@@ -291,17 +298,17 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_ALLGATHER",
-        kind: Kind::Choice(&["auto", "ring", "recursive_doubling", "bruck", "wan"]),
+        kind: Kind::Choice(&["auto", "ring", "recursive_doubling", "bruck", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "allgather and allgatherv algorithm (auto: wan across clusters; else below 80k in all, recursive_doubling on 2^k ranks or for allgatherv, else bruck; ring above)",
+        help: "allgather and allgatherv algorithm (auto: wan across clusters; host (allgather) when every rank is on this host and a block fits GRIDMPI_HOST_COLL; else below 80k in all, recursive_doubling on 2^k ranks or for allgatherv, else bruck; ring above)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLTOALL",
-        kind: Kind::Choice(&["auto", "pairwise", "scattered", "bruck", "wan"]),
+        kind: Kind::Choice(&["auto", "pairwise", "scattered", "bruck", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "alltoall(v,w) algorithm (auto: bruck for blocks up to 256 bytes on 8+ ranks, pairwise from 32k, else scattered; bruck is alltoall only)",
+        help: "alltoall(v,w) algorithm (auto: host (alltoall) when every rank is on this host and its blocks fit GRIDMPI_HOST_COLL; else bruck for blocks up to 256 bytes on 8+ ranks, pairwise from 32k, else scattered; bruck is alltoall only)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLTOALL_INFLIGHT",
@@ -312,17 +319,17 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_REDUCE",
-        kind: Kind::Choice(&["auto", "binomial", "rabenseifner", "wan"]),
+        kind: Kind::Choice(&["auto", "binomial", "rabenseifner", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "reduce algorithm (auto: binomial up to 2k or fewer items than ranks, else rabenseifner)",
+        help: "reduce algorithm (auto: host when every rank is on this host and the vector fits GRIDMPI_HOST_COLL; else binomial up to 2k or fewer items than ranks, else rabenseifner)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLREDUCE",
-        kind: Kind::Choice(&["auto", "recursive_doubling", "rabenseifner", "ring", "reduce_bcast", "wan"]),
+        kind: Kind::Choice(&["auto", "recursive_doubling", "rabenseifner", "ring", "reduce_bcast", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "allreduce algorithm (auto: recursive_doubling up to 2k, ring from 1m on non-2^k ranks, else rabenseifner; ring needs a commutative op)",
+        help: "allreduce algorithm (auto: host when every rank is on this host and the vector fits GRIDMPI_HOST_COLL; else recursive_doubling up to 2k, ring from 1m on non-2^k ranks, else rabenseifner; ring needs a commutative op)",
     },
     Setting {
         name: "GRIDMPI_COLL_REDUCE_SCATTER",

@@ -84,6 +84,10 @@ pub enum Step {
     Reduce { op: Arc<dyn Reducer>, left: UserBuf, inout: UserBuf },
     /// Typed local copy.
     Copy { from: UserBuf, to: UserBuf },
+    /// An operation on a shared-memory area of the host (coll/host.rs):
+    /// a communication step, complete once the operation is released and
+    /// read.
+    Host(Box<crate::coll::host::HostStep>),
 }
 
 #[derive(Default)]
@@ -446,6 +450,12 @@ pub struct Executor {
     /// reduction twice.
     user_steps: Vec<(u32, UserStep, bool)>,
     next_user_id: u64,
+    /// Host-area operations started by rounds: the request their round
+    /// waits on, the step, and whether we arrived yet.
+    host_ops: Vec<(ReqId, Box<crate::coll::host::HostStep>, bool)>,
+    /// Errors of finished host-area operations (a failed reduction), by
+    /// request, for their round to take.
+    host_errors: Vec<(ReqId, String)>,
 }
 
 impl Engine {
@@ -483,8 +493,8 @@ impl Engine {
             return false;
         }
         let mut ex = std::mem::take(&mut self.executor);
+        let mut any = self.progress_host_ops(&mut ex);
         let ids: Vec<u32> = ex.running.iter().map(|(i, _)| i).collect();
-        let mut any = false;
         for id in ids {
             any |= self.advance(&mut ex, id);
         }
@@ -517,6 +527,9 @@ impl Engine {
                 return moved;
             }
             for r in run.pending.drain(..) {
+                if let Some(i) = ex.host_errors.iter().position(|(q, _)| *q == r) {
+                    run.failed.get_or_insert(ex.host_errors.swap_remove(i).1);
+                }
                 if let Some(st) = self.take(r) {
                     if st.error.is_some() && run.failed.is_none() {
                         run.failed = Some("a message of the collective was truncated (mismatched counts or types across ranks?)".into());
@@ -618,6 +631,12 @@ impl Engine {
                             let ctx = local().ctx;
                             self.irecv(RecvArgs { ctx, src: Some(from), tag: Some(tag), buf })
                         }
+                        Step::Host(step) => {
+                            let r = self.external_request();
+                            ex.host_ops.push((r, step, false));
+                            self.progress_host_ops(ex);
+                            r
+                        }
                         _ => unreachable!("local step in a communication list"),
                     };
                     started.push(r);
@@ -664,6 +683,51 @@ impl Engine {
             run.carry = round.carry;
             run.carried_in = std::mem::take(&mut run.carried);
         }
+    }
+
+    /// Move host-area operations on: arrive at those whose turn it is (the
+    /// last to arrive combines, releases and wakes the others), finish
+    /// those released. Returns whether any finished.
+    fn progress_host_ops(&mut self, ex: &mut Executor) -> bool {
+        let mut finished = false;
+        let mut i = 0;
+        while i < ex.host_ops.len() {
+            let (r, step, arrived) = &mut ex.host_ops[i];
+            let area = step.host.area.clone();
+            let op = step.host.op;
+            if !*arrived {
+                if area.turn() != op {
+                    i += 1;
+                    continue;
+                }
+                // SAFETY: the step's buffers live as long as its schedule,
+                // which waits for this request.
+                match unsafe { step.arrive() } {
+                    Ok(last) => {
+                        if last {
+                            for &pid in &step.wake {
+                                self.transmit(pid, gridmpi_wire::Header::new(gridmpi_wire::Frame::Credit, 0), gridmpi_wire::Payload::None, None);
+                            }
+                        }
+                    }
+                    Err(e) => ex.host_errors.push((*r, e)),
+                }
+                *arrived = true;
+            }
+            if !area.released(op) {
+                i += 1;
+                continue;
+            }
+            // SAFETY: as above.
+            unsafe { step.read() };
+            area.set_turn(op + 1);
+            let (r, _, _) = ex.host_ops.swap_remove(i);
+            self.complete_external(r, Status { source: -1, tag: -1, count: 0, cancelled: false, error: None });
+            finished = true;
+            // A later operation on the same area may now start: look again.
+            i = 0;
+        }
+        finished
     }
 
     /// User-function reductions to run outside the lock (see [`UserStep`]).

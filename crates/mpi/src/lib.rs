@@ -10,6 +10,7 @@ pub mod errors;
 pub mod exported;
 pub mod ffi;
 pub mod handles;
+pub mod host_area;
 pub mod objects;
 pub mod progress_thread;
 pub mod runtime;

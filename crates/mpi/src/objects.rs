@@ -89,6 +89,20 @@ pub struct Comm {
     pub local_ctx: Option<u32>,
     /// Buffer for buffered sends on this communicator (MPI 4.1).
     pub bsend: Option<BsendBuffer>,
+    /// The shared-memory area for collectives when every member is on
+    /// this host (see shell/coll.rs: set up at the first collective).
+    pub host: HostColl,
+}
+
+/// A communicator's shared-memory area for collectives
+/// (gridmpi_engine::coll::host).
+pub enum HostColl {
+    /// Not looked at yet.
+    Unknown,
+    /// Members on several hosts, an intercommunicator, or turned off.
+    None,
+    /// The area and the number of the next operation on it.
+    Area { area: Arc<dyn gridmpi_engine::coll::host::HostArea>, next_op: u64, slot: u64 },
 }
 
 impl Comm {
@@ -107,6 +121,7 @@ impl Comm {
             icoll_seq: 0,
             local_ctx: None,
             bsend: None,
+            host: HostColl::Unknown,
         }
     }
 

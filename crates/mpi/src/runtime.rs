@@ -46,6 +46,14 @@ pub struct Runtime {
     pub copy_inline: bool,
     /// Signs of work a blocked call spins on (see state::wait).
     pub arrivals: gridmpi_transport::progress::Arrivals,
+    /// The prefix of this job's shared-memory names, when ranks of this
+    /// host talk through shared memory (host collective areas use it).
+    pub shm_prefix: Option<String>,
+}
+
+/// The prefix of a job's shared-memory names.
+fn shm_prefix(job_tag: u64) -> String {
+    format!("gridmpi-{job_tag:016x}")
 }
 
 impl Runtime {
@@ -76,7 +84,7 @@ impl Runtime {
                 None => ((32usize << 20) / local.len()).next_power_of_two().clamp(32 * 1024, 256 * 1024),
             };
             let os_pids = cards.iter().map(|c| c.os_pid).collect();
-            let mut shm = Shm::create(&format!("gridmpi-{job_tag:016x}"), me, local.clone(), os_pids, ring)?;
+            let mut shm = Shm::create(&shm_prefix(job_tag), me, local.clone(), os_pids, ring)?;
             bootstrap::barrier(&mut pmi, "shm-created", &local)?;
             shm.map_peers()?;
             // Everyone has mapped everyone: the names can go.
@@ -132,7 +140,13 @@ impl Runtime {
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true })
+        let shm_prefix = use_shm.then(|| shm_prefix(job_tag));
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix })
+    }
+
+    /// Whether `pid` runs on this host.
+    pub fn is_local(&self, pid: Pid) -> bool {
+        self.local.binary_search(&pid).is_ok()
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).

@@ -18,6 +18,7 @@ pub mod barrier;
 pub mod basic;
 pub mod bcast;
 pub mod gather;
+pub mod host;
 pub mod inter;
 pub mod neighbor;
 pub mod reduce;

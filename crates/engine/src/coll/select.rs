@@ -30,15 +30,25 @@ pub struct Input {
     /// Clusters the communicator spans: above 1, the cluster-aware (WAN)
     /// algorithms of coll/wan.rs apply.
     pub clusters: u32,
+    /// Bytes a member may put into the communicator's shared-memory area
+    /// (coll/host.rs) in one operation: 0 when there is none (members on
+    /// several hosts, a persistent collective, or the operation cannot be
+    /// combined there). Every rank has the same area, so all agree.
+    pub host_slot: u64,
 }
 
 impl Input {
     pub fn new(procs: i32, bytes: u64) -> Input {
-        Input { procs, bytes, count: bytes, commutative: true, equal_blocks: true, clusters: 1 }
+        Input { procs, bytes, count: bytes, commutative: true, equal_blocks: true, clusters: 1, host_slot: 0 }
     }
 
     fn pow2(&self) -> bool {
         self.procs & (self.procs - 1) == 0
+    }
+
+    /// Each member's part, `bytes`, fits the shared area's slot.
+    fn host_fits(&self, bytes: u64) -> bool {
+        self.host_slot > 0 && self.procs > 1 && bytes <= self.host_slot
     }
 }
 
@@ -66,11 +76,11 @@ macro_rules! algorithms {
 
 algorithms!(
     /// Barrier.
-    Barrier { Dissemination = "dissemination", Tree = "tree", Wan = "wan" }
+    Barrier { Dissemination = "dissemination", Tree = "tree", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Bcast.
-    Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline", Wan = "wan" }
+    Bcast { Binomial = "binomial", ScatterAllgather = "scatter_allgather", Pipeline = "pipeline", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Gather and scatter (the v forms: linear, or wan across clusters).
@@ -78,19 +88,19 @@ algorithms!(
 );
 algorithms!(
     /// Allgather and allgatherv.
-    Allgather { Ring = "ring", RecursiveDoubling = "recursive_doubling", Bruck = "bruck", Wan = "wan" }
+    Allgather { Ring = "ring", RecursiveDoubling = "recursive_doubling", Bruck = "bruck", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Alltoall, alltoallv, alltoallw.
-    Alltoall { Pairwise = "pairwise", Scattered = "scattered", Bruck = "bruck", Wan = "wan" }
+    Alltoall { Pairwise = "pairwise", Scattered = "scattered", Bruck = "bruck", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Reduce.
-    Reduce { Binomial = "binomial", Rabenseifner = "rabenseifner", Wan = "wan" }
+    Reduce { Binomial = "binomial", Rabenseifner = "rabenseifner", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Allreduce.
-    Allreduce { RecursiveDoubling = "recursive_doubling", Rabenseifner = "rabenseifner", Ring = "ring", ReduceBcast = "reduce_bcast", Wan = "wan" }
+    Allreduce { RecursiveDoubling = "recursive_doubling", Rabenseifner = "rabenseifner", Ring = "ring", ReduceBcast = "reduce_bcast", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Reduce_scatter and reduce_scatter_block.
@@ -111,6 +121,10 @@ pub const ALLTOALL_INFLIGHT: i32 = 8;
 
 const KIB: u64 = 1024;
 
+// Within one host, the shared-memory area (coll/host.rs) comes first when
+// the data fits its slots: no message carries data and every member runs
+// once per operation, which matters most when ranks outnumber cores.
+
 // Across clusters, the cluster-aware algorithms (coll/wan.rs) come first:
 // they cross the WAN the fewest times and pace its flows. Reductions use
 // them for commutative operations only (their combination order follows
@@ -120,12 +134,18 @@ fn barrier_table(i: &Input) -> Barrier {
     if i.clusters > 1 {
         return Barrier::Wan;
     }
+    if i.host_fits(0) {
+        return Barrier::Host;
+    }
     Barrier::Dissemination
 }
 
 fn bcast_table(i: &Input) -> Bcast {
     if i.clusters > 1 {
         return Bcast::Wan;
+    }
+    if i.host_fits(i.bytes) {
+        return Bcast::Host;
     }
     if i.bytes < 12 * KIB || i.procs <= 4 {
         Bcast::Binomial
@@ -154,6 +174,9 @@ fn allgather_table(i: &Input) -> Allgather {
     if i.clusters > 1 {
         return Allgather::Wan;
     }
+    if i.equal_blocks && i.host_fits(i.bytes) {
+        return Allgather::Host;
+    }
     let total = i.bytes.saturating_mul(i.procs as u64);
     if !i.equal_blocks {
         if total < 80 * KIB {
@@ -174,6 +197,9 @@ fn alltoall_table(i: &Input) -> Alltoall {
     if i.clusters > 1 {
         return Alltoall::Wan;
     }
+    if i.equal_blocks && i.host_fits(i.bytes.saturating_mul(i.procs as u64)) {
+        return Alltoall::Host;
+    }
     if i.equal_blocks && i.bytes <= 256 && i.procs >= 8 {
         Alltoall::Bruck
     } else if i.equal_blocks && i.bytes >= 32 * KIB {
@@ -187,6 +213,9 @@ fn reduce_table(i: &Input) -> Reduce {
     if i.clusters > 1 && i.commutative {
         return Reduce::Wan;
     }
+    if i.host_fits(i.bytes) {
+        return Reduce::Host;
+    }
     if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
         Reduce::Binomial
     } else {
@@ -197,6 +226,9 @@ fn reduce_table(i: &Input) -> Reduce {
 fn allreduce_table(i: &Input) -> Allreduce {
     if i.clusters > 1 && i.commutative {
         return Allreduce::Wan;
+    }
+    if i.host_fits(i.bytes) {
+        return Allreduce::Host;
     }
     if i.bytes <= 2 * KIB || i.count < i.procs as u64 || i.procs <= 2 {
         Allreduce::RecursiveDoubling
@@ -316,6 +348,7 @@ impl Selector {
     pub fn barrier(&self, i: &Input) -> Barrier {
         match self.barrier {
             Some(Barrier::Wan) if i.clusters < 2 => barrier_table(i),
+            Some(Barrier::Host) if !i.host_fits(0) => barrier_table(i),
             Some(a) => a,
             None => barrier_table(i),
         }
@@ -324,6 +357,7 @@ impl Selector {
     pub fn bcast(&self, i: &Input) -> Bcast {
         match self.bcast {
             Some(Bcast::Wan) if i.clusters < 2 => bcast_table(i),
+            Some(Bcast::Host) if !i.host_fits(i.bytes) => bcast_table(i),
             Some(a) => a,
             None => bcast_table(i),
         }
@@ -342,6 +376,7 @@ impl Selector {
     pub fn allgather(&self, i: &Input) -> Allgather {
         match self.allgather {
             Some(Allgather::Wan) if i.clusters < 2 => allgather_table(i),
+            Some(Allgather::Host) if !(i.equal_blocks && i.host_fits(i.bytes)) => allgather_table(i),
             Some(a) => a,
             None => allgather_table(i),
         }
@@ -351,6 +386,7 @@ impl Selector {
         match self.alltoall {
             Some(Alltoall::Bruck) if !i.equal_blocks => alltoall_table(i),
             Some(Alltoall::Wan) if i.clusters < 2 => alltoall_table(i),
+            Some(Alltoall::Host) if !(i.equal_blocks && i.host_fits(i.bytes.saturating_mul(i.procs as u64))) => alltoall_table(i),
             Some(a) => a,
             None => alltoall_table(i),
         }
@@ -359,6 +395,7 @@ impl Selector {
     pub fn reduce(&self, i: &Input) -> Reduce {
         match self.reduce {
             Some(Reduce::Wan) if i.clusters < 2 || !i.commutative => reduce_table(i),
+            Some(Reduce::Host) if !i.host_fits(i.bytes) => reduce_table(i),
             Some(a) => a,
             None => reduce_table(i),
         }
@@ -368,6 +405,7 @@ impl Selector {
         match self.allreduce {
             Some(Allreduce::Ring) if !i.commutative => allreduce_table(i),
             Some(Allreduce::Wan) if i.clusters < 2 || !i.commutative => allreduce_table(i),
+            Some(Allreduce::Host) if !i.host_fits(i.bytes) => allreduce_table(i),
             Some(a) => a,
             None => allreduce_table(i),
         }
@@ -420,6 +458,29 @@ mod tests {
         let mut nc = Input::new(16, 1 << 20);
         nc.commutative = false;
         assert_eq!(s.reduce_scatter(&nc), ReduceScatter::ReduceScatterv);
+    }
+
+    #[test]
+    fn within_a_host_the_shared_area_wins_when_the_data_fits() {
+        let s = Selector::default();
+        let i = Input { host_slot: 16 * KIB, ..Input::new(8, 1024) };
+        assert_eq!(s.barrier(&i), Barrier::Host);
+        assert_eq!(s.allreduce(&i), Allreduce::Host);
+        assert_eq!(s.bcast(&i), Bcast::Host);
+        assert_eq!(s.allgather(&i), Allgather::Host);
+        assert_eq!(s.alltoall(&i), Alltoall::Host);
+        // 8 blocks of 4 KiB do not fit one 16 KiB slot; v forms never use it.
+        assert_ne!(s.alltoall(&Input { bytes: 4 * KIB, ..i }), Alltoall::Host);
+        assert_ne!(s.allgather(&Input { equal_blocks: false, ..i }), Allgather::Host);
+        assert_ne!(s.allreduce(&Input { bytes: 64 * KIB, ..i }), Allreduce::Host);
+        // No area, or one process: never; forcing it falls back.
+        assert_ne!(s.barrier(&Input::new(8, 0)), Barrier::Host);
+        assert_ne!(s.barrier(&Input { procs: 1, ..i }), Barrier::Host);
+        let f = Selector::from_settings(|n| if n == "GRIDMPI_COLL_BARRIER" { "host".into() } else { "auto".into() }).unwrap();
+        assert_eq!(f.barrier(&Input::new(8, 0)), Barrier::Dissemination);
+        // Forcing another algorithm wins over the area.
+        let g = Selector::from_settings(|n| if n == "GRIDMPI_COLL_BARRIER" { "tree".into() } else { "auto".into() }).unwrap();
+        assert_eq!(g.barrier(&i), Barrier::Tree);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::objects::*;
 use crate::state::{self, api, Target};
 use gridmpi_engine::coll::inter::Role;
 use gridmpi_engine::coll::select::{self as sel, Input, Selector};
-use gridmpi_engine::coll::{barrier, bcast, inter};
+use gridmpi_engine::coll::{barrier, bcast, host, inter};
 use gridmpi_engine::sched::{CommView, Schedule};
 use gridmpi_engine::ReqId;
 
@@ -39,6 +39,11 @@ pub struct Env<'a> {
     pub sel: &'a Selector,
     /// The clusters of the communicator's ranks, when it spans several.
     pub sites: Option<Arc<gridmpi_engine::sched::Sites>>,
+    /// The communicator's shared-memory area and the number this
+    /// operation would take on it (see [`Env::host`]).
+    pub host: Option<host::Host>,
+    /// Whether the schedule took the area's operation number.
+    host_used: std::cell::Cell<bool>,
 }
 
 impl Env<'_> {
@@ -53,6 +58,23 @@ impl Env<'_> {
     /// An empty schedule (nothing to do here).
     pub fn nothing(&self) -> Schedule {
         Schedule::new(self.v(), self.tag)
+    }
+
+    /// The table's input as this start sees it: without the area when the
+    /// collective cannot use it now (a persistent one; every rank starts
+    /// it alike, so every rank chooses alike).
+    pub fn fit(&self, i: &Input) -> Input {
+        match self.host {
+            Some(_) => *i,
+            None => Input { host_slot: 0, ..*i },
+        }
+    }
+
+    /// The shared-memory area, for an algorithm the table chose because
+    /// `Input::host_slot` said it fits: the operation takes its number.
+    pub fn host(&self) -> host::Host {
+        self.host_used.set(true);
+        self.host.clone().expect("the table chose the host area only where there is one")
     }
 }
 
@@ -89,6 +111,7 @@ enum Tag {
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
     let sel = super::coll_select::selector(st);
     let c = st.comm_mut(comm)?;
+    let tag_kind = tag;
     let tag = match tag {
         Tag::Reserved(t) => t,
         Tag::Blocking => c.next_coll_tag(),
@@ -96,8 +119,22 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     };
     let (view, local) = coll_views(c);
     let ctx = view.ctx;
+    // Persistent collectives need not be started in the same order
+    // everywhere, so they cannot number operations on the area.
+    let host = match (&c.host, tag_kind) {
+        (HostColl::Area { area, next_op, slot }, Tag::Blocking | Tag::Nonblocking) => {
+            Some(host::Host { op: host::HostOp { area: area.clone(), op: *next_op }, slot: *slot })
+        }
+        _ => None,
+    };
     let sites = if local.is_none() { comm_sites(st, comm) } else { None };
-    let s = build(&Env { view, local, tag, sel, sites });
+    let env = Env { view, local, tag, sel, sites, host, host_used: Default::default() };
+    let s = build(&env);
+    if env.host_used.get() {
+        if let HostColl::Area { next_op, .. } = &mut st.comm_mut(comm)?.host {
+            *next_op += 1;
+        }
+    }
     let bytes = if st.rt.tracer.is_some() { s.bytes_sent() } else { 0 };
     let r = st.rt.engine.start_schedule(s);
     if let Some(t) = st.rt.tracer.as_mut() {
@@ -105,6 +142,34 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     }
     st.progress()?;
     Ok(r)
+}
+
+/// At a communicator's first collective: when all its members are on this
+/// host (and talk through shared memory), map its area for collectives.
+/// Every member decides alike: the same members, the same setting.
+fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
+    let c = st.comm(comm)?;
+    if !matches!(c.host, HostColl::Unknown) {
+        return Ok(());
+    }
+    let slot = st.rt.config.get_size("GRIDMPI_HOST_COLL");
+    let usable = slot > 0 && !c.is_inter() && c.size() > 1 && c.group.pids.iter().all(|&p| st.rt.is_local(p));
+    let host = match (&st.rt.shm_prefix, usable) {
+        (Some(prefix), true) => {
+            // The same name at every member, and no other communicator's:
+            // context ids are never reused in a job, but the disjoint
+            // communicators of one MPI_Comm_split share theirs, so the
+            // lowest member names it too.
+            let first = c.group.pids.iter().min().copied().unwrap_or(0);
+            let name = format!("/{prefix}-host-{}-{first}", c.ctx);
+            let area = crate::host_area::SharedArea::open(&name, c.size() as usize, slot as usize)
+                .map_err(|e| err(MPI_ERR_NO_MEM, format!("cannot map the shared-memory area {name} for collectives: {e} (GRIDMPI_HOST_COLL=0 turns these areas off)")))?;
+            HostColl::Area { area: Arc::new(area), next_op: 0, slot }
+        }
+        _ => HostColl::None,
+    };
+    st.comm_mut(comm)?.host = host;
+    Ok(())
 }
 
 /// The clusters of an intracommunicator's ranks (None within one cluster),
@@ -169,6 +234,7 @@ pub fn schedule_error(msg: String) -> crate::errors::MpiError {
 pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) -> R<Build>) -> c_int {
     api(name, Target::Comm(comm), || {
         let r = state::with(|st| {
+            set_up_host_area(st, comm)?;
             let b = plan(st)?;
             start(st, name, comm, &b, Tag::Blocking)
         })?;
@@ -185,6 +251,7 @@ pub fn nonblocking(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request
     api(name, Target::Comm(comm), || {
         check_ptr(request, "request")?;
         let h = state::with(|st| {
+            set_up_host_area(st, comm)?;
             let b = plan(st)?;
             let r = start(st, name, comm, &b, Tag::Nonblocking)?;
             Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Coll, comm }))
@@ -227,6 +294,8 @@ pub struct CommShape {
     pub remote: Option<i32>,
     /// Clusters (sites) the communicator's processes are in.
     pub clusters: u32,
+    /// Bytes per member of its shared-memory area (0: none).
+    pub host_slot: u64,
 }
 
 impl CommShape {
@@ -239,13 +308,17 @@ impl CommShape {
                 seen.push(k);
             }
         }
-        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()), clusters: seen.len() as u32 })
+        let host_slot = match &c.host {
+            HostColl::Area { slot, .. } => *slot,
+            _ => 0,
+        };
+        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()), clusters: seen.len() as u32, host_slot })
     }
 
     /// The algorithm table's input for `bytes` per rank (see
     /// `gridmpi_engine::coll::select::Input` for what `bytes` means).
     pub fn input(&self, bytes: u64) -> Input {
-        Input { clusters: self.clusters, ..Input::new(self.size, bytes) }
+        Input { clusters: self.clusters, host_slot: self.host_slot, ..Input::new(self.size, bytes) }
     }
 
     /// The group the buffers' blocks refer to: the remote group of an
@@ -366,9 +439,10 @@ pub(crate) fn plan_barrier(st: &State, comm: MPI_Comm) -> R<Build> {
         return Ok(Box::new(|e| inter::barrier(e.v(), e.local(), e.tag)));
     }
     let input = c.input(0);
-    Ok(Box::new(move |e| match e.sel.barrier(&input) {
+    Ok(Box::new(move |e| match e.sel.barrier(&e.fit(&input)) {
         sel::Barrier::Dissemination => barrier::dissemination(e.v(), e.tag),
         sel::Barrier::Tree => barrier::tree(e.v(), e.tag),
+        sel::Barrier::Host => host::barrier(e.v(), e.tag, &e.host()),
         sel::Barrier::Wan => match &e.sites {
             Some(sites) => gridmpi_engine::coll::wan::barrier(e.v(), sites, e.tag),
             None => barrier::dissemination(e.v(), e.tag),
@@ -387,10 +461,11 @@ pub(crate) fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, data
         RootOf::Inter(role) => Ok(Box::new(move |e| inter::bcast(e.v(), e.local(), e.tag, buf.clone(), role))),
         RootOf::Intra(root) => {
             let input = c.input(buf.len());
-            Ok(Box::new(move |e| match e.sel.bcast(&input) {
+            Ok(Box::new(move |e| match e.sel.bcast(&e.fit(&input)) {
                 sel::Bcast::Binomial => bcast::binomial(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::ScatterAllgather => bcast::scatter_allgather(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::Pipeline => bcast::pipeline(e.v(), e.tag, buf.clone(), root, sel::BCAST_SEGMENT),
+                sel::Bcast::Host => host::bcast(e.v(), e.tag, &e.host(), buf.clone(), root),
                 sel::Bcast::Wan => match &e.sites {
                     Some(sites) => gridmpi_engine::coll::wan::bcast(e.v(), sites, e.tag, buf.clone(), root),
                     None => bcast::binomial(e.v(), e.tag, buf.clone(), root),

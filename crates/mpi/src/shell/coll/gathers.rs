@@ -225,10 +225,11 @@ fn allgather_build(c: &CommShape, mine: Option<UserBuf>, bl: Vec<UserBuf>, input
         let mine = mine.expect("intercommunicator send buffer");
         return Box::new(move |e| inter::allgather(e.v(), e.local(), e.tag, mine.clone(), &bl));
     }
-    Box::new(move |e| match e.sel.allgather(&input) {
+    Box::new(move |e| match e.sel.allgather(&e.fit(&input)) {
         Allgather::Ring => allgather::ring(e.v(), e.tag, mine.clone(), &bl),
         Allgather::RecursiveDoubling => allgather::recursive_doubling(e.v(), e.tag, mine.clone(), &bl),
         Allgather::Bruck => allgather::bruck(e.v(), e.tag, mine.clone(), &bl),
+        Allgather::Host => host::allgather(e.v(), e.tag, &e.host(), mine.clone(), &bl),
         Allgather::Wan => match &e.sites {
             Some(sites) => wan::allgather(e.v(), sites, e.tag, mine.clone(), &bl),
             None => allgather::ring(e.v(), e.tag, mine.clone(), &bl),
@@ -295,10 +296,11 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
             Some(b) => b.clone(),
             None => alltoall::in_place_sources(&mut s, &recv),
         };
-        s.append(match e.sel.alltoall(&input) {
+        s.append(match e.sel.alltoall(&e.fit(&input)) {
             Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
             Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
             Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block.unwrap_or(0)),
+            Alltoall::Host => host::alltoall(e.v(), e.tag, &e.host(), &send, &recv, block.expect("chosen for equal blocks only")),
             Alltoall::Wan => match &e.sites {
                 Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, &send, &recv, block.is_some()),
                 None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),

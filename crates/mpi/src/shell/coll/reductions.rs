@@ -8,8 +8,13 @@ use gridmpi_engine::coll::{allreduce, reduce, reduce_scatter, scan};
 use gridmpi_engine::sched::Reducer;
 
 /// The selection input of a reduction over `n` items of `dt`.
-fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> Input {
-    Input { count: n, commutative: op.is_commutative(), ..c.input(n * dt.size()) }
+/// The table's input for a reduction of `n` items of `dt`, and the basic
+/// type to combine them as in the shared-memory area, when they can be
+/// (else the input says there is no area).
+fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> (Input, Option<Arc<Datatype>>) {
+    let basic = if c.host_slot > 0 { host::reduction_fits(c.host_slot, n, dt, op.as_ref()) } else { None };
+    let host_slot = if basic.is_some() { c.host_slot } else { 0 };
+    (Input { count: n, commutative: op.is_commutative(), host_slot, ..c.input(n * dt.size()) }, basic)
 }
 
 // ---- reduce ------------------------------------------------------------------------------
@@ -52,8 +57,12 @@ pub(crate) fn plan_reduce(
                 (Some(r), true) => r.clone(),
                 _ => user_buf(sendbuf, n, dt.clone())?,
             };
-            let sel_in = reduction_input(&c, n, &dt, &red);
-            Ok(Box::new(move |e| match e.sel.reduce(&sel_in) {
+            let (sel_in, basic) = reduction_input(&c, n, &dt, &red);
+            Ok(Box::new(move |e| match e.sel.reduce(&e.fit(&sel_in)) {
+                Reduce::Host => {
+                    let basic = basic.clone().expect("chosen only when the data fits");
+                    host::reduce(e.v(), e.tag, &e.host(), input.clone(), recv.clone(), red.clone(), basic, root)
+                }
                 Reduce::Binomial => reduce::binomial(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
                 Reduce::Rabenseifner => reduce::rabenseifner(e.v(), e.tag, input.clone(), recv.clone(), red.clone(), root),
                 Reduce::Wan => match &e.sites {
@@ -80,10 +89,11 @@ pub(crate) fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c
         let input = input.expect("checked: not in place");
         return Ok(Box::new(move |e| inter::allreduce(e.v(), e.local(), e.tag, input.clone(), recv.clone(), red.clone())));
     }
-    let sel_in = reduction_input(&c, n, &dt, &red);
+    let (sel_in, basic) = reduction_input(&c, n, &dt, &red);
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
-        match e.sel.allreduce(&sel_in) {
+        match e.sel.allreduce(&e.fit(&sel_in)) {
+            Allreduce::Host => host::allreduce(v, t, &e.host(), i, r, o, basic.clone().expect("chosen only when the data fits")),
             Allreduce::RecursiveDoubling => allreduce::recursive_doubling(v, t, i, r, o),
             Allreduce::Rabenseifner => allreduce::rabenseifner(v, t, i, r, o),
             Allreduce::Ring => allreduce::ring(v, t, i, r, o),
@@ -120,7 +130,7 @@ fn plan_reduce_scatter_counts(
     if c.remote.is_some() {
         return Ok(Box::new(move |e| inter::reduce_scatter(e.v(), e.local(), e.tag, input.clone(), recv.clone(), &counts, red.clone())));
     }
-    let sel_in = reduction_input(&c, total, &dt, &red);
+    let sel_in = reduction_input(&c, total, &dt, &red).0;
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
         match e.sel.reduce_scatter(&sel_in) {
@@ -184,7 +194,7 @@ pub(crate) fn plan_scan(
     let red = st.reducer(op, datatype)?;
     let recv = user_buf(recvbuf, n, dt.clone())?;
     let input = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, n, dt.clone())?) };
-    let sel_in = reduction_input(&c, n, &dt, &red);
+    let sel_in = reduction_input(&c, n, &dt, &red).0;
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
         match e.sel.scan(&sel_in) {

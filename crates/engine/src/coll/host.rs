@@ -1,0 +1,404 @@
+//! Collectives through a shared-memory area, among the processes of one
+//! host: no message carries data, and each member runs once per operation.
+//!
+//! The area (the driver maps it; see `crates/transport/src/shm/host.rs`)
+//! has per member two contribution slots, two result slots, an arrival
+//! counter and a released generation. Operation `k` of a communicator
+//! (every member numbers them alike):
+//!
+//! 1. each member packs what it contributes into its slot of parity `k % 2`
+//!    and arrives;
+//! 2. the member whose arrival completes the count is the last: it
+//!    combines the contributions (a reduction in rank order, so the result
+//!    does not depend on who was last) into the result slot, releases `k`,
+//!    and wakes the others (a frame that only returns credit: any frame
+//!    wakes a waiting process);
+//! 3. each member, once it sees the release, unpacks what it needs.
+//!
+//! A member starts `k + 1` only after it finished `k` locally, so when a
+//! parity's slots are written again (at `k + 2`) every member has read `k`.
+//!
+//! When ranks outnumber cores this is what makes collectives fast: a
+//! barrier costs each member one atomic add and one look, instead of
+//! log2(n) rounds of messages, each needing the receiver to be scheduled.
+
+use crate::sched::{CommView, Reducer, Schedule, Step};
+use gridmpi_datatype::{Datatype, UserBuf};
+use std::sync::Arc;
+
+/// A communicator's shared area, as the engine uses it. Implemented by the
+/// driver over the shared mapping; addresses stay valid while it lives.
+pub trait HostArea: Send + Sync {
+    /// Bytes of each contribution and result slot.
+    fn slot_len(&self) -> usize;
+    /// The contribution slot of `member` for operation `op`.
+    fn contribution(&self, member: usize, op: u64) -> *mut u8;
+    /// The result slot of operation `op`.
+    fn result(&self, op: u64) -> *mut u8;
+    /// Arrive at `op`; true for the last member, which must then
+    /// [`HostArea::release`] it.
+    fn arrive(&self, op: u64) -> bool;
+    fn release(&self, op: u64);
+    fn released(&self, op: u64) -> bool;
+    /// The next operation this process may start (process-local: ops
+    /// start in order, each once the one before finished here).
+    fn turn(&self) -> u64;
+    fn set_turn(&self, op: u64);
+}
+
+/// A communicator's area and the number of the operation to run on it.
+#[derive(Clone)]
+pub struct HostOp {
+    pub area: Arc<dyn HostArea>,
+    pub op: u64,
+}
+
+/// Where a member reads from once an operation is released.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    Member(usize),
+    Result,
+}
+
+/// The reduction the last member computes into the result slot:
+/// `count` items of `dt` (a basic type) per contribution.
+pub struct Combine {
+    pub op: Arc<dyn Reducer>,
+    pub count: u64,
+    pub dt: Arc<Datatype>,
+}
+
+/// One operation on the area, from one member's side.
+pub struct HostStep {
+    pub host: HostOp,
+    /// This process's member index (its rank in the communicator).
+    pub member: usize,
+    pub members: usize,
+    /// What to pack into our contribution slot, at which byte offset.
+    pub write: Vec<(UserBuf, u64)>,
+    pub combine: Option<Combine>,
+    /// What to unpack after the release: (from, byte offset there, into).
+    pub read: Vec<(Source, u64, UserBuf)>,
+    /// Pids of the other members, to wake after releasing.
+    pub wake: Vec<gridmpi_wire::Pid>,
+}
+
+impl HostStep {
+    /// Pack our contribution and arrive. True when we were last (and
+    /// combined and released the operation).
+    ///
+    /// # Safety
+    /// The buffers are valid for the collective's duration (MPI's rules);
+    /// the area's slots are as [`HostArea`] says.
+    pub(crate) unsafe fn arrive(&self) -> Result<bool, String> {
+        let (area, op) = (&self.host.area, self.host.op);
+        let slot = area.slot_len();
+        let mine = area.contribution(self.member, op);
+        for (buf, at) in &self.write {
+            let out = std::slice::from_raw_parts_mut(mine.add(*at as usize), slot - *at as usize);
+            buf.read_packed(0, &mut out[..buf.len() as usize]);
+        }
+        if !area.arrive(op) {
+            return Ok(false);
+        }
+        let mut result = Ok(());
+        if let Some(c) = &self.combine {
+            // Rank order: result = c0 op (c1 op (... op c_{n-1})).
+            let bytes = (c.count * c.dt.size()) as usize;
+            let res = area.result(op);
+            std::ptr::copy_nonoverlapping(area.contribution(self.members - 1, op), res, bytes);
+            for m in (0..self.members - 1).rev() {
+                if let Err(e) = c.op.reduce(area.contribution(m, op), res, c.count, &c.dt) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        // Release even after a failed reduction: the others must not wait
+        // forever (each reports its own error from the same reduction).
+        area.release(op);
+        result.map(|()| true)
+    }
+
+    /// Unpack what we read, once released.
+    ///
+    /// # Safety
+    /// As [`HostStep::arrive`].
+    pub(crate) unsafe fn read(&self) {
+        let (area, op) = (&self.host.area, self.host.op);
+        let slot = area.slot_len();
+        for (from, at, buf) in &self.read {
+            let base = match from {
+                Source::Member(m) => area.contribution(*m, op),
+                Source::Result => area.result(op),
+            };
+            let data = std::slice::from_raw_parts(base.add(*at as usize), slot - *at as usize);
+            buf.write_packed(0, &data[..buf.len() as usize]);
+        }
+    }
+}
+
+/// What an algorithm needs to use a communicator's area.
+#[derive(Clone)]
+pub struct Host {
+    pub op: HostOp,
+    pub slot: u64,
+}
+
+/// The contributions of a reduction fit the area's slots and can be
+/// combined there: every rank's data is a run of one basic type (the type
+/// signature decides, so every rank decides alike; not a (value, index)
+/// pair, whose packed layout is not its layout in memory) and the
+/// operation is not a user function (which must run outside the library's
+/// lock).
+pub fn reduction_fits(slot: u64, count: u64, dt: &Datatype, op: &dyn Reducer) -> Option<Arc<Datatype>> {
+    if dt.pair().is_some() || dt.uniform_pair().is_some() {
+        return None;
+    }
+    let basic = dt.uniform_element()?;
+    let bytes = count.checked_mul(dt.size())?;
+    (bytes <= slot && !op.calls_user_code()).then(|| Arc::new(Datatype::basic(basic)))
+}
+
+fn one_step(view: CommView, tag: i32, step: HostStep) -> Schedule {
+    let mut s = Schedule::new(view, tag);
+    s.round().comm.push(Step::Host(Box::new(step)));
+    s
+}
+
+fn base(view: &CommView, h: &Host) -> HostStep {
+    let me = view.rank as usize;
+    HostStep {
+        host: h.op.clone(),
+        member: me,
+        members: view.size as usize,
+        write: Vec::new(),
+        combine: None,
+        read: Vec::new(),
+        wake: (0..view.size).filter(|&r| r != view.rank).map(|r| view.pid(r)).collect(),
+    }
+}
+
+/// Barrier: arrive and wait for the release.
+pub fn barrier(view: CommView, tag: i32, h: &Host) -> Schedule {
+    let step = base(&view, h);
+    one_step(view, tag, step)
+}
+
+/// Allreduce (`input` None: in place, the data is in `recv`); `basic`
+/// from [`reduction_fits`].
+pub fn allreduce(view: CommView, tag: i32, h: &Host, input: Option<UserBuf>, recv: UserBuf, op: Arc<dyn Reducer>, basic: Arc<Datatype>) -> Schedule {
+    let mut step = base(&view, h);
+    let count = recv.len() / basic.size().max(1);
+    step.write.push((input.unwrap_or_else(|| recv.clone()), 0));
+    step.combine = Some(Combine { op, count, dt: basic });
+    step.read.push((Source::Result, 0, recv));
+    one_step(view, tag, step)
+}
+
+/// Reduce to `root` (`recv` is the root's; `input` is our data).
+pub fn reduce(view: CommView, tag: i32, h: &Host, input: UserBuf, recv: Option<UserBuf>, op: Arc<dyn Reducer>, basic: Arc<Datatype>, root: i32) -> Schedule {
+    let mut step = base(&view, h);
+    let count = input.len() / basic.size().max(1);
+    step.write.push((input, 0));
+    step.combine = Some(Combine { op, count, dt: basic });
+    if view.rank == root {
+        step.read.extend(recv.map(|r| (Source::Result, 0, r)));
+    }
+    one_step(view, tag, step)
+}
+
+/// Bcast from `root` (`buf.len()` bytes at most a slot).
+pub fn bcast(view: CommView, tag: i32, h: &Host, buf: UserBuf, root: i32) -> Schedule {
+    let mut step = base(&view, h);
+    if view.rank == root {
+        step.write.push((buf, 0));
+    } else {
+        step.read.push((Source::Member(root as usize), 0, buf));
+    }
+    one_step(view, tag, step)
+}
+
+/// Allgather: our block (`mine` None: in place, it is `blocks[rank]`), and
+/// every member's block into `blocks`.
+pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks: &[UserBuf]) -> Schedule {
+    let mut step = base(&view, h);
+    let me = view.rank as usize;
+    // In place, our block is already where it belongs.
+    let in_place = mine.is_none();
+    step.write.push((mine.unwrap_or_else(|| blocks[me].clone()), 0));
+    for (m, b) in blocks.iter().enumerate().filter(|&(m, _)| !(in_place && m == me)) {
+        step.read.push((Source::Member(m), 0, b.clone()));
+    }
+    one_step(view, tag, step)
+}
+
+/// Alltoall of equal blocks of `block` bytes: we write every block we
+/// send, one after the other, and read ours from every member's slot.
+pub fn alltoall(view: CommView, tag: i32, h: &Host, send: &[UserBuf], recv: &[UserBuf], block: u64) -> Schedule {
+    let mut step = base(&view, h);
+    let me = view.rank as u64;
+    for (j, b) in send.iter().enumerate() {
+        step.write.push((b.clone(), j as u64 * block));
+    }
+    for (m, b) in recv.iter().enumerate() {
+        step.read.push((Source::Member(m), me * block, b.clone()));
+    }
+    one_step(view, tag, step)
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::coll::sim::{self, TBuf};
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An area in ordinary memory, shared by the simulated ranks of a test.
+    pub struct MemArea {
+        members: usize,
+        slot: usize,
+        mem: UnsafeCell<Vec<u8>>,
+        arrivals: AtomicU64,
+        released: AtomicU64,
+        turns: Vec<AtomicU64>,
+    }
+
+    // SAFETY: the simulated ranks run on one thread.
+    unsafe impl Send for MemArea {}
+    unsafe impl Sync for MemArea {}
+
+    /// Per rank, a view of one shared MemArea (its own turn counter).
+    pub struct RankArea(pub Arc<MemArea>, pub usize);
+
+    impl MemArea {
+        pub fn new(members: usize, slot: usize) -> Arc<MemArea> {
+            Arc::new(MemArea {
+                members,
+                slot,
+                mem: UnsafeCell::new(vec![0; (2 * members + 2) * slot]),
+                arrivals: AtomicU64::new(0),
+                released: AtomicU64::new(0),
+                turns: (0..members).map(|_| AtomicU64::new(0)).collect(),
+            })
+        }
+        fn at(&self, i: usize) -> *mut u8 {
+            // SAFETY: inside the vector, which never reallocates.
+            unsafe { (*self.mem.get()).as_mut_ptr().add(i * self.slot) }
+        }
+    }
+
+    impl HostArea for RankArea {
+        fn slot_len(&self) -> usize {
+            self.0.slot
+        }
+        fn contribution(&self, member: usize, op: u64) -> *mut u8 {
+            self.0.at(2 * member + (op % 2) as usize)
+        }
+        fn result(&self, op: u64) -> *mut u8 {
+            self.0.at(2 * self.0.members + (op % 2) as usize)
+        }
+        fn arrive(&self, op: u64) -> bool {
+            self.0.arrivals.fetch_add(1, Ordering::AcqRel) + 1 == (op + 1) * self.0.members as u64
+        }
+        fn release(&self, op: u64) {
+            self.0.released.store(op + 1, Ordering::Release);
+        }
+        fn released(&self, op: u64) -> bool {
+            self.0.released.load(Ordering::Acquire) > op
+        }
+        fn turn(&self) -> u64 {
+            self.0.turns[self.1].load(Ordering::Relaxed)
+        }
+        fn set_turn(&self, op: u64) {
+            self.0.turns[self.1].store(op, Ordering::Relaxed)
+        }
+    }
+
+    fn hosts(n: usize, slot: usize) -> Vec<Arc<dyn HostArea>> {
+        let mem = MemArea::new(n, slot);
+        (0..n).map(|r| Arc::new(RankArea(mem.clone(), r)) as Arc<dyn HostArea>).collect()
+    }
+
+    #[test]
+    fn consecutive_allreduces_and_barriers_agree_with_rank_order() {
+        for n in [1usize, 2, 3, 5, 8] {
+            let areas = hosts(n, 256);
+            let dt = sim::u64_type();
+            let (op, f) = sim::test_op(1); // not commutative: rank order shows
+            for k in 0..5u64 {
+                let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(4, &dt)).collect();
+                let vals: Vec<Vec<u64>> = (0..n).map(|r| (0..4).map(|i| sim::value(r, i, k)).collect()).collect();
+                for (b, v) in bufs.iter_mut().zip(&vals) {
+                    b.set(v);
+                }
+                let want: Vec<u64> = (0..4).map(|i| (1..n).fold(vals[0][i], |acc, r| f(acc, vals[r][i]))).collect();
+                let ubs: Vec<UserBuf> = bufs.iter_mut().map(|b| b.ub()).collect();
+                let errs = sim::run(n, k, |r| {
+                    let h = Host { op: HostOp { area: areas[r].clone(), op: 2 * k }, slot: 256 };
+                    allreduce(sim::view(r, n), 1, &h, None, ubs[r].clone(), op.clone(), dt.clone())
+                });
+                assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                for b in bufs.iter_mut() {
+                    assert_eq!(b.get(), want, "n {n} op {k}");
+                }
+                let errs = sim::run_opts(n, k, |r| {
+                    let h = Host { op: HostOp { area: areas[r].clone(), op: 2 * k + 1 }, slot: 256 };
+                    barrier(sim::view(r, n), 2, &h)
+                }, true);
+                assert!(errs.iter().all(|e| e.is_none()));
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_move_between_members() {
+        let n = 4;
+        let areas = hosts(n, 512);
+        let dt = sim::u64_type();
+        // alltoall: 2 items per block; then allgather; then bcast from 2.
+        let mut send: Vec<TBuf> = (0..n).map(|_| TBuf::new(2 * n as u64, &dt)).collect();
+        let mut recv: Vec<TBuf> = (0..n).map(|_| TBuf::new(2 * n as u64, &dt)).collect();
+        for (r, s) in send.iter_mut().enumerate() {
+            s.set(&(0..2 * n).map(|i| (r * 100 + i) as u64).collect::<Vec<_>>());
+        }
+        let blocks = |t: &mut TBuf| -> Vec<UserBuf> { (0..n as u64).map(|j| t.items(2 * j, 2)).collect() };
+        let sb: Vec<Vec<UserBuf>> = send.iter_mut().map(blocks).collect();
+        let rb: Vec<Vec<UserBuf>> = recv.iter_mut().map(blocks).collect();
+        let errs = sim::run(n, 3, |r| {
+            let h = Host { op: HostOp { area: areas[r].clone(), op: 0 }, slot: 512 };
+            alltoall(sim::view(r, n), 1, &h, &sb[r], &rb[r], 16)
+        });
+        assert!(errs.iter().all(|e| e.is_none()));
+        for (r, t) in recv.iter_mut().enumerate() {
+            let want: Vec<u64> = (0..n).flat_map(|m| [(m * 100 + 2 * r) as u64, (m * 100 + 2 * r + 1) as u64]).collect();
+            assert_eq!(t.get(), want, "alltoall at {r}");
+        }
+        let mut mine: Vec<TBuf> = (0..n).map(|_| TBuf::new(1, &dt)).collect();
+        for (r, m) in mine.iter_mut().enumerate() {
+            m.set(&[r as u64 + 7]);
+        }
+        let mb: Vec<UserBuf> = mine.iter_mut().map(|m| m.ub()).collect();
+        let mut all: Vec<TBuf> = (0..n).map(|_| TBuf::new(n as u64, &dt)).collect();
+        let ab: Vec<Vec<UserBuf>> = all.iter_mut().map(|t| (0..n as u64).map(|j| t.items(j, 1)).collect()).collect();
+        let errs = sim::run(n, 4, |r| {
+            let h = Host { op: HostOp { area: areas[r].clone(), op: 1 }, slot: 512 };
+            allgather(sim::view(r, n), 1, &h, Some(mb[r].clone()), &ab[r])
+        });
+        assert!(errs.iter().all(|e| e.is_none()));
+        for t in all.iter_mut() {
+            assert_eq!(t.get(), (0..n).map(|r| r as u64 + 7).collect::<Vec<_>>());
+        }
+        let mut b: Vec<TBuf> = (0..n).map(|_| TBuf::new(3, &dt)).collect();
+        b[2].set(&[9, 8, 7]);
+        let bb: Vec<UserBuf> = b.iter_mut().map(|t| t.ub()).collect();
+        let errs = sim::run(n, 5, |r| {
+            let h = Host { op: HostOp { area: areas[r].clone(), op: 2 }, slot: 512 };
+            bcast(sim::view(r, n), 1, &h, bb[r].clone(), 2)
+        });
+        assert!(errs.iter().all(|e| e.is_none()));
+        for t in b.iter_mut() {
+            assert_eq!(t.get(), vec![9, 8, 7]);
+        }
+    }
+}
