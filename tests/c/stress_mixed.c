@@ -52,7 +52,10 @@ int main(int argc, char **argv)
                 m->dst = (int)tu_rng_below(&rng, size);
             }
             m->any_source = tu_rng_below(&rng, 4) == 0;
-            m->tag = m->any_source ? 1000 + i : (int)tu_rng_below(&rng, 4);
+            /* Rounds are not separated by a barrier: a rank may send the
+             * next round's messages while a wildcard receive of this round
+             * is still posted, so wildcard tags are unique across rounds. */
+            m->tag = m->any_source ? 1000 + round * nmsg + i : (int)tu_rng_below(&rng, 4);
             uint32_t kind = tu_rng_below(&rng, 10);
             m->size = kind < 6 ? (int)tu_rng_below(&rng, 64) : kind < 9 ? (int)tu_rng_below(&rng, 16384) : (int)tu_rng_below(&rng, 262144);
             m->mode = tu_rng_below(&rng, 5) == 0;
