@@ -32,7 +32,7 @@
 //! binding of `MPI_X`; with a `coll` binding, `MPI_IX` and `MPI_X_init` (and
 //! their `_c` forms) take it in their nonblocking and persistent forms.
 
-use crate::{rust_ident, rust_ret, rust_type, Function, Status};
+use crate::{rust_ident, rust_params, rust_ret, Function, Status};
 use std::fmt::Write;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,12 +172,7 @@ pub fn rust_shell(funcs: &[Function]) -> Result<String, String> {
     for (f, r) in funcs.iter().zip(resolve(funcs)) {
         let Some(r) = r else { continue };
         let body = body(f, &r).map_err(|e| format!("{}: {e}", f.name))?;
-        let params: Vec<String> = f
-            .params
-            .iter()
-            .map(|p| Ok(format!("{}: {}", rust_ident(&p.name), rust_type(&p.c_type)?)))
-            .collect::<Result<_, String>>()
-            .map_err(|e| format!("{}: {e}", f.name))?;
+        let params = rust_params(f)?;
         let ret = rust_ret(&f.ret).map_err(|e| format!("{}: {e}", f.name))?;
         let _ = writeln!(out, "#[no_mangle]\npub unsafe extern \"C\" fn P{}({}){ret} {{\n    {body}\n}}", f.name, params.join(", "));
     }
