@@ -8,6 +8,7 @@ pub mod pacing;
 pub mod request;
 pub mod sched;
 pub mod slab;
+pub mod topo;
 
 #[cfg(test)]
 mod sim;

@@ -24,13 +24,7 @@ impl Group {
     }
 }
 
-/// Cartesian, graph or distributed-graph topology attached to a communicator.
-#[derive(Clone, Debug)]
-pub enum Topo {
-    Cart { dims: Vec<i32>, periods: Vec<bool> },
-    Graph { index: Vec<i32>, edges: Vec<i32> },
-    DistGraph { sources: Vec<i32>, sourceweights: Option<Vec<i32>>, dests: Vec<i32>, destweights: Option<Vec<i32>> },
-}
+pub use gridmpi_engine::topo::Topo;
 
 /// The attributes of an object, in the order they were first set: they are
 /// deleted last-set first (MPI 4.1, 11.2.4, for MPI_COMM_SELF at

@@ -1,0 +1,131 @@
+//! Process topologies (MPI 4.1 chapter 8) as data and arithmetic: which
+//! rank sits at which Cartesian coordinates, who a process's neighbours
+//! are, how to split a number of processes into a balanced grid. The shell
+//! attaches a [`Topo`] to a communicator; the neighbourhood collectives
+//! take their neighbour lists from here.
+
+/// Cartesian, graph or distributed-graph topology attached to a communicator.
+#[derive(Clone, Debug)]
+pub enum Topo {
+    Cart { dims: Vec<i32>, periods: Vec<bool> },
+    Graph { index: Vec<i32>, edges: Vec<i32> },
+    DistGraph { sources: Vec<i32>, sourceweights: Option<Vec<i32>>, dests: Vec<i32>, destweights: Option<Vec<i32>> },
+}
+
+impl Topo {
+    /// Coordinates of `rank` in a Cartesian grid (row-major: the last
+    /// dimension varies fastest).
+    pub fn coords_of(dims: &[i32], rank: i32) -> Vec<i32> {
+        let mut c = vec![0; dims.len()];
+        let mut r = rank;
+        for i in (0..dims.len()).rev() {
+            c[i] = r % dims[i];
+            r /= dims[i];
+        }
+        c
+    }
+
+    /// The rank at `coords`, wrapping periodic dimensions; None when a
+    /// coordinate is off a non-periodic dimension.
+    pub fn rank_at(dims: &[i32], periods: &[bool], coords: &[i32]) -> Option<i32> {
+        let mut r = 0i32;
+        for i in 0..dims.len() {
+            let mut c = coords[i];
+            if periods[i] {
+                c = c.rem_euclid(dims[i]);
+            } else if !(0..dims[i]).contains(&c) {
+                return None;
+            }
+            r = r * dims[i] + c;
+        }
+        Some(r)
+    }
+
+    /// (source, destination) of a shift by `disp` along `dim` from `rank`;
+    /// None off a non-periodic edge (MPI_PROC_NULL to the caller).
+    pub fn shift(dims: &[i32], periods: &[bool], rank: i32, dim: usize, disp: i32) -> (Option<i32>, Option<i32>) {
+        let c = Topo::coords_of(dims, rank);
+        let at = |d: i32| {
+            let mut cc = c.clone();
+            cc[dim] += d;
+            Topo::rank_at(dims, periods, &cc)
+        };
+        (at(-disp), at(disp))
+    }
+}
+
+/// The neighbours of `rank` in a graph topology (MPI_Graph_create's
+/// `index` and `edges`).
+pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i32] {
+    let r = rank as usize;
+    let lo = if r == 0 { 0 } else { index[r - 1] as usize };
+    &edges[lo..index[r] as usize]
+}
+
+/// `n` as a product of `free` factors as close to each other as possible,
+/// in non-increasing order: of all such factorizations, the one whose
+/// largest factor is smallest, then whose second is smallest, and so on
+/// (72 in 2 is 9 x 8, not 12 x 6; 72 in 3 is 6 x 4 x 3, not 6 x 6 x 2).
+pub fn balanced_dims(n: i32, free: usize) -> Vec<i32> {
+    /// The best factorization of `n` into `k` factors none above `cap`,
+    /// the factors taken from `divisors` (ascending).
+    fn best(divisors: &[i64], n: i64, k: usize, cap: i64) -> Option<Vec<i32>> {
+        if k == 1 {
+            return (n <= cap).then(|| vec![n as i32]);
+        }
+        // The largest factor f has f^k >= n; the smallest such is best.
+        for &f in divisors.iter().filter(|&&f| f <= cap && n % f == 0 && f.saturating_pow(k as u32) >= n) {
+            if let Some(mut rest) = best(divisors, n / f, k - 1, f) {
+                rest.insert(0, f as i32);
+                return Some(rest);
+            }
+        }
+        None
+    }
+    if free == 0 {
+        return Vec::new();
+    }
+    let n = n as i64;
+    let mut divisors: Vec<i64> = (1..).take_while(|d| d * d <= n).filter(|d| n % d == 0).flat_map(|d| [d, n / d]).collect();
+    divisors.sort_unstable();
+    divisors.dedup();
+    best(&divisors, n, free, n).expect("n itself and ones always factor n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_are_balanced() {
+        assert_eq!(balanced_dims(12, 2), vec![4, 3]);
+        assert_eq!(balanced_dims(16, 3), vec![4, 2, 2]);
+        assert_eq!(balanced_dims(7, 2), vec![7, 1]);
+        assert_eq!(balanced_dims(36, 2), vec![6, 6]);
+        assert_eq!(balanced_dims(1, 3), vec![1, 1, 1]);
+        assert_eq!(balanced_dims(72, 2), vec![9, 8]);
+        assert_eq!(balanced_dims(72, 3), vec![6, 4, 3]);
+        assert_eq!(balanced_dims(2 * 1_000_003, 2), vec![1_000_003, 2]);
+        assert_eq!(balanced_dims(64, 6), vec![2, 2, 2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn cartesian_coordinates_round_trip() {
+        let dims = [3, 4, 2];
+        let periods = [true, false, true];
+        for r in 0..24 {
+            let c = Topo::coords_of(&dims, r);
+            assert_eq!(Topo::rank_at(&dims, &periods, &c), Some(r));
+        }
+        assert_eq!(Topo::shift(&dims, &periods, 0, 1, 1), (None, Some(2)));
+        assert_eq!(Topo::shift(&dims, &periods, 0, 0, 1), (Some(16), Some(8)));
+    }
+
+    #[test]
+    fn graph_neighbors_come_from_index_and_edges() {
+        // 0: {1, 2}, 1: {0}, 2: {0}
+        let (index, edges) = ([2, 3, 4], [1, 2, 0, 0]);
+        assert_eq!(graph_neighbors(&index, &edges, 0), &[1, 2]);
+        assert_eq!(graph_neighbors(&index, &edges, 2), &[0]);
+    }
+}
