@@ -46,6 +46,8 @@ pub struct Runtime {
     pub copy_inline: bool,
     /// Signs of work a blocked call spins on (see state::wait).
     pub arrivals: gridmpi_transport::progress::Arrivals,
+    /// The job's tag (names its shared-memory files).
+    pub job_tag: u64,
 }
 
 impl Runtime {
@@ -132,7 +134,7 @@ impl Runtime {
         let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, job_tag })
     }
 
     /// Ranks on this host, in order (for MPI_COMM_TYPE_SHARED).
