@@ -13,6 +13,10 @@
 //! then the members' segments back to back in rank order (so the memory is
 //! contiguous across ranks, as the standard's default asks). The file is
 //! created by whoever maps first and unlinked by the last to map it.
+//! `MPI_Win_allocate` does the same when all members are on this host (and
+//! shared memory is not turned off), so the engine's puts and gets to them
+//! are loads and stores; MPI_Win_shared_query still reports no shared
+//! memory for it, as its flavor promises none.
 
 use super::*;
 use crate::objects::*;
@@ -130,6 +134,17 @@ fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
     Ok(Made { base: direct[me] as *mut c_void, memory: WinMemory::Shared(map), direct: Some(direct) })
 }
 
+/// Whether MPI_Win_allocate may take shared memory on `comm`: more than
+/// one member, all on this host, and shared memory not turned off
+/// (GRIDMPI_TRANSPORT=tcp keeps every byte between processes on TCP).
+fn allocate_shared_ok(comm: MPI_Comm) -> R<bool> {
+    state::with(|st| {
+        let c = st.comm(comm)?;
+        let local = st.rt.local_pids();
+        Ok(c.size() > 1 && c.group.pids.iter().all(|p| local.contains(p)) && st.rt.config.text("GRIDMPI_TRANSPORT") != "tcp")
+    })
+}
+
 fn info_pairs(info: MPI_Info) -> R<Vec<(String, String)>> {
     super::info::info_entries_or_empty(info)
 }
@@ -150,6 +165,9 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
     let made = match flavor {
         Flavor::Create => Made { base: user_base, memory: WinMemory::User, direct: None },
         Flavor::Dynamic => Made { base: std::ptr::null_mut(), memory: WinMemory::User, direct: None },
+        // Members all on this host (each member sees the same answer): the
+        // memory is shared, so puts and gets are loads and stores.
+        Flavor::Allocate if allocate_shared_ok(comm)? => map_shared(comm, ctx, size as u64)?,
         Flavor::Allocate => {
             let layout = std::alloc::Layout::from_size_align((size as usize).max(1), ALLOC_ALIGN)
                 .map_err(|_| err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")))?;
