@@ -145,9 +145,12 @@ impl Engine {
         if let (Some(base), Gate::Open, OpKind::Put | OpKind::Get) = (direct, gate, c.kind) {
             // Shared memory: a store or a load, like the program's own.
             let mem = buf_at(base + offset, t.count, &t.dt);
+            // SAFETY: the window memory was checked to hold the items; the
+            // caller's buffer is valid in the call. They cannot overlap in a
+            // correct program (that would be a conflicting access).
             match c.kind {
-                OpKind::Put => unsafe { mem.write_packed(0, &packed(c.origin.unwrap(), 0, len)) },
-                _ => unsafe { c.result.unwrap().write_packed(0, &packed(&mem, 0, len)) },
+                OpKind::Put => unsafe { mem.copy_from(c.origin.unwrap()) },
+                _ => unsafe { c.result.unwrap().copy_from(&mem) },
             };
             return Ok(done(self));
         }

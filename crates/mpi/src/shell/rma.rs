@@ -64,6 +64,9 @@ fn issue(
                 return Ok(request.map(|_| st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_SELF })));
             }
             let r = f(st, id)?;
+            // Frames go out now, and what came in is applied: a program
+            // that spins on RMA calls (loads and stores included) must let
+            // the operations others aim at it progress.
             st.progress()?;
             Ok(r.map(|r| st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Send, comm: MPI_COMM_SELF })))
         })?;
@@ -323,14 +326,21 @@ pub unsafe extern "C" fn PMPI_Compare_and_swap(
 /// reported) are returned.
 fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R<Option<ReqId>>) -> c_int {
     api(name, Target::Win(win), || {
+        let mut failed = None;
         let r = state::with(|st| {
             let id = st.win(win)?.id;
             let r = f(st, id)?;
             st.progress()?;
+            // A call with nothing to wait for (a flush of loads and
+            // stores) is over at once.
+            if let Some(q) = r.filter(|&q| st.rt.engine.is_complete(q)) {
+                failed = st.rt.engine.rma_take_error(q);
+                st.rt.engine.take(q);
+                return Ok(None);
+            }
             Ok(r)
         })?;
-        let Some(r) = r else { return Ok(()) };
-        let mut failed = None;
+        let Some(r) = r else { return failed.map_or(Ok(()), |e| Err(rma_err(e))) };
         state::wait_until(|st| {
             if !st.rt.engine.is_complete(r) {
                 return Ok(false);
