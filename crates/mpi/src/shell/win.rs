@@ -153,14 +153,13 @@ fn info_pairs(info: MPI_Info) -> R<Vec<(String, String)>> {
 fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, disp_unit: i64, info: MPI_Info) -> R<(MPI_Win, *mut c_void)> {
     check_size_disp(size, disp_unit)?;
     let hints = info_pairs(info)?;
-    let (rank, group, errh) = state::with(|st| {
+    let (rank, group) = state::with(|st| {
         let c = st.comm(comm)?;
         if c.is_inter() {
             return Err(err(MPI_ERR_COMM, "windows are made on intracommunicators only"));
         }
-        Ok((c.rank, c.group.clone(), c.errh))
+        Ok((c.rank, c.group.clone()))
     })?;
-    let _ = errh;
     let ctx = super::comm::agree_ctx(comm, 1)?;
     let made = match flavor {
         Flavor::Create => Made { base: user_base, memory: WinMemory::User, direct: None },
