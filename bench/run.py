@@ -30,6 +30,8 @@ What runs (see the header comment of each program for the method):
   coll     barrier, bcast, allreduce, alltoall, 8 B to 1 MiB, 2 and 8 ranks
   oversub  8 ranks on this machine's cores: token ring, p2p barrier,
            MPI_Barrier, halo exchange with compute (and the compute alone)
+  rma      2 ranks, one-sided: put/get latency and bandwidth, accumulate
+           rate, fetch-and-op, lock/put/unlock (rma.c), shared memory and TCP
 
 Nothing here is a test: nothing asserts on time. A wrong result makes the
 program print ERROR and exit non-zero; the cell then says FAIL, and the
@@ -52,7 +54,7 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 BUILD_DIR = os.path.join(BENCH_DIR, "build")
-PROGRAMS = ["p2p", "coll", "oversub"]
+PROGRAMS = ["p2p", "coll", "oversub", "rma"]
 IMPL_ORDER = ["gridmpi", "mpich", "openmpi"]
 IMPL_NAME = {"gridmpi": "GridMPI", "mpich": "MPICH", "openmpi": "Open MPI"}
 
@@ -498,8 +500,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short smoke run: fewer, shorter repetitions")
-    ap.add_argument("--only", default="p2p,coll,oversub",
-                    help="comma list of p2p, coll, oversub (default: all)")
+    ap.add_argument("--only", default="p2p,coll,oversub,rma",
+                    help="comma list of p2p, coll, oversub, rma (default: all)")
     ap.add_argument("--impls", default=",".join(IMPL_ORDER), help="comma list of gridmpi, mpich, openmpi")
     ap.add_argument("--out", help="markdown file to write (default: see above)")
     ap.add_argument("--mpich-prefix", default=os.environ.get("BENCH_MPICH_PREFIX", "/opt/peers/mpich"))
@@ -519,13 +521,13 @@ def main():
     parts = [p for p in args.only.split(",") if p]
     impls = [i for i in args.impls.split(",") if i]
     for p in parts:
-        if p not in ("p2p", "coll", "oversub"):
+        if p not in PROGRAMS:
             ap.error("--only: unknown part %r" % p)
     for i in impls:
         if i not in IMPL_ORDER:
             ap.error("--impls: unknown MPI %r" % i)
     impls = [i for i in IMPL_ORDER if i in impls]
-    full = not args.quick and set(parts) == {"p2p", "coll", "oversub"} and len(impls) == 3
+    full = not args.quick and set(parts) == set(PROGRAMS) and len(impls) == 3
     out_md = args.out or (os.path.join(BENCH_DIR, "RESULTS.md") if full
                           else os.path.join(BUILD_DIR, "RESULTS-partial.md"))
     out_raw = re.sub(r"\.md$", "", out_md) + "-raw.log"
@@ -537,6 +539,7 @@ def main():
         "p2p": ["--reps", "3", "--rep-ms", "3"] if q else ["--reps", "11", "--rep-ms", "30"],
         "coll": ["--reps", "3", "--rep-ms", "4", "--max-size", "128k"] if q else ["--reps", "7", "--rep-ms", "30"],
         "oversub": ["--reps", "3", "--rep-ms", "30"] if q else ["--reps", "7", "--rep-ms", "150"],
+        "rma": ["--reps", "3", "--rep-ms", "3", "--max-size", "64k"] if q else ["--reps", "7", "--rep-ms", "30"],
     }
     ncores = os.cpu_count() or 1
     oversub_ranks = max(8, 4 * ncores)
@@ -547,6 +550,8 @@ def main():
         jobs += [(("coll", "shm", 2), 2, "shm", "coll"), (("coll", "shm", 8), 8, "shm", "coll")]
     if "oversub" in parts:
         jobs += [(("oversub", "shm", oversub_ranks), oversub_ranks, "shm", "oversub")]
+    if "rma" in parts:
+        jobs += [(("rma", "shm", 2), 2, "shm", "rma"), (("rma", "tcp", 2), 2, "tcp", "rma")]
 
     objs = {k: Impl(k, args) for k in impls}
     os.makedirs(BUILD_DIR, exist_ok=True)
@@ -699,6 +704,25 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
                 w("\n### %s\n\n" % title)
                 sizes = sizes_of(sec, b) or [8]
                 w(table(sec, impls, b, sizes, "us", False))
+            w("\n")
+        elif prog == "rma":
+            label = "shared memory (each MPI's default on one host)" if mode == "shm" else "TCP over loopback, forced"
+            w("## One-sided, 2 ranks on one host, %s\n\n" % label)
+            w("Rank 0 the origin, rank 1 the target (waiting inside MPI), an MPI_Win_allocate window, a "
+              "lock_all epoch (see bench/rma.c).\n\n")
+            w("### MPI_Put + MPI_Win_flush (us, lower is better)\n\n")
+            w(table(sec, impls, "put_lat", sizes_of(sec, "put_lat"), "us", False))
+            w("\n### MPI_Get + MPI_Win_flush (us, lower is better)\n\n")
+            w(table(sec, impls, "get_lat", sizes_of(sec, "get_lat"), "us", False))
+            w("\n### Put bandwidth, a window of puts then a flush (MB/s, higher is better)\n\n")
+            w(table(sec, impls, "put_bw", sizes_of(sec, "put_bw"), "MB/s", True))
+            w("\n### Get bandwidth (MB/s, higher is better)\n\n")
+            w(table(sec, impls, "get_bw", sizes_of(sec, "get_bw"), "MB/s", True))
+            w("\n### Atomics and passive-target epochs (us per operation, lower is better)\n\n")
+            for b, title in (("acc_rate", "MPI_Accumulate of a double, a flush every 64"),
+                             ("fop_lat", "MPI_Fetch_and_op + flush"),
+                             ("lock_put_unlock", "lock (exclusive), 8-byte put, unlock")):
+                w(table(sec, impls, b, [8], "us", False, size_col="", label=lambda s, t=title: t))
             w("\n")
         else:
             w("## Oversubscribed: %d ranks on %d CPUs\n\n" % (nranks, info["nproc"]))

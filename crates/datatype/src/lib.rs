@@ -45,6 +45,7 @@ mod fortran;
 mod layout;
 mod pack;
 mod signature;
+mod typewire;
 mod userbuf;
 #[cfg(test)]
 mod tests;
@@ -57,4 +58,5 @@ pub use error::{ArgName, ErrorClass, TypeError};
 pub use external32::{external32_size, pack_external32, unpack_external32};
 pub use fortran::{f90_complex_type, f90_integer_type, f90_real_type, match_size, MatchClass};
 pub use pack::{copy, pack, unpack};
+pub use typewire::{decode_typemap, TypemapError, MAX_TYPE_DEPTH};
 pub use userbuf::UserBuf;

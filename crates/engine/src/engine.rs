@@ -108,6 +108,8 @@ pub struct Engine {
     /// When set, the requests of schedules that finished are recorded here
     /// (for the trace's collective markers).
     pub finished_schedules: Option<Vec<ReqId>>,
+    /// One-sided communication: windows and pending synchronization.
+    pub(crate) rma: crate::rma::Rma,
 }
 
 impl Engine {
@@ -125,6 +127,7 @@ impl Engine {
             executor: Default::default(),
             schedule_errors: Vec::new(),
             finished_schedules: None,
+            rma: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod engine;
 pub mod p2p;
 pub mod pacing;
 pub mod request;
+pub mod rma;
 pub mod sched;
 pub mod slab;
 pub mod topo;

@@ -457,6 +457,47 @@ pub enum SendMode {
     Buffered,
 }
 
+/// A window: the engine's window, and what the C API shows of it.
+pub struct WinEntry {
+    pub id: gridmpi_engine::rma::WinId,
+    /// The group of the communicator it was created on.
+    pub group: Arc<Group>,
+    pub flavor: gridmpi_engine::rma::Flavor,
+    pub name: String,
+    pub errh: MPI_Errhandler,
+    pub attrs: Attrs,
+    /// Hints set by the program (MPI_Win_create's info, MPI_Win_set_info).
+    pub info: Vec<(String, String)>,
+    /// What MPI_WIN_BASE, _SIZE, _DISP_UNIT, _CREATE_FLAVOR and _MODEL
+    /// point to (the attribute values are pointers, so they live here).
+    pub base: *mut c_void,
+    pub size: Box<MPI_Aint>,
+    pub disp_unit: Box<c_int>,
+    pub flavor_attr: Box<c_int>,
+    pub model: Box<c_int>,
+    /// Memory the library allocated for the window, freed with it.
+    pub memory: WinMemory,
+}
+
+pub enum WinMemory {
+    /// The program's (MPI_Win_create) or none (dynamic).
+    User,
+    /// MPI_Win_allocate: from the heap.
+    Heap { ptr: *mut u8, layout: std::alloc::Layout },
+    /// MPI_Win_allocate_shared: one mapping shared by the members.
+    Shared(gridmpi_transport::sys::SharedMap),
+}
+
+impl Drop for WinMemory {
+    fn drop(&mut self) {
+        if let WinMemory::Heap { ptr, layout } = *self {
+            // SAFETY: allocated with this layout by MPI_Win_allocate, and the
+            // window (its only user in the library) is gone.
+            unsafe { std::alloc::dealloc(ptr, layout) };
+        }
+    }
+}
+
 pub struct MsgEntry {
     pub msg: MsgId,
     /// The communicator it was probed on (errors of MPI_Mrecv go there).

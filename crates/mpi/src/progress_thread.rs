@@ -3,7 +3,7 @@
 //! Without it, communication moves only while some thread is inside an MPI
 //! call. With it, a thread of the library waits in the kernel for the
 //! transports and progresses whatever arrives, so a rendezvous transfer, a
-//! nonblocking collective or (later) a passive-target one-sided operation
+//! nonblocking collective or a passive-target one-sided operation aimed at us
 //! goes on while every application thread computes. It waits as any
 //! blocked call does (state.rs), without spinning: it is usually the thread
 //! sleeping on the fds, and application threads that block are woken by it

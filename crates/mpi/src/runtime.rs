@@ -49,6 +49,8 @@ pub struct Runtime {
     /// The prefix of this job's shared-memory names, when ranks of this
     /// host talk through shared memory (host collective areas use it).
     pub shm_prefix: Option<String>,
+    /// The job's tag (names its shared-memory files).
+    pub job_tag: u64,
 }
 
 /// The prefix of a job's shared-memory names.
@@ -141,7 +143,7 @@ impl Runtime {
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
         let shm_prefix = use_shm.then(|| shm_prefix(job_tag));
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, job_tag })
     }
 
     /// Whether `pid` runs on this host.

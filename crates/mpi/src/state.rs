@@ -75,6 +75,7 @@ pub struct State {
     pub keyvals: Table<Keyval>,
     pub reqs: Table<ReqEntry>,
     pub msgs: Table<MsgEntry>,
+    pub wins: Table<WinEntry>,
     pub errors: crate::errors::ErrorRegistry,
     /// Next context id this process proposes for a new communicator.
     pub next_ctx: u32,
@@ -324,6 +325,9 @@ pub fn wake_all(st: &mut State) {
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
     Comm(MPI_Comm),
+    /// A window: its error handler (MPI_ERRORS_ARE_FATAL by default); an
+    /// invalid window's errors go where NoComm's do.
+    Win(MPI_Win),
     /// No communicator is involved (or the one given is invalid): since
     /// MPI 4.0 such errors are raised on MPI_COMM_SELF.
     NoComm,
@@ -365,6 +369,7 @@ enum Handling {
     Return,
     Fatal,
     User(MPI_Comm_errhandler_function, MPI_Comm),
+    UserWin(MPI_Win_errhandler_function, MPI_Win),
 }
 
 /// Turn an error into a code and apply the error handler.
@@ -383,16 +388,24 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
         Some(c) => c,
         None => st.errors.code_for(e.class, message.clone()),
     };
+    let win = match target {
+        Target::Win(w) => st.wins.get(w).map(|e| (w, e.errh)),
+        _ => None,
+    };
     let comm = match target {
         Target::Comm(c) if st.comm(c).is_ok() => c,
         _ => MPI_COMM_SELF,
     };
-    let eh = st.comm(comm).map(|c| c.errh).unwrap_or(MPI_ERRORS_ARE_FATAL);
+    let eh = match win {
+        Some((_, eh)) => eh,
+        None => st.comm(comm).map(|c| c.errh).unwrap_or(MPI_ERRORS_ARE_FATAL),
+    };
     let handling = match eh {
         MPI_ERRORS_RETURN => Handling::Return,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => Handling::Fatal,
-        h => match st.errhs.get(h) {
-            Some(ErrhEntry { func: ErrhFunc::Comm(f), .. }) => Handling::User(*f, comm),
+        h => match (st.errhs.get(h), win) {
+            (Some(ErrhEntry { func: ErrhFunc::Comm(f), .. }), None) => Handling::User(*f, comm),
+            (Some(ErrhEntry { func: ErrhFunc::Win(f), .. }), Some((w, _))) => Handling::UserWin(*f, w),
             _ => Handling::Fatal,
         },
     };
@@ -409,6 +422,14 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut c, &mut code_v) };
+            code
+        }
+        Handling::UserWin(f, win) => {
+            drop(g);
+            let mut w = win;
+            let mut code_v = code;
+            // SAFETY: calling the user's handler as MPI specifies.
+            unsafe { f(&mut w, &mut code_v) };
             code
         }
     }
@@ -428,6 +449,7 @@ impl State {
                 Err(f) => self.fatal(&f.0),
             };
             let b = self.rt.engine.progress_schedules();
+            let b = self.rt.engine.progress_rma() | b;
             if !self.pairs.is_empty() {
                 self.progress_pairs();
             }

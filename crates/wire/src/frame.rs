@@ -52,6 +52,64 @@ pub enum Frame {
     SyncAck { sreq: u32 },
     /// Only returns eager credit.
     Credit,
+    /// A one-sided operation on window `win` of the receiver, at byte
+    /// `offset` of it (an address, for a dynamic window). The payload is an
+    /// [`crate::rma::OpDesc`] followed by the target datatype and the data.
+    /// With `reply`, the data asked for goes back in Data frames to the
+    /// sender's receive request `reply`.
+    RmaOp { win: u32, offset: u64, reply: Option<u32> },
+    /// One-sided synchronization on window `win` (locks, flushes, PSCW);
+    /// `arg` and `req` are the [`RmaSync`]'s to interpret.
+    RmaSync { win: u32, sync: RmaSync, arg: u64, req: u32 },
+}
+
+/// What an [`Frame::RmaSync`] says (in the header's tag field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RmaSync {
+    /// Origin to target: take a shared lock for me.
+    LockShared = 1,
+    /// Origin to target: take an exclusive lock for me.
+    LockExclusive = 2,
+    /// Target to origin: the lock asked for is yours.
+    LockGranted = 3,
+    /// Origin to target: release my lock once my operations before this
+    /// frame are done; answer `UnlockDone` with the same `arg`.
+    Unlock = 4,
+    /// Target to origin: unlocked; `req` operations since the last answer
+    /// failed (addressed memory outside the attached regions).
+    UnlockDone = 5,
+    /// Origin to target: answer `FlushDone` (with the same `arg`) once my
+    /// operations before this frame are done.
+    Flush = 6,
+    /// Target to origin: flushed; `req` failures as for `UnlockDone`.
+    FlushDone = 7,
+    /// Target to origin: my exposure epoch for you is open (MPI_Win_post).
+    Post = 8,
+    /// Origin to target: my access epoch to you is over (MPI_Win_complete).
+    Complete = 9,
+    /// Target to origin: the data of the get whose reply request is `req`
+    /// cannot come (the address is outside the attached regions).
+    GetFailed = 10,
+}
+
+impl RmaSync {
+    pub const ALL: [RmaSync; 10] = [
+        RmaSync::LockShared,
+        RmaSync::LockExclusive,
+        RmaSync::LockGranted,
+        RmaSync::Unlock,
+        RmaSync::UnlockDone,
+        RmaSync::Flush,
+        RmaSync::FlushDone,
+        RmaSync::Post,
+        RmaSync::Complete,
+        RmaSync::GetFailed,
+    ];
+
+    fn from_code(v: i32) -> Option<RmaSync> {
+        RmaSync::ALL.iter().copied().find(|s| *s as i32 == v)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,6 +122,8 @@ pub enum Kind {
     Fin = 5,
     SyncAck = 6,
     Credit = 7,
+    RmaOp = 8,
+    RmaSync = 9,
 }
 
 impl Kind {
@@ -76,6 +136,8 @@ impl Kind {
             5 => Kind::Fin,
             6 => Kind::SyncAck,
             7 => Kind::Credit,
+            8 => Kind::RmaOp,
+            9 => Kind::RmaSync,
             _ => return None,
         })
     }
@@ -83,7 +145,10 @@ impl Kind {
     pub fn urgency(self) -> Urgency {
         match self {
             Kind::Data => Urgency::Bulk,
-            Kind::Eager | Kind::Rts => Urgency::Message,
+            // One-sided operations and their synchronization keep their
+            // order among themselves and with messages: a flush, unlock or
+            // complete must not pass the operations it closes.
+            Kind::Eager | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
             Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit => Urgency::Control,
         }
     }
@@ -97,8 +162,9 @@ pub enum Urgency {
     /// Rendezvous payload (Data): belongs to an already matched message,
     /// so it has no order relative to other messages.
     Bulk,
-    /// Message envelopes (Eager, Rts): in order among themselves, which is
-    /// MPI's non-overtaking rule; they may pass bulk payload.
+    /// Message envelopes (Eager, Rts) and one-sided frames: in order among
+    /// themselves, which is MPI's non-overtaking rule; they may pass bulk
+    /// payload.
     Message,
     /// Protocol replies (Cts, Fin, SyncAck, Credit): about something
     /// already received, so any order is correct; they may pass anything.
@@ -110,6 +176,8 @@ pub mod flags {
     pub const SYNC: u8 = 1;
     /// Rts: payload carries the sender buffer's address for single-copy.
     pub const SINGLE_COPY: u8 = 2;
+    /// RmaOp: data goes back to the sender (the rreq field names where).
+    pub const REPLY: u8 = 4;
 }
 
 impl Frame {
@@ -122,6 +190,8 @@ impl Frame {
             Frame::Fin { .. } => Kind::Fin,
             Frame::SyncAck { .. } => Kind::SyncAck,
             Frame::Credit => Kind::Credit,
+            Frame::RmaOp { .. } => Kind::RmaOp,
+            Frame::RmaSync { .. } => Kind::RmaSync,
         }
     }
 
@@ -201,6 +271,20 @@ impl Header {
             }
             Frame::Fin { sreq } | Frame::SyncAck { sreq } => f.sreq = *sreq,
             Frame::Credit => {}
+            Frame::RmaOp { win, offset, reply } => {
+                f.ctx = *win;
+                f.len = *offset;
+                if let Some(r) = reply {
+                    f.flags = flags::REPLY;
+                    f.rreq = *r;
+                }
+            }
+            Frame::RmaSync { win, sync, arg, req } => {
+                f.ctx = *win;
+                f.tag = *sync as i32;
+                f.len = *arg;
+                f.rreq = *req;
+            }
         }
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind() as u8;
@@ -241,6 +325,7 @@ impl Header {
         let allowed_flags = match kind {
             Kind::Eager => flags::SYNC,
             Kind::Rts => flags::SINGLE_COPY,
+            Kind::RmaOp => flags::REPLY,
             _ => 0,
         };
         if f.flags & !allowed_flags != 0 {
@@ -307,6 +392,30 @@ impl Header {
                     }
                 }
             }
+            Kind::RmaOp => {
+                unused("src", f.src as u32 as u64)?;
+                unused("tag", f.tag as u32 as u64)?;
+                unused("sreq", f.sreq as u64)?;
+                if (payload_len as usize) < crate::rma::OP_DESC_LEN {
+                    return Err(bad_len());
+                }
+                let reply = if f.flags & flags::REPLY != 0 {
+                    Some(f.rreq)
+                } else {
+                    unused("rreq", f.rreq as u64)?;
+                    None
+                };
+                Frame::RmaOp { win: f.ctx, offset: f.len, reply }
+            }
+            Kind::RmaSync => {
+                unused("src", f.src as u32 as u64)?;
+                unused("sreq", f.sreq as u64)?;
+                if payload_len != 0 {
+                    return Err(bad_len());
+                }
+                let sync = RmaSync::from_code(f.tag).ok_or(FrameError::BadSync(f.tag))?;
+                Frame::RmaSync { win: f.ctx, sync, arg: f.len, req: f.rreq }
+            }
         };
         if let Frame::Eager { env, .. } | Frame::Rts { env, .. } = &frame {
             if env.tag < 0 {
@@ -329,6 +438,10 @@ pub enum FrameError {
     BadTag(i32),
     /// A field the frame's kind does not use is not zero.
     Unused { kind: Kind, field: &'static str },
+    /// An RmaSync frame with an unknown synchronization code.
+    BadSync(i32),
+    /// An RmaOp payload that is not a valid operation.
+    BadRmaOp(&'static str),
 }
 
 impl fmt::Display for FrameError {
@@ -343,6 +456,8 @@ impl fmt::Display for FrameError {
             }
             FrameError::BadTag(t) => write!(f, "negative tag {t} in a message frame"),
             FrameError::Unused { kind, field } => write!(f, "{kind:?} frame with a non-zero {field} field"),
+            FrameError::BadSync(c) => write!(f, "unknown one-sided synchronization code {c}"),
+            FrameError::BadRmaOp(why) => write!(f, "malformed one-sided operation: {why}"),
         }
     }
 }
@@ -368,6 +483,10 @@ mod tests {
             Header::new(Frame::Fin { sreq: 7 }, 0),
             Header::new(Frame::SyncAck { sreq: 8 }, 0),
             Header { frame: Frame::Credit, payload_len: 0, credit: 1 << 20 },
+            Header::new(Frame::RmaOp { win: 5, offset: 1 << 35, reply: Some(9) }, 40),
+            Header::new(Frame::RmaOp { win: 0, offset: 0, reply: None }, 32),
+            Header::new(Frame::RmaSync { win: 3, sync: RmaSync::FlushDone, arg: 17, req: 2 }, 0),
+            Header::new(Frame::RmaSync { win: 3, sync: RmaSync::GetFailed, arg: 0, req: 0 }, 0),
         ]
     }
 
@@ -409,7 +528,7 @@ mod tests {
                 *byte = x as u8;
             }
             // Mostly valid kinds and zero reserved bytes, so deeper checks run.
-            b[0] %= 9;
+            b[0] %= 11;
             b[2] = 0;
             b[3] = 0;
             if let Ok(h) = Header::decode(&b) {
@@ -446,5 +565,10 @@ mod tests {
         let mut b = Header::new(Frame::Credit, 0).encode();
         b[2] = 1;
         assert_eq!(Header::decode(&b), Err(FrameError::Reserved));
+        let mut b = Header::new(Frame::RmaSync { win: 1, sync: RmaSync::Post, arg: 0, req: 0 }, 0).encode();
+        b[20] = 77;
+        assert_eq!(Header::decode(&b), Err(FrameError::BadSync(77)));
+        let b = Header::new(Frame::RmaOp { win: 1, offset: 0, reply: None }, 8).encode();
+        assert!(matches!(Header::decode(&b), Err(FrameError::BadLength { .. })), "shorter than a descriptor");
     }
 }

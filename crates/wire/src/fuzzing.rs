@@ -69,6 +69,8 @@ fn valid(h: &Header) -> bool {
         Frame::Rts { env, single_copy, .. } => env.tag >= 0 && h.payload_len == if single_copy { 8 } else { 0 },
         Frame::Data { offset, .. } => h.payload_len > 0 && offset.checked_add(h.payload_len as u64).is_some(),
         Frame::Cts { .. } | Frame::Fin { .. } | Frame::SyncAck { .. } | Frame::Credit => h.payload_len == 0,
+        Frame::RmaOp { .. } => h.payload_len as usize >= crate::rma::OP_DESC_LEN,
+        Frame::RmaSync { .. } => h.payload_len == 0,
     }
 }
 

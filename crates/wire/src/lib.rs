@@ -5,6 +5,8 @@
 //! - [`frame`]: the 40-byte frame header as a typed [`Frame`], decoded once
 //!   and checked field by field; a malformed header is a [`FrameError`],
 //!   never a panic.
+//! - [`rma`]: the descriptor at the start of a one-sided operation's
+//!   payload, checked against the payload's length.
 //! - [`transmit`]: a frame to send with its payload ([`Transmit`]), which a
 //!   transport gathers from user memory without copying it first.
 //! - [`PACED_UNSENT`]: how long a paced connection may hold unsent data, the
@@ -18,9 +20,10 @@
 pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod rma;
 pub mod transmit;
 
-pub use frame::{flags, Envelope, Frame, FrameError, Header, Kind, Urgency, HEADER_LEN, MAX_PAYLOAD};
+pub use frame::{flags, Envelope, Frame, FrameError, Header, Kind, RmaSync, Urgency, HEADER_LEN, MAX_PAYLOAD};
 pub use transmit::{Payload, SentToken, Transmit};
 
 /// The protocol's version (frames and the TCP handshake): a peer speaking

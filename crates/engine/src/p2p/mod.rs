@@ -129,6 +129,7 @@ impl Engine {
             Frame::Data { rreq, offset } => self.data_arrived(from, rreq, offset, payload),
             Frame::Fin { sreq } => self.fin_arrived(from, sreq),
             Frame::SyncAck { sreq } => self.sync_ack_arrived(from, sreq),
+            Frame::RmaOp { .. } | Frame::RmaSync { .. } => self.rma_frame(from, h, payload),
         }
     }
 }

@@ -10,6 +10,12 @@ use crate::state::{self, api, Target};
 pub type AttrCopies = Vec<(c_int, Option<MPI_Comm_copy_attr_function>, *mut c_void, *mut c_void)>;
 
 const PREDEFINED_COMM_KEYS: [c_int; 7] = [MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL, MPI_UNIVERSE_SIZE, MPI_LASTUSEDCODE, MPI_APPNUM];
+const PREDEFINED_WIN_KEYS: [c_int; 5] = [MPI_WIN_BASE, MPI_WIN_SIZE, MPI_WIN_DISP_UNIT, MPI_WIN_CREATE_FLAVOR, MPI_WIN_MODEL];
+
+/// Whether `k` is a predefined attribute key (of any object).
+fn predefined_key(k: c_int) -> bool {
+    PREDEFINED_COMM_KEYS.contains(&k) || PREDEFINED_WIN_KEYS.contains(&k)
+}
 
 impl State {
     fn keyval(&self, k: c_int, kind: KeyvalKind) -> R<&Keyval> {
@@ -25,6 +31,15 @@ impl State {
             return Ok(self.predef.attrs.entry(h).or_default());
         }
         self.types.get_mut(h).map(|t| &mut t.attrs).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}")))
+    }
+
+    /// The attributes of object `obj` of `kind`.
+    fn attrs_mut(&mut self, kind: KeyvalKind, obj: c_int) -> R<&mut Attrs> {
+        match kind {
+            KeyvalKind::Comm => Ok(&mut self.comm_mut(obj)?.attrs),
+            KeyvalKind::Type => self.type_attrs_mut(obj),
+            KeyvalKind::Win => Ok(&mut self.win_mut(obj)?.attrs),
+        }
     }
 
     fn keyval_use(&mut self, k: c_int, delta: i32) {
@@ -149,11 +164,24 @@ pub(crate) fn create_keyval(kind: KeyvalKind, copy: Option<MPI_Comm_copy_attr_fu
     Ok(())
 }
 
+/// Run the delete callback of keyval `k` for the value `v` just removed
+/// from object `obj`, and drop the attribute's use of the keyval.
+pub(crate) fn run_delete(obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
+    let kv = state::with(|st| Ok(st.keyvals.get(k).map(|kv| (kv.delete, kv.extra))))?;
+    if let Some((del, extra)) = kv {
+        call_delete(obj, k, v, del, extra)?;
+    }
+    state::with(|st| {
+        st.keyval_use(k, -1);
+        Ok(())
+    })
+}
+
 pub(crate) fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
     check_ptr(keyval, "keyval")?;
     // SAFETY: checked non-null.
     let k = unsafe { *keyval };
-    if PREDEFINED_COMM_KEYS.contains(&k) {
+    if predefined_key(k) {
         return Err(err(MPI_ERR_KEYVAL, "predefined keyvals cannot be freed"));
     }
     state::with(|st| {
@@ -171,26 +199,20 @@ pub(crate) fn free_keyval(kind: KeyvalKind, keyval: *mut c_int) -> R<()> {
 
 /// Set an attribute, deleting the previous value first.
 pub(crate) fn set_attr(kind: KeyvalKind, obj: c_int, k: c_int, v: *mut c_void) -> R<()> {
-    if PREDEFINED_COMM_KEYS.contains(&k) {
+    if predefined_key(k) {
         return Err(err(MPI_ERR_KEYVAL, "predefined attributes cannot be set"));
     }
     let old = state::with(|st| {
         let kv = st.keyval(k, kind)?;
         let (del, extra) = (kv.delete, kv.extra);
-        let attrs = match kind {
-            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
-            _ => st.type_attrs_mut(obj)?,
-        };
+        let attrs = st.attrs_mut(kind, obj)?;
         Ok(attrs.get(&k).copied().map(|old| (old, del, extra)))
     })?;
     if let Some((ov, del, extra)) = old {
         call_delete(obj, k, ov, del, extra)?;
     }
     state::with(|st| {
-        let attrs = match kind {
-            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
-            _ => st.type_attrs_mut(obj)?,
-        };
+        let attrs = st.attrs_mut(kind, obj)?;
         let fresh = attrs.insert(k, v).is_none();
         if fresh {
             st.keyval_use(k, 1);
@@ -220,11 +242,23 @@ pub(crate) fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void,
                 return Ok(Some(&mut st.attr_storage[i] as *mut c_int as *mut c_void));
             }
         }
+        if kind == KeyvalKind::Win {
+            let w = st.win_mut(obj)?;
+            // The base is the value itself; the others point to it.
+            let v = match k {
+                MPI_WIN_BASE => Some(w.base),
+                MPI_WIN_SIZE => Some(&mut *w.size as *mut MPI_Aint as *mut c_void),
+                MPI_WIN_DISP_UNIT => Some(&mut *w.disp_unit as *mut c_int as *mut c_void),
+                MPI_WIN_CREATE_FLAVOR => Some(&mut *w.flavor_attr as *mut c_int as *mut c_void),
+                MPI_WIN_MODEL => Some(&mut *w.model as *mut c_int as *mut c_void),
+                _ => None,
+            };
+            if v.is_some() {
+                return Ok(v);
+            }
+        }
         st.keyval(k, kind)?;
-        let attrs = match kind {
-            KeyvalKind::Comm => &st.comm(obj)?.attrs,
-            _ => st.type_attrs_mut(obj)?,
-        };
+        let attrs = st.attrs_mut(kind, obj)?;
         Ok(attrs.get(&k).copied())
     })?;
     // SAFETY: checked non-null; attribute_val is a void** in C.
@@ -244,10 +278,7 @@ pub(crate) fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
     let old = state::with(|st| {
         let kv = st.keyval(k, kind)?;
         let (del, extra) = (kv.delete, kv.extra);
-        let attrs = match kind {
-            KeyvalKind::Comm => &mut st.comm_mut(obj)?.attrs,
-            _ => st.type_attrs_mut(obj)?,
-        };
+        let attrs = st.attrs_mut(kind, obj)?;
         let v = attrs.remove(&k).ok_or_else(|| err(MPI_ERR_KEYVAL, format!("no attribute is set for keyval {k:#x}")))?;
         Ok((v, del, extra))
     })?;

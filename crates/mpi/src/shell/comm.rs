@@ -58,7 +58,7 @@ fn allreduce_max(view: CommView, tag: i32, v: &mut [u32]) -> R<()> {
 }
 
 /// Allgather of equal-length i32 vectors over the view.
-fn allgather(view: CommView, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
+pub(crate) fn allgather(view: CommView, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
     let n = mine.len();
     let size = view.size as usize;
     let mut all = vec![0i32; n * size];

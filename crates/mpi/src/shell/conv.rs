@@ -14,6 +14,7 @@ macro_rules! same_value {
 
 same_value! {
     PMPI_Comm_c2f, PMPI_Comm_f2c, MPI_Comm;
+    PMPI_Win_c2f, PMPI_Win_f2c, MPI_Win;
     PMPI_Errhandler_c2f, PMPI_Errhandler_f2c, MPI_Errhandler;
     PMPI_Group_c2f, PMPI_Group_f2c, MPI_Group;
     PMPI_Info_c2f, PMPI_Info_f2c, MPI_Info;

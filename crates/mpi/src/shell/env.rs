@@ -47,6 +47,7 @@ fn init(required: c_int) -> R<c_int> {
         keyvals: Table::new(Kind::Keyval),
         reqs: Table::new(Kind::Request),
         msgs: Table::new(Kind::Request),
+        wins: Table::new(Kind::Win),
         errors: Default::default(),
         next_ctx: 4,
         bsend: None,

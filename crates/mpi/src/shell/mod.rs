@@ -20,7 +20,9 @@ pub mod op;
 pub mod p2p;
 pub mod pack;
 pub mod req;
+pub mod rma;
 pub mod topo;
+pub mod win;
 
 /// The `PMPI_X` functions that only pass arguments on, generated from the
 /// bindings in abi/functions.txt (see crates/abi/src/shell.rs).
@@ -28,6 +30,7 @@ mod generated {
     #![allow(clippy::useless_conversion, clippy::too_many_arguments, clippy::unit_arg)]
     use super::*;
     use crate::objects::{BufOwner, KeyvalKind, SendMode};
+    use gridmpi_engine::rma::Flavor;
     use crate::state::{self, api, Target};
     include!(concat!(env!("OUT_DIR"), "/shell.rs"));
 }
@@ -46,7 +49,9 @@ pub use op::*;
 pub use p2p::*;
 pub(crate) use pack::*;
 pub use req::*;
+pub use rma::*;
 pub use topo::*;
+pub use win::*;
 pub use generated::*;
 
 use crate::errors::{err, R};

@@ -151,7 +151,7 @@ impl State {
     }
 }
 
-fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
+pub(crate) fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
     let ok = if let Some(p) = dt.pair().or(dt.uniform_pair()) {
         matches!(op, Op::Minloc | Op::Maxloc | Op::Replace | Op::NoOp) || p.0 == p.1 && gridmpi_reduce::supported(op, p.0)
     } else if let Some(b) = dt.uniform_element() {

@@ -190,6 +190,8 @@ mod tests {
             Kind::Fin => Frame::Fin { sreq: 0 },
             Kind::SyncAck => Frame::SyncAck { sreq: 0 },
             Kind::Credit => Frame::Credit,
+            Kind::RmaOp => Frame::RmaOp { win: 0, offset: 0, reply: None },
+            Kind::RmaSync => Frame::RmaSync { win: 0, sync: gridmpi_wire::RmaSync::Flush, arg: 0, req: 0 },
         };
         OutFrame { header: Header::new(f, 0).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
     }

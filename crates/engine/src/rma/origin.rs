@@ -1,0 +1,244 @@
+//! Origin side: checking an operation against the window's epochs and
+//! bounds, then doing it here (our own window, or shared memory) or
+//! cutting it into frames for the target.
+
+use super::target::apply;
+use super::window::{Gate, Window};
+use super::{buf_at, Op, RmaError, RmaErrorKind, TargetSpec, WinId};
+use crate::p2p::{RecvOp, RecvStage};
+use crate::request::{ReqId, ReqOp, Status};
+use crate::Engine;
+use gridmpi_datatype::{Datatype, UserBuf};
+use gridmpi_wire::rma::{OpDesc, OpKind, OP_DESC_LEN};
+use gridmpi_wire::{Frame, Header, Payload};
+
+/// One operation as the caller gave it.
+struct Call<'a> {
+    kind: OpKind,
+    op: Option<Op>,
+    /// The data sent (put, accumulates; none for gets and MPI_NO_OP).
+    origin: Option<&'a UserBuf>,
+    /// CAS: the compare value.
+    compare: Option<&'a UserBuf>,
+    /// Where fetched data goes (gets and the fetching accumulates).
+    result: Option<&'a UserBuf>,
+    t: &'a TargetSpec,
+    request: bool,
+}
+
+/// The smallest unit an operation is cut at: one element (one pair for
+/// MINLOC/MAXLOC types), so no element is split across frames; for a type
+/// mixing elements, a whole item.
+fn atom(dt: &Datatype) -> u64 {
+    if let Some((v, i, _)) = dt.pair().or(dt.uniform_pair()) {
+        return (v.size() + i.size()) as u64;
+    }
+    if let Some(b) = dt.uniform_element() {
+        return b.size().max(1) as u64;
+    }
+    dt.size().max(1)
+}
+
+fn op_index(op: Op) -> u8 {
+    Op::ALL.iter().position(|&o| o == op).expect("every op is in ALL") as u8
+}
+
+fn packed(buf: &UserBuf, at: u64, len: u64) -> Vec<u8> {
+    let mut v = vec![0u8; len as usize];
+    // SAFETY: the caller's buffer holds its items until the call returns
+    // (we copy now).
+    unsafe { buf.read_packed(at, &mut v) };
+    v
+}
+
+impl Window {
+    /// Whether an operation to `rank` may be issued now.
+    pub(crate) fn check_access(&self, rank: i32, request: bool) -> Result<(), RmaError> {
+        self.check_rank(rank)?;
+        let passive = self.lock_all || self.targets[rank as usize].lock.is_some();
+        if request && !passive {
+            return Err(RmaError::new(
+                RmaErrorKind::Sync,
+                format!("request-based operations need a passive-target epoch, and none is open for rank {rank} (call MPI_Win_lock or MPI_Win_lock_all first)"),
+            ));
+        }
+        let pscw = self.access.as_ref().is_some_and(|a| a.contains(&rank));
+        if !(passive || pscw || self.fence_open) {
+            return Err(RmaError::new(
+                RmaErrorKind::Sync,
+                format!("no access epoch is open for rank {rank} (call MPI_Win_fence, MPI_Win_start or MPI_Win_lock first)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// MPI_Put (MPI_Rput with `request`): returns the request of the
+    /// request-based form.
+    pub fn rma_put(&mut self, win: WinId, origin: &UserBuf, t: &TargetSpec, request: bool) -> Result<Option<ReqId>, RmaError> {
+        self.rma_issue(win, Call { kind: OpKind::Put, op: None, origin: Some(origin), compare: None, result: None, t, request })
+    }
+
+    /// MPI_Get (MPI_Rget).
+    pub fn rma_get(&mut self, win: WinId, origin: &UserBuf, t: &TargetSpec, request: bool) -> Result<Option<ReqId>, RmaError> {
+        self.rma_issue(win, Call { kind: OpKind::Get, op: None, origin: None, compare: None, result: Some(origin), t, request })
+    }
+
+    /// MPI_Accumulate (MPI_Raccumulate).
+    pub fn rma_accumulate(&mut self, win: WinId, origin: &UserBuf, t: &TargetSpec, op: Op, request: bool) -> Result<Option<ReqId>, RmaError> {
+        self.rma_issue(win, Call { kind: OpKind::Accumulate, op: Some(op), origin: Some(origin), compare: None, result: None, t, request })
+    }
+
+    /// MPI_Get_accumulate (MPI_Rget_accumulate) and MPI_Fetch_and_op
+    /// (`fetch_one`); `origin` is ignored for MPI_NO_OP.
+    pub fn rma_get_accumulate(
+        &mut self,
+        win: WinId,
+        origin: &UserBuf,
+        result: &UserBuf,
+        t: &TargetSpec,
+        op: Op,
+        request: bool,
+        fetch_one: bool,
+    ) -> Result<Option<ReqId>, RmaError> {
+        let kind = if fetch_one { OpKind::FetchAndOp } else { OpKind::GetAccumulate };
+        let origin = (op != Op::NoOp).then_some(origin);
+        self.rma_issue(win, Call { kind, op: Some(op), origin, compare: None, result: Some(result), t, request })
+    }
+
+    /// MPI_Compare_and_swap.
+    pub fn rma_compare_and_swap(&mut self, win: WinId, origin: &UserBuf, compare: &UserBuf, result: &UserBuf, t: &TargetSpec) -> Result<(), RmaError> {
+        let c = Call { kind: OpKind::CompareAndSwap, op: None, origin: Some(origin), compare: Some(compare), result: Some(result), t, request: false };
+        self.rma_issue(win, c).map(|_| ())
+    }
+
+    fn rma_issue(&mut self, win: WinId, c: Call) -> Result<Option<ReqId>, RmaError> {
+        let w = self.window(win)?;
+        let t = c.t;
+        w.check_access(t.rank, c.request)?;
+        let offset = w.target_offset(t.rank, t.disp, t.count, &t.dt)?;
+        let len = t.count.checked_mul(t.dt.size()).ok_or_else(|| RmaError::new(RmaErrorKind::Type, "the target data's size overflows"))?;
+        for (what, b) in [("origin", c.origin), ("compare", c.compare), ("result", c.result)] {
+            if let Some(b) = b {
+                if b.len() != len {
+                    return Err(RmaError::new(
+                        RmaErrorKind::Type,
+                        format!("the {what} buffer holds {} bytes of data, the target {len} (their type signatures must match)", b.len()),
+                    ));
+                }
+            }
+        }
+        let done = |e: &mut Engine| c.request.then(|| e.completed_request(Status::default()));
+        if len == 0 {
+            return Ok(done(self));
+        }
+        let (me, direct, gate) = (w.rank, w.members[t.rank as usize].direct, w.targets[t.rank as usize].gate);
+        let desc = OpDesc { kind: c.kind, op: c.op.map(op_index), count: t.count, packed_at: 0, packed_len: len };
+        if t.rank == me {
+            let addr = w.local_address(offset, t.count, &t.dt).ok_or_else(|| {
+                RmaError::new(RmaErrorKind::Range, format!("address {offset:#x} with {} item(s) is outside the memory attached to this window", t.count))
+            })?;
+            self.rma_here(&c, &desc, &buf_at(addr, t.count, &t.dt))?;
+            return Ok(done(self));
+        }
+        if let (Some(base), Gate::Open, OpKind::Put | OpKind::Get) = (direct, gate, c.kind) {
+            // Shared memory: a store or a load, like the program's own.
+            let mem = buf_at(base + offset, t.count, &t.dt);
+            // SAFETY: the window memory was checked to hold the items; the
+            // caller's buffer is valid in the call. They cannot overlap in a
+            // correct program (that would be a conflicting access).
+            match c.kind {
+                OpKind::Put => unsafe { mem.copy_from(c.origin.unwrap()) },
+                _ => unsafe { c.result.unwrap().copy_from(&mem) },
+            };
+            return Ok(done(self));
+        }
+        Ok(self.rma_send(win, &c, desc))
+    }
+
+    /// An operation on our own window (`mem`), done now.
+    fn rma_here(&mut self, c: &Call, d: &OpDesc, mem: &UserBuf) -> Result<(), RmaError> {
+        let len = d.packed_len;
+        if c.kind == OpKind::Get {
+            let data = packed(mem, 0, len);
+            // SAFETY: the result buffer is the caller's, valid in the call.
+            unsafe { c.result.unwrap().write_packed(0, &data) };
+            return Ok(());
+        }
+        let mut data = c.origin.map(|o| packed(o, 0, len)).unwrap_or_default();
+        if let Some(cmp) = c.compare {
+            data.extend_from_slice(&packed(cmp, 0, len));
+        }
+        let old = apply(d, c.op, mem, &data).map_err(|e| RmaError::new(RmaErrorKind::Op, e))?;
+        if let (Some(old), Some(res)) = (old, c.result) {
+            // SAFETY: as above.
+            unsafe { res.write_packed(0, &old) };
+        }
+        Ok(())
+    }
+
+    /// An operation to another process: frames, sent now or when the
+    /// target's gate opens; returns the request-based form's request.
+    fn rma_send(&mut self, win: WinId, c: &Call, whole: OpDesc) -> Option<ReqId> {
+        let w = &self.rma.windows[&win.0];
+        let t = c.t;
+        let pid = w.pids[t.rank as usize];
+        let offset = w.target_offset(t.rank, t.disp, t.count, &t.dt).expect("checked by the caller");
+        let type_bytes = t.dt.typemap_bytes();
+        // A receive for what comes back, straight into the result buffer.
+        let reply = c.result.map(|res| {
+            let op = RecvOp { ctx: 0, src: None, tag: None, buf: res.clone(), stage: RecvStage::Receiving { peer: pid, expect: whole.packed_len, got: 0 } };
+            self.new_req(ReqOp::Recv(op))
+        });
+        let mut frames = Vec::new();
+        let frame = |d: &OpDesc, data: &[u8]| {
+            let payload = d.encode(&type_bytes, data);
+            let h = Header::new(Frame::RmaOp { win: win.0, offset, reply: reply.map(|r| r.0) }, payload.len() as u32);
+            (h, Payload::Owned(payload))
+        };
+        if c.kind == OpKind::Get {
+            frames.push(frame(&whole, &[]));
+        } else {
+            // Pieces of at most a frame each, cut at element boundaries.
+            let room = (self.peers[pid as usize].params.max_data_frame as u64).saturating_sub((OP_DESC_LEN + type_bytes.len()) as u64);
+            let a = atom(&t.dt);
+            let piece = if c.kind == OpKind::CompareAndSwap { whole.packed_len } else { (room / a * a).max(a) };
+            let mut at = 0;
+            while at < whole.packed_len {
+                let n = (whole.packed_len - at).min(piece);
+                let d = OpDesc { packed_at: at, packed_len: n, ..whole };
+                let mut data = c.origin.map(|o| packed(o, at, n)).unwrap_or_default();
+                if let Some(cmp) = c.compare {
+                    data.extend_from_slice(&packed(cmp, at, n));
+                }
+                frames.push(frame(&d, &data));
+                at += n;
+            }
+        }
+        let w = self.rma.windows.get_mut(&win.0).expect("checked by the caller");
+        let ts = &mut w.targets[t.rank as usize];
+        ts.dirty = true;
+        if let Some(r) = reply {
+            ts.gets.push(r);
+        }
+        if ts.gate == Gate::Open {
+            for (h, p) in frames {
+                self.transmit(pid, h, p, None);
+            }
+        } else {
+            ts.queued.extend(frames);
+        }
+        if !c.request {
+            return None;
+        }
+        Some(match reply {
+            Some(r) => {
+                let user = self.external_request();
+                self.rma.linked.push((r, user));
+                user
+            }
+            None => self.completed_request(Status::default()),
+        })
+    }
+}

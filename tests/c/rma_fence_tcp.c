@@ -1,0 +1,3 @@
+/* gridmpi-test: ranks=2,4 timeout=60 env=GRIDMPI_TRANSPORT=tcp */
+/* rma_fence.c between local ranks over TCP. */
+#include "rma_fence.c"
