@@ -41,7 +41,7 @@ pub(crate) fn plan_gather(
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, sendbuf)?;
             if is_root {
-                not_aliased(sendbuf, recvbuf)?;
+                not_aliased(sendbuf, recvbuf, sendcount > 0)?;
             }
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let (bl, block) = match (is_root, &send) {
@@ -97,7 +97,7 @@ pub(crate) fn plan_gatherv(
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, sendbuf)?;
             if is_root {
-                not_aliased(sendbuf, recvbuf)?;
+                not_aliased(sendbuf, recvbuf, sendcount > 0)?;
             }
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let bl = if is_root { recv_blocks()? } else { Vec::new() };
@@ -147,7 +147,7 @@ pub(crate) fn plan_scatter(
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, recvbuf)?;
             if is_root {
-                not_aliased(sendbuf, recvbuf)?;
+                not_aliased(sendbuf, recvbuf, recvcount > 0)?;
             }
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let (bl, block) = match (is_root, &recv) {
@@ -203,7 +203,7 @@ pub(crate) fn plan_scatterv(
             let is_root = c.rank == root;
             in_place_only_at_root(is_root, recvbuf)?;
             if is_root {
-                not_aliased(sendbuf, recvbuf)?;
+                not_aliased(sendbuf, recvbuf, recvcount > 0)?;
             }
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let bl = if is_root { send_blocks()? } else { Vec::new() };
@@ -249,7 +249,7 @@ pub(crate) fn plan_allgather(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf)?;
+    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
@@ -270,7 +270,7 @@ pub(crate) fn plan_allgatherv(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf)?;
+    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let rdt = st.dtype(recvtype)?;
@@ -322,7 +322,7 @@ pub(crate) fn plan_alltoall(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf)?;
+    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
@@ -350,7 +350,6 @@ pub(crate) fn plan_alltoallv(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
     let recv = blocks_v(recvbuf, &counts(recvcounts, q, "recvcounts")?, &rdispls.read(q.into(), "rdispls")?, &st.dtype(recvtype)?)?;
@@ -383,7 +382,6 @@ pub(crate) fn plan_alltoallw(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf)?;
     let q = c.peers();
     no_in_place_inter(&c, sendbuf)?;
     let rd = rdispls.read(q.into(), "rdispls")?;
