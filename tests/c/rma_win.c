@@ -145,6 +145,29 @@ int main(int argc, char **argv)
     CHECK(*flavor == MPI_WIN_FLAVOR_ALLOCATE, "allocate flavor");
     CHECK_MPI(MPI_Win_free(&win));
 
+    /* The large-count forms. */
+    long *lc;
+    CHECK_MPI(MPI_Win_allocate_c(4 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &lc, &win));
+    for (int i = 0; i < 4; i++)
+        lc[i] = 0; /* allocated memory is not initialized */
+    CHECK_MPI(MPI_Win_fence(0, win));
+    long lv[2] = {rank + 10, rank + 20}, lg[2] = {0, 0}, acc = 1;
+    int nb = (rank + 1) % n;
+    CHECK_MPI(MPI_Put_c(lv, 2, MPI_LONG, nb, 0, 2, MPI_LONG, win));
+    CHECK_MPI(MPI_Accumulate_c(&acc, 1, MPI_LONG, 0, 3, 1, MPI_LONG, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Get_c(lg, 2, MPI_LONG, nb, 0, 2, MPI_LONG, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK(lg[0] == rank + 10 && lg[1] == rank + 20, "Put_c/Get_c: %ld %ld", lg[0], lg[1]);
+    if (rank == 0)
+        CHECK(lc[3] == n, "Accumulate_c: %ld", lc[3]);
+    CHECK_MPI(MPI_Win_free(&win));
+    char cbuf[64];
+    CHECK_MPI(MPI_Win_create_c(cbuf, sizeof(cbuf), 2, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_DISP_UNIT, &du, &flag));
+    CHECK(flag && *du == 2, "MPI_Win_create_c disp_unit");
+    CHECK_MPI(MPI_Win_free(&win));
+
     /* Dynamic: attach, send the address, put, detach. */
     CHECK_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     CHECK_MPI(MPI_Win_get_attr(win, MPI_WIN_CREATE_FLAVOR, &flavor, &flag));
