@@ -371,7 +371,8 @@ pub fn no_in_place_inter<T>(c: &CommShape, p: *const T) -> R<()> {
 /// The send and receive buffers of a collective may not be the same memory
 /// (MPI 4.1, 2.6.3): a program that means it passes MPI_IN_PLACE. Only
 /// when data moves (`carries_data`): empty buffers may share an address
-/// (Python's empty arrays do).
+/// (Python's empty arrays do). Callers check intracommunicators only
+/// (as MPICH does).
 pub fn not_aliased<T, U>(sendbuf: *const T, recvbuf: *const U, carries_data: bool) -> R<()> {
     let (s, r) = (sendbuf as *const c_void, recvbuf as *const c_void);
     if carries_data && !s.is_null() && !in_place(s) && std::ptr::eq(s, r) {

@@ -249,7 +249,7 @@ pub(crate) fn plan_allgather(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
@@ -270,7 +270,7 @@ pub(crate) fn plan_allgatherv(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let rdt = st.dtype(recvtype)?;
@@ -322,7 +322,7 @@ pub(crate) fn plan_alltoall(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, sendcount > 0)?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;

@@ -78,7 +78,7 @@ pub(crate) fn plan_reduce(
 
 pub(crate) fn plan_allreduce(st: &State, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, count > 0)?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && count > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let n = check_count(count)?;
     let dt = st.dtype(datatype)?;
@@ -119,7 +119,7 @@ fn plan_reduce_scatter_counts(
     comm: MPI_Comm,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, counts.iter().any(|&n| n > 0))?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && counts.iter().any(|&n| n > 0))?;
     no_in_place_inter(&c, sendbuf)?;
     let dt = st.dtype(datatype)?;
     let red = st.reducer(op, datatype)?;
@@ -187,7 +187,7 @@ pub(crate) fn plan_scan(
     exclusive: bool,
 ) -> R<Build> {
     let c = CommShape::of(st, comm)?;
-    not_aliased(sendbuf, recvbuf, count > 0)?;
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && count > 0)?;
     c.intra_only(if exclusive { "MPI_Exscan" } else { "MPI_Scan" })?;
     let n = check_count(count)?;
     let dt = st.dtype(datatype)?;
