@@ -114,6 +114,7 @@ impl Sim {
     pub fn settle(&mut self, i: usize) {
         loop {
             self.engines[i].progress_schedules();
+            self.engines[i].progress_partitioned();
             let mut any = false;
             while let Some(a) = self.engines[i].poll_action() {
                 any = true;

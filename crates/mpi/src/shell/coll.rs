@@ -87,7 +87,8 @@ enum Tag {
 
 /// Build and start a collective's schedule on `comm`.
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
-    let sel = super::coll_select::selector(st);
+    // A copy: a tool may change the choice (MPI_T) between collectives.
+    let selector = st.coll_selector.clone();
     let c = st.comm_mut(comm)?;
     let tag = match tag {
         Tag::Reserved(t) => t,
@@ -97,7 +98,7 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     let (view, local) = coll_views(c);
     let ctx = view.ctx;
     let sites = if local.is_none() { comm_sites(st, comm) } else { None };
-    let s = build(&Env { view, local, tag, sel, sites });
+    let s = build(&Env { view, local, tag, sel: &selector, sites });
     let bytes = if st.rt.tracer.is_some() { s.bytes_sent() } else { 0 };
     let r = st.rt.engine.start_schedule(s);
     if let Some(t) = st.rt.tracer.as_mut() {

@@ -15,11 +15,14 @@ pub mod env;
 pub mod errh;
 pub mod group;
 pub mod info;
+pub mod mpit;
 pub mod neighbor;
 pub mod op;
 pub mod p2p;
 pub mod pack;
+pub mod part;
 pub mod req;
+pub mod session;
 pub mod topo;
 
 /// The `PMPI_X` functions that only pass arguments on, generated from the
@@ -41,11 +44,14 @@ pub use env::*;
 pub use errh::*;
 pub use group::*;
 pub use info::*;
+pub use mpit::*;
 pub(crate) use neighbor::*;
 pub use op::*;
 pub use p2p::*;
 pub(crate) use pack::*;
+pub use part::*;
 pub use req::*;
+pub use session::*;
 pub use topo::*;
 pub use generated::*;
 
