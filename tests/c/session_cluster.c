@@ -6,7 +6,8 @@
  * gridmpi://cluster/site0, gridmpi://cluster/site1 and
  * gridmpi://cluster/SELF (this rank's site), with the right members and
  * sizes; the communicator made from gridmpi://cluster/SELF joins exactly
- * the ranks of this site, in world order, and carries messages. Under
+ * the ranks of this site, in world order, and carries messages; an
+ * intercommunicator made from the two sites' groups joins them. Under
  * another MPI only the mpi:// sets are checked.
  */
 #include "testutil.h"
@@ -73,6 +74,19 @@ int main(void)
         CHECK_MPI(MPI_Sendrecv(out, 16, MPI_INT, right, 1, in, 16, MPI_INT, left, 1, site_comm, MPI_STATUS_IGNORE));
         /* The left neighbour on the site is world rank 2*left + site. */
         check_ints(in, 16, 2 * left + mine, "message within the site");
+        /* The two sites joined by an intercommunicator made from the
+         * session's groups; the leaders exchange a message. */
+        MPI_Comm inter;
+        CHECK_MPI(MPI_Intercomm_create_from_groups(sites[mine], 0, sites[1 - mine], 0, "gridmpi.test.sites", MPI_INFO_NULL, MPI_ERRORS_RETURN, &inter));
+        int rsize = -1;
+        MPI_Comm_remote_size(inter, &rsize);
+        CHECK_INT_EQ(rsize, mine == 0 ? size / 2 : (size + 1) / 2);
+        if (me == 0) {
+            int mine_v = 1000 + mine, theirs = -1;
+            CHECK_MPI(MPI_Sendrecv(&mine_v, 1, MPI_INT, 0, 2, &theirs, 1, MPI_INT, 0, 2, inter, MPI_STATUS_IGNORE));
+            CHECK_INT_EQ(theirs, 1000 + (1 - mine));
+        }
+        MPI_Comm_free(&inter);
         MPI_Comm_free(&site_comm);
         MPI_Group_free(&self_site);
         MPI_Group_free(&sites[0]);

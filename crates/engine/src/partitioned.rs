@@ -639,7 +639,7 @@ fn items_per_partition(buf: &UserBuf, partitions: u64) -> Result<u64, PartError>
     if partitions == 0 {
         return if buf.count() == 0 { Ok(0) } else { Err(uneven()) };
     }
-    if buf.count() % partitions != 0 {
+    if !buf.count().is_multiple_of(partitions) {
         return Err(uneven());
     }
     Ok(buf.count() / partitions)

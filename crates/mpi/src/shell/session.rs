@@ -3,7 +3,11 @@
 //! buffer for buffered sends.
 //!
 //! A session is a user of the runtime (lifecycle.rs): the first session,
-//! or MPI_Init, starts it; the last user to leave tears it down. Groups
+//! or MPI_Init, starts it; the last user to leave tears it down.
+//! MPI_Session_init and MPI_Session_finalize are local otherwise (the
+//! standard lets finalize synchronize over the session's communicators;
+//! GridMPI's does not: their traffic is complete once the program
+//! completed its requests, and the last teardown is a barrier). Groups
 //! made from a session's process sets (psets.rs), and the communicators
 //! made from those groups and from them, remember the session: errors of
 //! MPI_Comm_create_from_group go to its handler, and buffered sends on its
