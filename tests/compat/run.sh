@@ -34,4 +34,13 @@ fi
 check "MPICH-built binary under gridmpirun -n 4" env LD_LIBRARY_PATH=$lib build/bin/gridmpirun -n 4 -x LD_LIBRARY_PATH "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec -n 4" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 4 -genv LD_LIBRARY_PATH "$lib" "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec, PMI-2" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 3 -genv LD_LIBRARY_PATH "$lib" -genv PMI_VERSION 2 "$work/pi" 200000
+# MPI_T through MPICH's header: its constants, pointer handles and the
+# MPI_T_PVAR_ALL_HANDLES data symbol, resolved to ours.
+"$MPICH/bin/mpicc" -O2 -o "$work/mpit_list" examples/mpit_list.c
+if out=$(env LD_LIBRARY_PATH=$lib GRIDMPI_TRANSPORT=tcp build/bin/gridmpirun -n 2 -x LD_LIBRARY_PATH "$work/mpit_list" 2>&1) \
+    && grep -q "GRIDMPI_EAGER_LIMIT" <<<"$out" && grep -q "gridmpi_tcp_cwnd" <<<"$out"; then
+    echo "PASS  MPICH-built MPI_T tool (examples/mpit_list.c) under gridmpirun -n 2"
+else
+    echo "FAIL  MPICH-built MPI_T tool (examples/mpit_list.c) under gridmpirun -n 2"; echo "$out" | sed 's/^/    | /'; fail=1
+fi
 exit $fail

@@ -221,6 +221,9 @@ const CALLBACK_TYPES: &[&str] = &[
     "MPI_Datarep_conversion_function",
     "MPI_Datarep_extent_function",
     "MPI_Datarep_conversion_function_c",
+    "MPI_T_event_cb_function",
+    "MPI_T_event_free_cb_function",
+    "MPI_T_event_dropped_cb_function",
 ];
 
 /// The Rust type for a C parameter type.

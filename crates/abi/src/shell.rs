@@ -208,6 +208,7 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
     let target = match f.params.first() {
         Some(p) if p.c_type == "MPI_Comm" => format!("Target::Comm({})", rust_ident(&p.name)),
         Some(p) if p.c_type == "MPI_Win" => format!("Target::Win({})", rust_ident(&p.name)),
+        Some(p) if p.c_type == "MPI_Session" => format!("Target::Session({})", rust_ident(&p.name)),
         _ => "Target::NoComm".into(),
     };
     let has = |n: &str| f.params.iter().any(|p| p.name == n);
@@ -297,6 +298,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size); => get comm_size -> size
 int MPI_Topo_test(MPI_Comm comm, int *a, int *b); => get two -> b, a
 int MPI_Attr_put(MPI_Comm comm, int keyval, void *val); => api set_attr(Kind::Comm, .., NAME)
 int MPI_Keyval_free(int *keyval); => alias MPI_Comm_free_keyval
+int MPI_Session_flush_buffer(MPI_Session session); => api session_flush
 ## unavailable: later
 int MPI_Win_free(MPI_Win *win);
 ";
@@ -320,6 +322,7 @@ int MPI_Win_free(MPI_Win *win);
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
                 None,
             ]
         );
@@ -338,6 +341,7 @@ int MPI_Win_free(MPI_Win *win);
             "let (v0, v1) = state::with(|st| two(st, comm.into()))?; *b = v0; *a = v1; Ok(())",
             "api(\"MPI_Attr_put\", Target::Comm(comm), || set_attr(Kind::Comm, comm.into(), keyval.into(), val.into(), \"MPI_Attr_put\"))",
             "fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {\n    PMPI_Comm_free_keyval(keyval)\n}",
+            "api(\"MPI_Session_flush_buffer\", Target::Session(session), || session_flush(session.into()))",
         ] {
             assert!(rs.contains(want), "missing {want}\nin\n{rs}");
         }

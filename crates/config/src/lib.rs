@@ -133,6 +133,8 @@ pub enum Source {
     Env,
     /// Set by the launcher from its command line (passed down as env).
     CommandLine,
+    /// Written through an MPI_T control variable (by a tool or the program).
+    Tool,
 }
 
 impl fmt::Display for Source {
@@ -142,6 +144,7 @@ impl fmt::Display for Source {
             Source::File(p) => write!(f, "file {}", p.display()),
             Source::Env => f.write_str("environment"),
             Source::CommandLine => f.write_str("command line"),
+            Source::Tool => f.write_str("MPI_T"),
         }
     }
 }

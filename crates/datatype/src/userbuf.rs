@@ -54,6 +54,19 @@ impl UserBuf {
         UserBuf { base, count, dt, len, contig }
     }
 
+    /// Items `first .. first + n` of this buffer as a buffer of their own
+    /// (a partition of a partitioned message); None when they are not all
+    /// inside it.
+    pub fn items(&self, first: u64, n: u64) -> Option<UserBuf> {
+        if first.checked_add(n)? > self.count {
+            return None;
+        }
+        let offset = i64::try_from(first).ok()?.checked_mul(self.dt.extent())?;
+        // SAFETY: the items lie inside the memory this buffer describes, for
+        // which the caller of `new` made its promise.
+        Some(unsafe { UserBuf::new(self.base.wrapping_offset(isize::try_from(offset).ok()?), n, self.dt.clone()) })
+    }
+
     /// An owned byte vector viewed as a buffer of `MPI_BYTE`s.
     pub fn empty() -> UserBuf {
         let dt = Arc::new(Datatype::basic(crate::BasicType::Byte));
@@ -173,5 +186,32 @@ impl UserBuf {
             return src.read_packed(0, std::slice::from_raw_parts_mut(d, n as usize)) as u64;
         }
         crate::copy(src.base, src.count, &src.dt, self.base, self.count, &self.dt).min(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BasicType;
+
+    #[test]
+    fn items_are_a_window_of_whole_items() {
+        // Two ints of every three: items of extent 12 holding 8 bytes.
+        let int = Arc::new(Datatype::basic(BasicType::Int));
+        let two = Arc::new(Datatype::contiguous(2, &int).unwrap());
+        let dt = Arc::new(Datatype::resized(&two, 0, 12).unwrap());
+        let mut mem: Vec<i32> = (0..30).collect();
+        // SAFETY: `mem` holds 10 items of 12 bytes.
+        let all = unsafe { UserBuf::new(mem.as_mut_ptr() as *mut u8, 10, dt) };
+        let part = all.items(4, 3).unwrap();
+        assert_eq!((part.count(), part.len()), (3, 24));
+        let mut out = [0u8; 24];
+        // SAFETY: the window lies inside `mem`.
+        unsafe { part.read_packed(0, &mut out) };
+        let got: Vec<i32> = out.chunks(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(got, [12, 13, 15, 16, 18, 19]);
+        assert!(all.items(8, 2).is_some());
+        assert!(all.items(8, 3).is_none());
+        assert!(all.items(u64::MAX, 1).is_none());
     }
 }

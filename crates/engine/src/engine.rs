@@ -105,6 +105,10 @@ pub struct Engine {
     pub(crate) pacing: Pacing,
     pub(crate) executor: crate::sched::Executor,
     pub(crate) schedule_errors: Vec<(ReqId, String)>,
+    pub(crate) partitioned: crate::partitioned::Partitioned,
+    /// Messages in the unexpected queues now, and the most there ever were.
+    pub(crate) unexpected_len: u64,
+    pub(crate) unexpected_peak: u64,
     /// When set, the requests of schedules that finished are recorded here
     /// (for the trace's collective markers).
     pub finished_schedules: Option<Vec<ReqId>>,
@@ -126,6 +130,9 @@ impl Engine {
             pacing: Pacing::default(),
             executor: Default::default(),
             schedule_errors: Vec::new(),
+            partitioned: Default::default(),
+            unexpected_len: 0,
+            unexpected_peak: 0,
             finished_schedules: None,
             rma: Default::default(),
         }

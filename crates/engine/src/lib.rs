@@ -5,6 +5,7 @@ pub mod coll;
 pub mod engine;
 pub mod p2p;
 pub mod pacing;
+pub mod partitioned;
 pub mod request;
 pub mod rma;
 pub mod sched;
@@ -15,10 +16,13 @@ pub mod topo;
 mod sim;
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+mod partitioned_tests;
 
 pub use engine::{Action, Engine, EngineConfig, PeerParams, ProtocolError};
 pub use gridmpi_datatype::UserBuf;
 pub use gridmpi_wire as wire;
 pub use gridmpi_wire::{Payload, Pid, Transmit};
 pub use p2p::{MsgId, RecvArgs, SendArgs, SendMode};
+pub use partitioned::{PartError, PartId, PrecvArgs, PsendArgs, PART_CTX_BIT};
 pub use request::{ErrorKind, ReqId, Status};

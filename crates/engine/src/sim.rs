@@ -115,6 +115,7 @@ impl Sim {
         loop {
             self.engines[i].progress_schedules();
             self.engines[i].progress_rma();
+            self.engines[i].progress_partitioned();
             let mut any = false;
             while let Some(a) = self.engines[i].poll_action() {
                 any = true;

@@ -128,6 +128,9 @@ pub struct Driver {
     /// Single-copy reads under way, oldest first.
     reads: std::collections::VecDeque<RemoteRead>,
     next_read: u64,
+    /// Bytes of frames (headers and payloads) handed to a transport, per
+    /// peer (MPI_T's bytes-sent variables).
+    sent_bytes: Vec<u64>,
 }
 
 // SAFETY: the driver is used under the library's lock; the raw pointers its
@@ -147,7 +150,8 @@ impl Driver {
             poller.watch(s.wait_fd(), SHM_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
         }
         let tcp_routes = routes.contains(&Route::Tcp);
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default(), next_read: 0 })
+        let sent_bytes = vec![0; routes.len()];
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default(), next_read: 0, sent_bytes })
     }
 
     fn fatal(&self, e: TransportError) -> Fatal {
@@ -226,6 +230,7 @@ impl Driver {
         let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         match a {
             Action::Transmit(t) => {
+                self.sent_bytes[t.peer as usize] += t.header.frame_len() as u64;
                 let r = match (self.routes[t.peer as usize], self.shm.as_mut(), self.tcp.as_mut()) {
                     (Route::Shm, Some(s), _) => s.send(t, &mut sink),
                     (Route::Tcp, _, Some(c)) => c.send(t, &mut sink),
@@ -357,6 +362,21 @@ impl Driver {
     /// Frames not yet handed to the kernel or a ring.
     pub fn outbound_pending(&self, engine: &Engine) -> bool {
         engine.has_actions() || self.shm.as_ref().is_some_and(|s| s.backlog() > 0) || self.tcp.as_ref().is_some_and(|t| t.backlog() > 0)
+    }
+
+    /// Bytes of frames handed to a transport for each peer so far.
+    pub fn sent_bytes(&self) -> &[u64] {
+        &self.sent_bytes
+    }
+
+    /// The socket of the TCP connection with `peer`, if one is established.
+    pub fn tcp_fd(&self, peer: Pid) -> Option<std::os::fd::RawFd> {
+        self.tcp.as_ref()?.peer_fd(peer)
+    }
+
+    /// The pacing rate the engine asked for on the connection with `peer`.
+    pub fn tcp_pace(&self, peer: Pid) -> Option<u64> {
+        self.tcp.as_ref()?.pace(peer)
     }
 
     /// The job is finishing: peers closing their connections is normal now.

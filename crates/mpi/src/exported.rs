@@ -15,6 +15,7 @@ static F_STATUS_IGNORE_STORAGE: [c_int; 5] = [0; 5];
 static F_STATUSES_IGNORE_STORAGE: [c_int; 5] = [0; 5];
 static F08_STATUS_IGNORE_STORAGE: [c_int; 5] = [0; 5];
 static F08_STATUSES_IGNORE_STORAGE: [c_int; 5] = [0; 5];
+static PVAR_ALL_HANDLES_STORAGE: c_int = 0;
 
 /// `MPI_UNWEIGHTED`: "no weights" for the graph topology constructors.
 #[no_mangle]
@@ -39,3 +40,8 @@ pub fn is_unweighted(p: *const c_int) -> bool {
 pub fn is_weights_empty(p: *const c_int) -> bool {
     std::ptr::eq(p, MPI_WEIGHTS_EMPTY.0)
 }
+
+/// `MPI_T_PVAR_ALL_HANDLES`: every handle of a performance variable
+/// session (MPI_T_pvar_start, _stop, _reset). A pointer in the MPICH ABI.
+#[no_mangle]
+pub static MPI_T_PVAR_ALL_HANDLES: Sentinel = Sentinel(&PVAR_ALL_HANDLES_STORAGE);

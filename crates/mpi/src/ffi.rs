@@ -68,6 +68,20 @@ pub type MPI_Datarep_conversion_function_c =
     unsafe extern "C" fn(*mut c_void, MPI_Datatype, MPI_Count, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
 pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int;
 
+// MPI_T handles are pointers in the MPICH ABI. GridMPI's are tokens that
+// name a table slot (see mpit/), never dereferenced.
+pub type MPI_T_enum = *mut c_void;
+pub type MPI_T_cvar_handle = *mut c_void;
+pub type MPI_T_pvar_handle = *mut c_void;
+pub type MPI_T_pvar_session = *mut c_void;
+pub type MPI_T_event_registration = *mut c_void;
+pub type MPI_T_event_instance = *mut c_void;
+pub type MPI_T_cb_safety = c_int;
+pub type MPI_T_source_order = c_int;
+pub type MPI_T_event_cb_function = unsafe extern "C" fn(MPI_T_event_instance, MPI_T_event_registration, MPI_T_cb_safety, *mut c_void);
+pub type MPI_T_event_free_cb_function = unsafe extern "C" fn(MPI_T_event_registration, MPI_T_cb_safety, *mut c_void);
+pub type MPI_T_event_dropped_cb_function = unsafe extern "C" fn(MPI_Count, MPI_T_event_registration, c_int, MPI_T_cb_safety, *mut c_void);
+
 include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 
 /// `MPI_STATUS_IGNORE` / `MPI_STATUSES_IGNORE`.

@@ -17,6 +17,7 @@ pub enum Kind {
     Win = 0x8,
     Keyval = 0x9,
     Request = 0xb,
+    Session = 0xe,
 }
 
 const BUILTIN: u32 = 1 << 30;

@@ -12,9 +12,23 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
     pub pids: Vec<Pid>,
+    /// The session the group derives from (MPI_Group_from_session_pset,
+    /// or a communicator or group that derives from one); None in the
+    /// world model.
+    pub session: Option<MPI_Session>,
 }
 
 impl Group {
+    /// A group of the world model.
+    pub fn new(pids: Vec<Pid>) -> Group {
+        Group { pids, session: None }
+    }
+
+    /// A group of the same session as `self`.
+    pub fn derived(&self, pids: Vec<Pid>) -> Group {
+        Group { pids, session: self.session }
+    }
+
     pub fn size(&self) -> i32 {
         self.pids.len() as i32
     }
@@ -83,6 +97,8 @@ pub struct Comm {
     pub local_ctx: Option<u32>,
     /// Buffer for buffered sends on this communicator (MPI 4.1).
     pub bsend: Option<BsendBuffer>,
+    /// The session the communicator derives from (None in the world model).
+    pub session: Option<MPI_Session>,
     /// The shared-memory area for collectives when every member is on
     /// this host (see shell/coll.rs: set up at the first collective).
     pub host: HostColl,
@@ -115,6 +131,7 @@ impl Comm {
             icoll_seq: 0,
             local_ctx: None,
             bsend: None,
+            session: None,
             host: HostColl::Unknown,
         }
     }
@@ -447,6 +464,9 @@ pub enum PersistentSpec {
     Recv { buf: *mut c_void, count: MPI_Count, dt: Arc<Datatype>, source: c_int, tag: c_int, comm: MPI_Comm },
     /// A persistent collective: the schedule is rebuilt on each start.
     Coll { start: Arc<dyn Fn() -> R<ReqId> + Send + Sync>, comm: MPI_Comm },
+    /// A partitioned send or receive (MPI_Psend_init, MPI_Precv_init): the
+    /// engine holds it; each start is a round.
+    Partitioned { id: gridmpi_engine::PartId, recv: bool, comm: MPI_Comm },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -521,6 +541,18 @@ pub struct BsendBuffer {
 pub enum BufOwner {
     Process,
     Comm(MPI_Comm),
+    Session(MPI_Session),
+}
+
+/// A session (MPI_Session_init .. MPI_Session_finalize).
+pub struct SessionEntry {
+    pub errh: MPI_Errhandler,
+    /// The thread support level the session provides.
+    pub thread_level: c_int,
+    /// The hints given to MPI_Session_init.
+    pub info: Vec<(String, String)>,
+    /// Buffer for buffered sends on the session's communicators (MPI 4.1).
+    pub bsend: Option<BsendBuffer>,
 }
 
 /// A buffered send in flight.

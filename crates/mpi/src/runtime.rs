@@ -58,17 +58,23 @@ fn shm_prefix(job_tag: u64) -> String {
     format!("gridmpi-{job_tag:016x}")
 }
 
+/// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US; auto:
+/// 50us, none when ranks outnumber cores).
+pub fn spin_time(config: &Config, oversubscribed: bool) -> Duration {
+    match config.duration("GRIDMPI_SPIN_US") {
+        Some(spin) => spin,
+        None if oversubscribed => Duration::ZERO,
+        None => Duration::from_micros(50),
+    }
+}
+
 impl Runtime {
     /// Bootstrap, then set up the transports each peer is reached by.
     pub fn init(config: Config) -> Result<Runtime, String> {
         let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, .. } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
-        let spin = match config.duration("GRIDMPI_SPIN_US") {
-            Some(spin) => spin,
-            None if oversubscribed => Duration::ZERO,
-            None => Duration::from_micros(50),
-        };
+        let spin = spin_time(&config, oversubscribed);
         let yield_for = config.get_duration("GRIDMPI_YIELD_US");
         let mut engine = Engine::new(
             me,
@@ -217,6 +223,11 @@ impl Runtime {
             tr.tick(false);
             tr.finish();
         }
+    }
+
+    /// The driver (for MPI_T's performance variables).
+    pub fn driver(&self) -> &Driver {
+        &self.driver
     }
 
     /// Pending outbound work (frames not yet handed to the kernel or a ring).

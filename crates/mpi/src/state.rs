@@ -71,15 +71,16 @@ pub struct State {
     pub types: Table<TypeEntry>,
     pub predef: Predefined,
     pub ops: Table<OpEntry>,
-    pub errhs: Table<ErrhEntry>,
     pub keyvals: Table<Keyval>,
     pub reqs: Table<ReqEntry>,
     pub msgs: Table<MsgEntry>,
     pub wins: Table<WinEntry>,
+    pub sessions: Table<SessionEntry>,
     pub errors: crate::errors::ErrorRegistry,
     /// Next context id this process proposes for a new communicator.
     pub next_ctx: u32,
     pub bsend: Option<BsendBuffer>,
+    /// The thread level of the world model (MPI_Init_thread).
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
     /// Threads waiting for progress (see [`Waiting`]).
@@ -95,6 +96,8 @@ pub struct State {
     pub pending_idups: Vec<crate::shell::comm::PendingIdup>,
     /// Storage the predefined attributes point to (MPI_TAG_UB, ...).
     pub attr_storage: Box<[c_int; 8]>,
+    /// The collective algorithms in force (shell/coll_select.rs).
+    pub coll_selector: gridmpi_engine::coll::select::Selector,
     pub universe_size: Option<u32>,
     pub appnum: i32,
 }
@@ -118,10 +121,16 @@ pub fn uninstall() -> Option<Box<State>> {
 }
 
 fn not_running() -> MpiError {
-    match PHASE.load(Ordering::Acquire) {
-        PHASE_NONE => err(MPI_ERR_OTHER, "MPI is not initialized (call MPI_Init first)"),
-        _ => err(MPI_ERR_OTHER, "MPI has been finalized"),
+    if crate::lifecycle::ended() {
+        err(MPI_ERR_OTHER, "MPI has been finalized")
+    } else {
+        err(MPI_ERR_OTHER, "MPI is not initialized (call MPI_Init or MPI_Session_init first)")
     }
+}
+
+/// The world model is on: between MPI_Init and MPI_Finalize.
+pub fn world_active() -> bool {
+    PHASE.load(Ordering::Acquire) == PHASE_RUNNING
 }
 
 /// Run `f` on the state, under the lock. Reductions with user functions
@@ -331,6 +340,11 @@ pub enum Target {
     /// No communicator is involved (or the one given is invalid): since
     /// MPI 4.0 such errors are raised on MPI_COMM_SELF.
     NoComm,
+    /// A session's handler (an invalid session: as NoComm).
+    Session(MPI_Session),
+    /// MPI_Session_init: the handler the call was given (there is no
+    /// session yet, and perhaps no runtime).
+    Handler(MPI_Errhandler),
 }
 
 /// Run an MPI function body: errors and panics become error codes handled
@@ -368,8 +382,24 @@ pub fn api_value<T>(name: &'static str, default: T, f: impl FnOnce() -> R<T>) ->
 enum Handling {
     Return,
     Fatal,
-    User(MPI_Comm_errhandler_function, MPI_Comm),
-    UserWin(MPI_Win_errhandler_function, MPI_Win),
+    Comm(MPI_Comm_errhandler_function, MPI_Comm),
+    Win(MPI_Win_errhandler_function, MPI_Win),
+    Session(MPI_Session_errhandler_function, MPI_Session),
+}
+
+/// How a handler handles an error raised on `obj` (a communicator, a
+/// window or a session handle, as the handler's kind says).
+fn handling(eh: MPI_Errhandler, obj: c_int) -> Handling {
+    match eh {
+        MPI_ERRORS_RETURN => Handling::Return,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => Handling::Fatal,
+        h => match crate::shell::errh::errhandler_func(h) {
+            Some(ErrhFunc::Comm(f)) => Handling::Comm(f, obj),
+            Some(ErrhFunc::Win(f)) => Handling::Win(f, obj),
+            Some(ErrhFunc::Session(f)) => Handling::Session(f, obj),
+            _ => Handling::Fatal,
+        },
+    }
 }
 
 /// Turn an error into a code and apply the error handler.
@@ -377,10 +407,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
     let mut g = lock();
     let Some(st) = g.as_mut() else {
         drop(g);
-        let phase = PHASE.load(Ordering::Acquire);
-        let when = if phase == PHASE_NONE { "before MPI_Init" } else { "after MPI_Finalize" };
-        eprintln!("GridMPI: {name}: {} (called {when})", e.msg);
-        std::process::exit(1);
+        return report_without_runtime(name, target, e);
     };
     let rank = st.rt.me;
     let message = format!("{name}(rank {rank}): {}", e.msg);
@@ -388,26 +415,14 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
         Some(c) => c,
         None => st.errors.code_for(e.class, message.clone()),
     };
-    let win = match target {
-        Target::Win(w) => st.wins.get(w).map(|e| (w, e.errh)),
-        _ => None,
-    };
-    let comm = match target {
-        Target::Comm(c) if st.comm(c).is_ok() => c,
-        _ => MPI_COMM_SELF,
-    };
-    let eh = match win {
-        Some((_, eh)) => eh,
-        None => st.comm(comm).map(|c| c.errh).unwrap_or(MPI_ERRORS_ARE_FATAL),
-    };
-    let handling = match eh {
-        MPI_ERRORS_RETURN => Handling::Return,
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT => Handling::Fatal,
-        h => match (st.errhs.get(h), win) {
-            (Some(ErrhEntry { func: ErrhFunc::Comm(f), .. }), None) => Handling::User(*f, comm),
-            (Some(ErrhEntry { func: ErrhFunc::Win(f), .. }), Some((w, _))) => Handling::UserWin(*f, w),
-            _ => Handling::Fatal,
-        },
+    let handling = match target {
+        Target::Win(w) if st.wins.get(w).is_some() => handling(st.wins.get(w).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), w),
+        Target::Session(s) if st.sessions.get(s).is_some() => handling(st.sessions.get(s).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), s),
+        Target::Handler(h) => handling(h, MPI_SESSION_NULL),
+        Target::Comm(c) if st.comm(c).is_ok() => handling(st.comm(c).map_or(MPI_ERRORS_ARE_FATAL, |c| c.errh), c),
+        // MPI_COMM_SELF's handler (the initial one, MPI_ERRORS_ARE_FATAL,
+        // unless the world model changed it).
+        _ => handling(st.selfc.errh, MPI_COMM_SELF),
     };
     match handling {
         Handling::Return => code,
@@ -416,7 +431,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             eprintln!("GridMPI: {msg}");
             st.rt.pmi.abort(1, &msg)
         }
-        Handling::User(f, comm) => {
+        Handling::Comm(f, comm) => {
             drop(g);
             let mut c = comm;
             let mut code_v = code;
@@ -424,7 +439,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             unsafe { f(&mut c, &mut code_v) };
             code
         }
-        Handling::UserWin(f, win) => {
+        Handling::Win(f, win) => {
             drop(g);
             let mut w = win;
             let mut code_v = code;
@@ -432,7 +447,43 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             unsafe { f(&mut w, &mut code_v) };
             code
         }
+        Handling::Session(f, session) => {
+            drop(g);
+            let mut s = session;
+            let mut code_v = code;
+            // SAFETY: calling the user's handler as MPI specifies.
+            unsafe { f(&mut s, &mut code_v) };
+            code
+        }
     }
+}
+
+/// An error while no runtime runs (before MPI starts, or after it ended):
+/// MPI_Session_init's own handler applies to its errors; anything else
+/// ends the process with the message.
+fn report_without_runtime(name: &'static str, target: Target, e: MpiError) -> c_int {
+    let code = e.code.unwrap_or(e.class);
+    if let Target::Handler(h) = target {
+        match handling(h, MPI_SESSION_NULL) {
+            Handling::Return => return code,
+            Handling::Session(f, s) => {
+                let (mut s, mut code_v) = (s, code);
+                // SAFETY: calling the user's handler as MPI specifies.
+                unsafe { f(&mut s, &mut code_v) };
+                return code;
+            }
+            _ => {}
+        }
+    }
+    let when = if crate::lifecycle::ended() {
+        "after MPI was finalized"
+    } else if PHASE.load(Ordering::Acquire) == PHASE_NONE {
+        "before MPI_Init"
+    } else {
+        "after MPI_Finalize"
+    };
+    eprintln!("GridMPI: {name}: {} (called {when})", e.msg);
+    std::process::exit(1);
 }
 
 impl State {
@@ -448,7 +499,7 @@ impl State {
                 Ok(a) => a,
                 Err(f) => self.fatal(&f.0),
             };
-            let b = self.rt.engine.progress_schedules();
+            let b = self.rt.engine.progress_schedules() | self.rt.engine.progress_partitioned();
             let b = self.rt.engine.progress_rma() | b;
             if !self.pairs.is_empty() {
                 self.progress_pairs();
@@ -508,6 +559,7 @@ impl State {
 
     pub fn comm(&self, h: MPI_Comm) -> R<&Comm> {
         match h {
+            MPI_COMM_WORLD | MPI_COMM_SELF if !world_active() => Err(world_unavailable(h)),
             MPI_COMM_WORLD => Ok(&self.world),
             MPI_COMM_SELF => Ok(&self.selfc),
             MPI_COMM_NULL => Err(err(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL")),
@@ -517,6 +569,7 @@ impl State {
 
     pub fn comm_mut(&mut self, h: MPI_Comm) -> R<&mut Comm> {
         match h {
+            MPI_COMM_WORLD | MPI_COMM_SELF if !world_active() => Err(world_unavailable(h)),
             MPI_COMM_WORLD => Ok(&mut self.world),
             MPI_COMM_SELF => Ok(&mut self.selfc),
             MPI_COMM_NULL => Err(err(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL")),
@@ -543,6 +596,13 @@ impl State {
     pub fn new_group(&mut self, g: Group) -> MPI_Group {
         self.groups.insert(std::sync::Arc::new(g))
     }
+}
+
+/// MPI_COMM_WORLD and MPI_COMM_SELF belong to the world model.
+fn world_unavailable(h: MPI_Comm) -> MpiError {
+    let name = if h == MPI_COMM_WORLD { "MPI_COMM_WORLD" } else { "MPI_COMM_SELF" };
+    let why = if PHASE.load(Ordering::Acquire) == PHASE_NONE { "MPI_Init has not been called (this process uses sessions)" } else { "MPI_Finalize has been called" };
+    err(MPI_ERR_COMM, format!("{name} is not available: {why}"))
 }
 
 /// Keep this module's handle helpers in one place.

@@ -61,6 +61,18 @@ fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize>
     Ok(len as usize)
 }
 
+/// The recorded TCP_INFO fields (gridmpi_traceformat::FIELDS) of the
+/// connection on `fd`, and the mask of those the kernel filled; None if
+/// the socket cannot be read. (MPI_T's performance variables read these on
+/// demand, tracing or not.)
+pub fn tcp_info(fd: RawFd) -> Option<([u64; NF], u64)> {
+    let mut buf = [0u8; INFO_ROOM];
+    let n = read_tcp_info(fd, &mut buf).ok()?;
+    let mut out = [0u64; NF];
+    let avail = extract(&buf[..n], &mut out);
+    Some((out, avail))
+}
+
 fn sockaddr_text(fd: RawFd, peer: bool) -> String {
     // SAFETY: a zeroed sockaddr_storage is valid; the kernel fills at most len bytes.
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };

@@ -68,6 +68,8 @@ pub(crate) fn matches(want_src: Option<i32>, want_tag: Option<i32>, src: i32, ta
 impl Engine {
     pub(crate) fn queue_unexpected(&mut self, ctx: u32, u: Unexpected) {
         self.queues.entry(ctx).or_default().unexpected.push_back(u);
+        self.unexpected_len += 1;
+        self.unexpected_peak = self.unexpected_peak.max(self.unexpected_len);
     }
 
     /// The first posted receive of `ctx` that matches (src, tag), taken off
@@ -89,6 +91,7 @@ impl Engine {
         match q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag)) {
             Some(i) => {
                 let u = q.unexpected.remove(i).unwrap();
+                self.unexpected_len -= 1;
                 self.deliver(r, u);
             }
             None => q.posted.push_back(r),
@@ -106,6 +109,7 @@ impl Engine {
         let q = self.queues.get_mut(&ctx)?;
         let i = q.unexpected.iter().position(|u| matches(src, tag, u.src, u.tag))?;
         let u = q.unexpected.remove(i).unwrap();
+        self.unexpected_len -= 1;
         let st = u.status();
         Some((MsgId(self.messages.insert(u)), st))
     }
@@ -138,6 +142,21 @@ impl Engine {
             }
             self.finish_with(r, Status { source: -1, tag: -1, count: 0, cancelled: true, error: None });
         }
+    }
+
+    /// Messages waiting unmatched (MPI_T: the unexpected-queue length).
+    pub fn unexpected_messages(&self) -> u64 {
+        self.unexpected_len
+    }
+
+    /// The most messages that ever waited unmatched at once.
+    pub fn unexpected_peak(&self) -> u64 {
+        self.unexpected_peak
+    }
+
+    /// Receives posted and not yet matched.
+    pub fn posted_receives(&self) -> u64 {
+        self.queues.values().map(|q| q.posted.len() as u64).sum()
     }
 
     /// Bytes of eager payload waiting unmatched, over all senders.

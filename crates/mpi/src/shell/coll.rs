@@ -109,7 +109,8 @@ enum Tag {
 
 /// Build and start a collective's schedule on `comm`.
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
-    let sel = super::coll_select::selector(st);
+    // A copy: a tool may change the choice (MPI_T) between collectives.
+    let selector = st.coll_selector.clone();
     let c = st.comm_mut(comm)?;
     let tag_kind = tag;
     let tag = match tag {
@@ -128,7 +129,7 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
         _ => None,
     };
     let sites = if local.is_none() { comm_sites(st, comm) } else { None };
-    let env = Env { view, local, tag, sel, sites, host, host_used: Default::default() };
+    let env = Env { view, local, tag, sel: &selector, sites, host, host_used: Default::default() };
     let s = build(&env);
     if env.host_used.get() {
         if let HostColl::Area { next_op, .. } = &mut st.comm_mut(comm)?.host {

@@ -1,26 +1,22 @@
 //! Which algorithm each collective runs: the engine's table
-//! (`gridmpi_engine::coll::select`) with the user's overrides, read once
-//! from the `GRIDMPI_COLL_*` settings (listed by `gridmpirun --info`).
+//! (`gridmpi_engine::coll::select`) with the user's overrides, from the
+//! `GRIDMPI_COLL_*` settings (listed by `gridmpirun --info`). Read when MPI
+//! starts and again when a tool writes one of them through MPI_T (the
+//! state keeps the result: State::coll_selector).
 
-use crate::state::State;
+use gridmpi_config::Config;
 use gridmpi_engine::coll::select::Selector;
-use std::sync::OnceLock;
 
-static SELECTOR: OnceLock<Selector> = OnceLock::new();
-
-/// The selector of this process (settings cannot change after MPI_Init).
-pub fn selector(st: &State) -> &'static Selector {
-    SELECTOR.get_or_init(|| {
-        let cfg = &st.rt.config;
-        let mut s = Selector::from_settings(|name| cfg.text(name).to_string()).unwrap_or_else(|e| {
-            eprintln!("GridMPI: {e}; using the default collective algorithms");
-            Selector::default()
-        });
-        if let Some(n) = cfg.size("GRIDMPI_COLL_ALLTOALL_INFLIGHT") {
-            s.alltoall_inflight = n.clamp(1, i32::MAX as u64) as i32;
-        }
-        s
-    })
+/// The selector the settings in `cfg` describe.
+pub fn build_selector(cfg: &Config) -> Selector {
+    let mut s = Selector::from_settings(|name| cfg.text(name).to_string()).unwrap_or_else(|e| {
+        eprintln!("GridMPI: {e}; using the default collective algorithms");
+        Selector::default()
+    });
+    if let Some(n) = cfg.size("GRIDMPI_COLL_ALLTOALL_INFLIGHT") {
+        s.alltoall_inflight = n.clamp(1, i32::MAX as u64) as i32;
+    }
+    s
 }
 
 #[cfg(test)]

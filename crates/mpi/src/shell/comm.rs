@@ -136,15 +136,14 @@ pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
 impl State {
     /// Register a new communicator built from `parent`'s settings.
     fn add_comm(&mut self, parent: MPI_Comm, mut c: Comm, copy_topo: bool) -> R<MPI_Comm> {
+        check_ctx(c.ctx)?;
         let p = self.comm(parent)?;
         c.errh = p.errh;
         if copy_topo {
             c.topo = p.topo.clone();
         }
-        let eh = c.errh;
-        if let Some(e) = self.errhs.get_mut(eh) {
-            e.refs += 1;
-        }
+        c.session = p.session;
+        super::errh::retain_errhandler(c.errh);
         Ok(self.comms.insert(c))
     }
 }
@@ -170,7 +169,8 @@ pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) 
     api("MPI_Comm_group", Target::Comm(comm), || {
         check_ptr(group, "group")?;
         let h = state::with(|st| {
-            let g = st.comm(comm)?.group.clone();
+            let c = st.comm(comm)?;
+            let g = if c.group.session == c.session { c.group.clone() } else { Arc::new(Group { pids: c.group.pids.clone(), session: c.session }) };
             Ok(st.groups.insert(g))
         })?;
         *group = h;
@@ -385,13 +385,13 @@ fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
     let group = members(&all, &local_pids, color);
     let rank = group.iter().position(|&p| p == me).unwrap() as i32;
     state::with(|st| {
-        let mut c = Comm::new(ctx, Arc::new(Group { pids: group }), rank, MPI_ERRORS_ARE_FATAL);
+        let mut c = Comm::new(ctx, Arc::new(Group::new(group)), rank, MPI_ERRORS_ARE_FATAL);
         if let (Some(ra), Some((_, rpids))) = (&remote_all, &inter) {
             let remote = members(ra, rpids, color);
             if remote.is_empty() {
                 return Ok(MPI_COMM_NULL);
             }
-            c.remote = Some(Arc::new(Group { pids: remote }));
+            c.remote = Some(Arc::new(Group::new(remote)));
             c.local_ctx = Some(ctx + 2);
         }
         st.add_comm(comm, c, false)
@@ -488,7 +488,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newc
             *newcomm = match g.rank_of(me) {
                 Some(rank) if !theirs.is_empty() => state::with(|st| {
                     let mut c = Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL);
-                    c.remote = Some(Arc::new(Group { pids: theirs.iter().map(|&p| p as u32).collect() }));
+                    c.remote = Some(Arc::new(Group::new(theirs.iter().map(|&p| p as u32).collect())));
                     c.local_ctx = Some(ctx + 2);
                     st.add_comm(comm, c, false)
                 })?,
@@ -545,12 +545,12 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
 /// their string tags.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_create_from_group", Target::NoComm, || {
+    api("MPI_Comm_create_from_group", group_target(group), || {
         check_ptr(newcomm, "newcomm")?;
         let tagstr = read_cstr(stringtag)?;
         let (g, me, proposal, kv) = state::with(|st| {
             let g = st.group(group)?;
-            check_errhandler(st, errhandler)?;
+            super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Comm)?;
             Ok((g, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = g.rank_of(me) else {
@@ -562,10 +562,22 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag
         let ctx = v[0];
         *newcomm = state::with(|st| {
             st.next_ctx = st.next_ctx.max(ctx + 2);
-            Ok(insert_parentless(st, Comm::new(ctx, g.clone(), rank, errhandler), kv))
+            let mut c = Comm::new(ctx, g.clone(), rank, errhandler);
+            c.session = g.session;
+            insert_parentless(st, c, kv)
         })?;
         Ok(())
     })
+}
+
+/// Errors of the constructors from groups go to the handler of the session
+/// the group derives from; a group of the world model has none, so they go
+/// where errors of no object go (MPI_COMM_SELF).
+fn group_target(group: MPI_Group) -> Target {
+    match state::with(|st| Ok(st.group(group)?.session)) {
+        Ok(Some(s)) => Target::Session(s),
+        _ => Target::NoComm,
+    }
 }
 
 /// The collective context of MPI_COMM_WORLD, which the parentless
@@ -581,22 +593,25 @@ fn string_tag(s: &str, step: u8) -> i32 {
     SIDE_TAG | v as i32
 }
 
-fn check_errhandler(st: &State, errhandler: MPI_Errhandler) -> R<()> {
-    match errhandler {
-        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
-        h if st.errhs.get(h).is_some() => Ok(()),
-        h => Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
-    }
-}
 
 /// Registers a communicator made without a parent: it takes the info
 /// hints given and holds a reference on its error handler.
-fn insert_parentless(st: &mut State, mut c: Comm, info: Vec<(String, String)>) -> MPI_Comm {
+fn insert_parentless(st: &mut State, mut c: Comm, info: Vec<(String, String)>) -> R<MPI_Comm> {
+    check_ctx(c.ctx)?;
     c.info = info;
-    if let Some(e) = st.errhs.get_mut(c.errh) {
-        e.refs += 1;
+    super::errh::retain_errhandler(c.errh);
+    Ok(st.comms.insert(c))
+}
+
+/// Context ids stay below the space of partitioned traffic
+/// (gridmpi_engine::PART_CTX_BIT). Ids are never reused, so a process
+/// that made about a billion communicators runs out.
+fn check_ctx(ctx: u32) -> R<()> {
+    // u32::MAX: MPI_Comm_idup's placeholder until its id is agreed.
+    if ctx >= gridmpi_engine::PART_CTX_BIT && ctx != u32::MAX {
+        return Err(err(MPI_ERR_INTERN, "out of context ids for new communicators"));
     }
-    st.comms.insert(c)
+    Ok(())
 }
 
 /// MPI_Intercomm_create_from_groups (MPI 4.0): the members of each group
@@ -614,13 +629,13 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     errhandler: MPI_Errhandler,
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
-    api("MPI_Intercomm_create_from_groups", Target::NoComm, || {
+    api("MPI_Intercomm_create_from_groups", group_target(local_group), || {
         check_ptr(newintercomm, "newintercomm")?;
         let tagstr = read_cstr(stringtag)?;
         let (lg, rg, me, proposal, kv) = state::with(|st| {
             let lg = st.group(local_group)?;
             let rg = st.group(remote_group)?;
-            check_errhandler(st, errhandler)?;
+            super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Comm)?;
             Ok((lg, rg, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = lg.rank_of(me) else {
@@ -656,9 +671,10 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
         *newintercomm = state::with(|st| {
             st.next_ctx = st.next_ctx.max(ctx + 4);
             let mut c = Comm::new(ctx, lg.clone(), rank, errhandler);
+            c.session = lg.session;
             c.remote = Some(rg.clone());
             c.local_ctx = Some(ctx + 2);
-            Ok(insert_parentless(st, c, kv))
+            insert_parentless(st, c, kv)
         })?;
         Ok(())
     })
@@ -713,7 +729,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
             st.next_ctx = st.next_ctx.max(ctx + 4);
             let l = st.comm(local_comm)?;
             let mut c = Comm::new(ctx, l.group.clone(), l.rank, MPI_ERRORS_ARE_FATAL);
-            c.remote = Some(Arc::new(Group { pids: remote }));
+            c.remote = Some(Arc::new(Group::new(remote)));
             c.local_ctx = Some(ctx + 2);
             st.add_comm(local_comm, c, false)
         })?;
@@ -748,7 +764,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, 
         let ctx = agree_ctx(intercomm, 1)?;
         let pids: Vec<u32> = if local_first { local.iter().chain(remote.iter()).copied().collect() } else { remote.iter().chain(local.iter()).copied().collect() };
         let rank = pids.iter().position(|&p| p == me).unwrap() as i32;
-        *newintracomm = state::with(|st| st.add_comm(intercomm, Comm::new(ctx, Arc::new(Group { pids }), rank, MPI_ERRORS_ARE_FATAL), false))?;
+        *newintracomm = state::with(|st| st.add_comm(intercomm, Comm::new(ctx, Arc::new(Group::new(pids)), rank, MPI_ERRORS_ARE_FATAL), false))?;
         Ok(())
     })
 }
@@ -765,7 +781,7 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         super::attr::delete_all_comm_attrs(h)?;
         state::with(|st| {
             if let Some(c) = st.comms.remove(h) {
-                st.release_errhandler(c.errh);
+                super::errh::release_errhandler(c.errh);
             }
             Ok(())
         })?;

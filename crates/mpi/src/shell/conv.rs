@@ -22,6 +22,7 @@ same_value! {
     PMPI_Request_c2f, PMPI_Request_f2c, MPI_Request;
     PMPI_Type_c2f, PMPI_Type_f2c, MPI_Datatype;
     PMPI_Op_c2f, PMPI_Op_f2c, MPI_Op;
+    PMPI_Session_c2f, PMPI_Session_f2c, MPI_Session;
 }
 
 unsafe fn copy5(src: *const c_int, dst: *mut c_int) -> c_int {

@@ -2,74 +2,31 @@
 //! memory.
 
 use super::*;
-use crate::handles::{self, Kind, Table};
+use crate::handles::{self, Kind};
+use crate::lifecycle::{self, User};
 use crate::objects::*;
-use crate::runtime::Runtime;
 use crate::state::{self, api, Target, PHASE, PHASE_FINALIZED, PHASE_NONE, PHASE_RUNNING};
 use gridmpi_engine::sched::CommView;
 use std::sync::atomic::Ordering;
 
+/// MPI_Init and MPI_Init_thread: the world model joins the runtime
+/// (starting it unless a session already did).
 fn init(required: c_int) -> R<c_int> {
     match PHASE.load(Ordering::Acquire) {
         PHASE_NONE => {}
         PHASE_RUNNING => return Err(err(MPI_ERR_OTHER, "MPI is already initialized")),
         _ => return Err(err(MPI_ERR_OTHER, "MPI cannot be initialized again after MPI_Finalize")),
     }
-    let config = gridmpi_config::Config::load().map_err(|e| err(MPI_ERR_OTHER, format!("configuration: {e}")))?;
-    let rt = Runtime::init(config).map_err(|e| err(MPI_ERR_OTHER, e))?;
-    let me = rt.me;
-    let size = rt.size;
-    let universe_size = rt.pmi.universe_size();
-    let appnum = rt.pmi.appnum();
-    let world_group = Arc::new(Group { pids: (0..size).collect() });
-    let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
-    world.name = "MPI_COMM_WORLD".into();
-    // The cluster map, readable with MPI_Comm_get_info(MPI_COMM_WORLD).
-    let my_cluster = rt.map.cluster_of(me);
-    world.info = vec![
-        ("gridmpi_cluster".into(), rt.map.names[my_cluster as usize].clone()),
-        ("gridmpi_cluster_index".into(), my_cluster.to_string()),
-        ("gridmpi_clusters".into(), rt.map.clusters().to_string()),
-        ("gridmpi_cluster_map".into(), rt.map.describe()),
-    ];
-    let mut selfc = Comm::new(2, Arc::new(Group { pids: vec![me] }), 0, MPI_ERRORS_ARE_FATAL);
-    selfc.name = "MPI_COMM_SELF".into();
-    let st = State {
-        rt,
-        world,
-        selfc,
-        comms: Table::new(Kind::Comm),
-        groups: Table::new(Kind::Group),
-        types: Table::new(Kind::Datatype),
-        predef: Predefined::new(),
-        ops: Table::new(Kind::Op),
-        errhs: Table::new(Kind::Errhandler),
-        keyvals: Table::new(Kind::Keyval),
-        reqs: Table::new(Kind::Request),
-        msgs: Table::new(Kind::Request),
-        wins: Table::new(Kind::Win),
-        errors: Default::default(),
-        next_ctx: 4,
-        bsend: None,
-        thread_level: required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE),
-        main_thread: std::thread::current().id(),
-        waiting: Default::default(),
-        bsend_inflight: Vec::new(),
-        flushes: Vec::new(),
-        pairs: Vec::new(),
-        pending_idups: Vec::new(),
-        attr_storage: Box::new([0; 8]),
-        universe_size,
-        appnum,
-    };
-    let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
-    state::install(Box::new(st));
-    PHASE.store(PHASE_RUNNING, Ordering::Release);
-    if progress_thread {
-        crate::progress_thread::start().map_err(|e| err(MPI_ERR_OTHER, e))?;
-    }
+    lifecycle::join(User::World)?;
     // We serialise every call under one lock, so every level is provided.
-    Ok(required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE))
+    let level = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
+    state::with(|st| {
+        st.thread_level = level;
+        st.main_thread = std::thread::current().id();
+        Ok(())
+    })?;
+    PHASE.store(PHASE_RUNNING, Ordering::Release);
+    Ok(level)
 }
 
 fn init_or_die(name: &'static str, required: c_int) -> c_int {
@@ -143,29 +100,16 @@ pub fn wait_engine(r: gridmpi_engine::ReqId) -> R<gridmpi_engine::Status> {
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Finalize() -> c_int {
     api("MPI_Finalize", Target::NoComm, || {
+        if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
+            return Err(err(MPI_ERR_OTHER, "MPI_Finalize without MPI_Init (or called twice)"));
+        }
         // Attributes on MPI_COMM_SELF are deleted first (MPI 4.1, 11.2.1).
         crate::shell::attr::delete_all_comm_attrs(MPI_COMM_SELF)?;
         // Buffered sends must drain.
         state::wait_until(|st| Ok(st.bsend_pending_done(None)))?;
-        // Every rank gets here before anyone tears down its transports.
-        let r = state::with(|st| {
-            st.rt.shutdown();
-            let tag = st.world.next_coll_tag();
-            let view = coll_view(&st.world);
-            let s = gridmpi_engine::coll::barrier_dissemination(view, tag);
-            Ok(st.rt.engine.start_schedule(s))
-        })?;
-        wait_engine(r)?;
-        state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
-        crate::progress_thread::stop();
-        let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
         PHASE.store(PHASE_FINALIZED, Ordering::Release);
-        st.rt.close();
-        let st = *st;
-        if let Err(e) = st.rt.pmi.finalize() {
-            eprintln!("GridMPI: MPI_Finalize: {e}");
-        }
-        Ok(())
+        // The runtime ends here unless sessions still use it.
+        lifecycle::leave(User::World)
     })
 }
 

@@ -1,30 +1,87 @@
 //! Error handlers, error classes/codes/strings.
+//!
+//! Error handlers live outside the MPI state, in a table of their own: a
+//! program creates the handler it passes to MPI_Session_init before any
+//! session (or MPI_Init) exists, and may free handlers at any time.
 
 use super::*;
+use crate::handles::{Kind, Table};
 use crate::objects::*;
 use crate::state::{self, api, Target};
+use std::sync::Mutex;
 
-impl State {
-    /// Drop one reference to a user error handler.
-    pub fn release_errhandler(&mut self, h: MPI_Errhandler) {
-        if let Some(e) = self.errhs.get_mut(h) {
-            e.refs = e.refs.saturating_sub(1);
-            if e.refs == 0 {
-                self.errhs.remove(h);
-            }
+/// Every user error handler of the process. Lock order: the state's lock
+/// (if taken) before this one; nothing here calls back into the state.
+static ERRHS: Mutex<Option<Table<ErrhEntry>>> = Mutex::new(None);
+
+fn with_errhs<T>(f: impl FnOnce(&mut Table<ErrhEntry>) -> T) -> T {
+    let mut g = ERRHS.lock().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(|| Table::new(Kind::Errhandler)))
+}
+
+/// Which kind of object an error handler was made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrhKind {
+    Comm,
+    Win,
+    File,
+    Session,
+}
+
+impl ErrhFunc {
+    fn kind(&self) -> ErrhKind {
+        match self {
+            ErrhFunc::Comm(_) => ErrhKind::Comm,
+            ErrhFunc::Win(_) => ErrhKind::Win,
+            ErrhFunc::File(_) => ErrhKind::File,
+            ErrhFunc::Session(_) => ErrhKind::Session,
         }
     }
+}
 
-    fn check_errhandler(&self, h: MPI_Errhandler) -> R<()> {
-        match h {
-            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
-            MPI_ERRHANDLER_NULL => Err(err(MPI_ERR_ARG, "the error handler is MPI_ERRHANDLER_NULL")),
-            _ => match self.errhs.get(h) {
-                Some(ErrhEntry { func: ErrhFunc::Comm(_), .. }) => Ok(()),
-                Some(_) => Err(err(MPI_ERR_ARG, "the error handler was not created for communicators")),
-                None => Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
-            },
+/// A new user error handler (one reference, the caller's handle).
+pub fn new_errhandler(func: ErrhFunc) -> MPI_Errhandler {
+    with_errhs(|t| t.insert(ErrhEntry { func, refs: 1 }))
+}
+
+/// The function of a user error handler (None for predefined or unknown ones).
+pub fn errhandler_func(h: MPI_Errhandler) -> Option<ErrhFunc> {
+    with_errhs(|t| t.get(h).map(|e| e.func))
+}
+
+/// An object starts using `h`.
+pub fn retain_errhandler(h: MPI_Errhandler) {
+    with_errhs(|t| {
+        if let Some(e) = t.get_mut(h) {
+            e.refs += 1;
         }
+    })
+}
+
+/// Drop one reference to a user error handler (an object stopped using
+/// it, or the user freed the handle).
+pub fn release_errhandler(h: MPI_Errhandler) {
+    with_errhs(|t| {
+        if let Some(e) = t.get_mut(h) {
+            e.refs = e.refs.saturating_sub(1);
+            if e.refs == 0 {
+                t.remove(h);
+            }
+        }
+    })
+}
+
+/// Check that `h` is a predefined handler or a user handler made for
+/// objects of `kind`.
+pub fn check_errhandler(h: MPI_Errhandler, kind: ErrhKind) -> R<()> {
+    match h {
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => Ok(()),
+        MPI_ERRHANDLER_NULL => Err(err(MPI_ERR_ARG, "the error handler is MPI_ERRHANDLER_NULL")),
+        _ => match errhandler_func(h) {
+            Some(f) if f.kind() == kind => Ok(()),
+            Some(f) => Err(err(MPI_ERR_ARG, format!("the error handler was made for {:?} objects, not {kind:?} ones", f.kind()))),
+            None => Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
+        },
     }
 }
 
@@ -33,7 +90,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<
     api("MPI_Comm_create_errhandler", Target::NoComm, || {
         check_ptr(errhandler, "errhandler")?;
         let f = comm_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
-        *errhandler = state::with(|st| Ok(st.errhs.insert(ErrhEntry { func: ErrhFunc::Comm(f), refs: 1 })))?;
+        *errhandler = new_errhandler(ErrhFunc::Comm(f));
         Ok(())
     })
 }
@@ -46,14 +103,12 @@ pub unsafe extern "C" fn PMPI_Errhandler_create(function: Option<MPI_Handler_fun
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     api("MPI_Comm_set_errhandler", Target::Comm(comm), || {
+        check_errhandler(errhandler, ErrhKind::Comm)?;
         state::with(|st| {
-            st.check_errhandler(errhandler)?;
             let old = st.comm(comm)?.errh;
-            if let Some(e) = st.errhs.get_mut(errhandler) {
-                e.refs += 1;
-            }
+            retain_errhandler(errhandler);
             st.comm_mut(comm)?.errh = errhandler;
-            st.release_errhandler(old);
+            release_errhandler(old);
             Ok(())
         })
     })
@@ -66,9 +121,7 @@ pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *m
         *errhandler = state::with(|st| {
             let h = st.comm(comm)?.errh;
             // The returned handle is a new reference the user frees.
-            if let Some(e) = st.errhs.get_mut(h) {
-                e.refs += 1;
-            }
+            retain_errhandler(h);
             Ok(h)
         })?;
         Ok(())
@@ -80,16 +133,13 @@ pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -
     api("MPI_Errhandler_free", Target::NoComm, || {
         check_ptr(errhandler, "errhandler")?;
         let h = *errhandler;
-        state::with(|st| {
-            match h {
-                MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
-                _ => {
-                    st.errhs.get(h).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")))?;
-                    st.release_errhandler(h);
-                }
+        match h {
+            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
+            _ => {
+                errhandler_func(h).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")))?;
+                release_errhandler(h);
             }
-            Ok(())
-        })?;
+        }
         *errhandler = MPI_ERRHANDLER_NULL;
         Ok(())
     })

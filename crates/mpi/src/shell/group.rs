@@ -8,7 +8,7 @@ use std::collections::HashSet;
 impl State {
     pub fn group(&self, h: MPI_Group) -> R<Arc<Group>> {
         if h == MPI_GROUP_EMPTY {
-            return Ok(Arc::new(Group { pids: Vec::new() }));
+            return Ok(Arc::new(Group::new(Vec::new())));
         }
         if h == MPI_GROUP_NULL {
             return Err(err(MPI_ERR_GROUP, "the group is MPI_GROUP_NULL"));
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn PMPI_Group_union(group1: MPI_Group, group2: MPI_Group, 
         let mut pids = a.pids.clone();
         let sa: HashSet<_> = a.pids.iter().copied().collect();
         pids.extend(b.pids.iter().filter(|p| !sa.contains(p)));
-        Ok(Group { pids })
+        Ok(Group { pids, session: common_session(&a, &b)? })
     })
 }
 
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn PMPI_Group_intersection(group1: MPI_Group, group2: MPI_
     new_group(newgroup, "MPI_Group_intersection", |st| {
         let (a, b) = (st.group(group1)?, st.group(group2)?);
         let sb: HashSet<_> = b.pids.iter().copied().collect();
-        Ok(Group { pids: a.pids.iter().copied().filter(|p| sb.contains(p)).collect() })
+        Ok(Group { pids: a.pids.iter().copied().filter(|p| sb.contains(p)).collect(), session: common_session(&a, &b)? })
     })
 }
 
@@ -113,8 +113,17 @@ pub unsafe extern "C" fn PMPI_Group_difference(group1: MPI_Group, group2: MPI_Gr
     new_group(newgroup, "MPI_Group_difference", |st| {
         let (a, b) = (st.group(group1)?, st.group(group2)?);
         let sb: HashSet<_> = b.pids.iter().copied().collect();
-        Ok(Group { pids: a.pids.iter().copied().filter(|p| !sb.contains(p)).collect() })
+        Ok(Group { pids: a.pids.iter().copied().filter(|p| !sb.contains(p)).collect(), session: common_session(&a, &b)? })
     })
+}
+
+/// The session a group made from two others derives from: groups of two
+/// different sessions cannot be combined (MPI 4.1, 11.3.2).
+fn common_session(a: &Group, b: &Group) -> R<Option<MPI_Session>> {
+    match (a.session, b.session) {
+        (Some(x), Some(y)) if x != y => Err(err(MPI_ERR_GROUP, "the two groups derive from different sessions")),
+        (x, y) => Ok(x.or(y)),
+    }
 }
 
 unsafe fn rank_list(g: &Group, n: c_int, ranks: *const c_int) -> R<Vec<i32>> {
@@ -143,7 +152,7 @@ pub unsafe extern "C" fn PMPI_Group_incl(group: MPI_Group, n: c_int, ranks: *con
     new_group(newgroup, "MPI_Group_incl", |st| {
         let g = st.group(group)?;
         let v = rank_list(&g, n, ranks)?;
-        Ok(Group { pids: v.iter().map(|&r| g.pids[r as usize]).collect() })
+        Ok(g.derived(v.iter().map(|&r| g.pids[r as usize]).collect()))
     })
 }
 
@@ -152,7 +161,7 @@ pub unsafe extern "C" fn PMPI_Group_excl(group: MPI_Group, n: c_int, ranks: *con
     new_group(newgroup, "MPI_Group_excl", |st| {
         let g = st.group(group)?;
         let v: HashSet<i32> = rank_list(&g, n, ranks)?.into_iter().collect();
-        Ok(Group { pids: g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect() })
+        Ok(g.derived(g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect()))
     })
 }
 
@@ -200,7 +209,7 @@ pub unsafe extern "C" fn PMPI_Group_range_incl(group: MPI_Group, n: c_int, range
     new_group(newgroup, "MPI_Group_range_incl", |st| {
         let g = st.group(group)?;
         let v = ranges(&g, n, ranges_)?;
-        Ok(Group { pids: v.iter().map(|&r| g.pids[r as usize]).collect() })
+        Ok(g.derived(v.iter().map(|&r| g.pids[r as usize]).collect()))
     })
 }
 
@@ -209,7 +218,7 @@ pub unsafe extern "C" fn PMPI_Group_range_excl(group: MPI_Group, n: c_int, range
     new_group(newgroup, "MPI_Group_range_excl", |st| {
         let g = st.group(group)?;
         let v: HashSet<i32> = ranges(&g, n, ranges_)?.into_iter().collect();
-        Ok(Group { pids: g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect() })
+        Ok(g.derived(g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect()))
     })
 }
 

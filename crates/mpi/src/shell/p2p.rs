@@ -62,14 +62,19 @@ impl State {
         let len = ub.len() as usize;
         // Blocks of buffered sends that have completed are free again.
         self.bsend_pending_done(None);
-        // The communicator's own buffer, else the process's.
-        let owner = if self.comm(comm)?.bsend.is_some() { BufOwner::Comm(comm) } else { BufOwner::Process };
-        let b = match owner {
-            BufOwner::Comm(_) => self.comm_mut(comm)?.bsend.as_mut(),
-            BufOwner::Process => self.bsend.as_mut(),
+        // The communicator's own buffer, else its session's, else the
+        // process's (MPI 4.1, 3.6).
+        let c = self.comm(comm)?;
+        let owner = match c.session {
+            _ if c.bsend.is_some() => BufOwner::Comm(comm),
+            Some(s) if self.sessions.get(s).is_some_and(|e| e.bsend.is_some()) => BufOwner::Session(s),
+            _ => BufOwner::Process,
         };
-        let Some(b) = b else {
-            return Err(err(MPI_ERR_BUFFER, "no buffer is attached (call MPI_Buffer_attach or MPI_Comm_attach_buffer before MPI_Bsend)"));
+        let Some(b) = self.bsend_buffer(owner) else {
+            return Err(err(
+                MPI_ERR_BUFFER,
+                "no buffer is attached (call MPI_Buffer_attach, MPI_Comm_attach_buffer or MPI_Session_attach_buffer before MPI_Bsend)",
+            ));
         };
         let (p, off, heap) = if b.automatic {
             let mut v = vec![0u8; len].into_boxed_slice();
@@ -95,6 +100,15 @@ impl State {
         Ok(Started::Done(ReqKind::Bsend { block: off }))
     }
 
+    /// The buffer attached to `owner`, if any.
+    pub fn bsend_buffer(&mut self, owner: BufOwner) -> Option<&mut BsendBuffer> {
+        match owner {
+            BufOwner::Process => self.bsend.as_mut(),
+            BufOwner::Comm(c) => self.comm_mut(c).ok().and_then(|c| c.bsend.as_mut()),
+            BufOwner::Session(s) => self.sessions.get_mut(s).and_then(|e| e.bsend.as_mut()),
+        }
+    }
+
     /// Release the blocks of finished buffered sends; true when none of
     /// `owner`'s (or nobody's, for None) is left.
     pub fn bsend_pending_done(&mut self, owner: Option<BufOwner>) -> bool {
@@ -112,11 +126,7 @@ impl State {
             if heap {
                 continue;
             }
-            let buf = match o {
-                BufOwner::Process => self.bsend.as_mut(),
-                BufOwner::Comm(c) => self.comm_mut(c).ok().and_then(|c| c.bsend.as_mut()),
-            };
-            if let Some(b) = buf {
+            if let Some(b) = self.bsend_buffer(o) {
                 b.free(off);
             }
         }
@@ -631,7 +641,7 @@ pub struct PairOp {
 
 // ---- attached buffers --------------------------------------------------------
 
-fn new_buffer(buffer: *mut c_void, size: MPI_Count) -> R<BsendBuffer> {
+pub(crate) fn new_buffer(buffer: *mut c_void, size: MPI_Count) -> R<BsendBuffer> {
     if buffer == BUFFER_AUTOMATIC {
         return Ok(BsendBuffer { base: std::ptr::null_mut(), size: 0, used: Vec::new(), automatic: true });
     }
@@ -640,7 +650,7 @@ fn new_buffer(buffer: *mut c_void, size: MPI_Count) -> R<BsendBuffer> {
 }
 
 /// Hand a detached buffer back to the user (MPI_BUFFER_AUTOMATIC if it was).
-unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: CountPtr) {
+pub(crate) unsafe fn give_back(b: Option<BsendBuffer>, buffer_addr: *mut c_void, size: CountPtr) {
     let (p, n) = match b {
         Some(b) if b.automatic => (BUFFER_AUTOMATIC, 0),
         Some(b) => (b.base as *mut c_void, b.size as i64),

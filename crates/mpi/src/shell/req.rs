@@ -31,7 +31,11 @@ impl State {
         match self.reqs.get(h) {
             Some(ReqEntry::Active { comm, .. }) | Some(ReqEntry::Null { comm, .. }) => *comm,
             Some(ReqEntry::Persistent {
-                spec: PersistentSpec::Send { comm, .. } | PersistentSpec::Recv { comm, .. } | PersistentSpec::Coll { comm, .. },
+                spec:
+                    PersistentSpec::Send { comm, .. }
+                    | PersistentSpec::Recv { comm, .. }
+                    | PersistentSpec::Coll { comm, .. }
+                    | PersistentSpec::Partitioned { comm, .. },
                 ..
             }) => *comm,
             _ => MPI_COMM_WORLD,
@@ -86,7 +90,7 @@ impl State {
             }
             ReqEntry::Persistent { active, spec } => {
                 let Some(r) = *active else { return Ok(Poll::Inactive) };
-                let is_recv = matches!(spec, PersistentSpec::Recv { .. });
+                let is_recv = matches!(spec, PersistentSpec::Recv { .. } | PersistentSpec::Partitioned { recv: true, .. });
                 let is_coll = matches!(spec, PersistentSpec::Coll { .. });
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 *active = None;
@@ -482,8 +486,15 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
             let e = st.reqs.remove(h).ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}")))?;
             match e {
                 ReqEntry::Active { r, .. } => st.rt.engine.detach(r),
-                ReqEntry::Persistent { active: Some(r), .. } => st.rt.engine.detach(r),
-                ReqEntry::Persistent { active: None, .. } | ReqEntry::Null { .. } => {}
+                ReqEntry::Persistent { active, spec } => {
+                    if let Some(r) = active {
+                        st.rt.engine.detach(r);
+                    }
+                    if let PersistentSpec::Partitioned { id, .. } = spec {
+                        st.rt.engine.part_free(id);
+                    }
+                }
+                ReqEntry::Null { .. } => {}
                 ReqEntry::Greq { r, free, extra, .. } => {
                     st.rt.engine.detach(r);
                     return Ok(free.map(|f| (f, extra)));
@@ -524,7 +535,7 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
             Some(ReqEntry::Null { kind, .. }) => Ok(Err((true, if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() }))),
             Some(ReqEntry::Persistent { active: None, .. }) => Ok(Err((true, empty_status()))),
             Some(ReqEntry::Persistent { active: Some(r), spec }) => {
-                let recv = matches!(spec, PersistentSpec::Recv { .. });
+                let recv = matches!(spec, PersistentSpec::Recv { .. } | PersistentSpec::Partitioned { recv: true, .. });
                 Ok(Err(match st.rt.engine.peek_status(*r) {
                     Some(s) => (true, if recv { recv_status(&s) } else { empty_status() }),
                     None => (false, empty_status()),
@@ -658,6 +669,20 @@ pub unsafe extern "C" fn PMPI_Cancel(request: *mut MPI_Request) -> c_int {
     })
 }
 
+/// Errors of MPI_Start(all) go to the communicator of the first valid
+/// request; with none (MPI_REQUEST_NULL, a bad handle) where errors of no
+/// object go.
+unsafe fn start_target(reqs: *const MPI_Request, count: c_int) -> Target {
+    if reqs.is_null() || count <= 0 {
+        return Target::NoComm;
+    }
+    let hs = std::slice::from_raw_parts(reqs, count as usize);
+    state::with(|st| Ok(hs.iter().find(|&&h| st.reqs.get(h).is_some()).map(|&h| st.request_comm(h))))
+        .ok()
+        .flatten()
+        .map_or(Target::NoComm, Target::Comm)
+}
+
 pub fn start_persistent(h: MPI_Request) -> R<()> {
     let spec = state::with(|st| match st.reqs.get(h) {
         Some(ReqEntry::Persistent { active: None, spec }) => Ok(spec.clone()),
@@ -669,6 +694,7 @@ pub fn start_persistent(h: MPI_Request) -> R<()> {
     })?;
     let r = match spec {
         PersistentSpec::Coll { start, .. } => start()?,
+        PersistentSpec::Partitioned { id, .. } => state::with(|st| st.rt.engine.part_start(id).map_err(|e| err(MPI_ERR_REQUEST, e.to_string())))?,
         PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode } => state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
             Ok(match s {
@@ -699,7 +725,7 @@ pub fn start_persistent(h: MPI_Request) -> R<()> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
-    api("MPI_Start", Target::NoComm, || {
+    api("MPI_Start", start_target(request, 1), || {
         check_ptr(request, "request")?;
         start_persistent(*request)
     })
@@ -707,7 +733,7 @@ pub unsafe extern "C" fn PMPI_Start(request: *mut MPI_Request) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
-    api("MPI_Startall", Target::NoComm, || {
+    api("MPI_Startall", start_target(array_of_requests, count), || {
         let reqs = reqs_slice(count, array_of_requests)?;
         for &h in reqs.iter() {
             start_persistent(h)?;

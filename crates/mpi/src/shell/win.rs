@@ -300,7 +300,7 @@ pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
         let entry = state::with(|st| {
             let e = st.wins.remove(h).ok_or_else(|| err(MPI_ERR_WIN, "the window vanished while being freed"))?;
             st.rt.engine.win_drop(e.id);
-            st.release_errhandler(e.errh);
+            super::errh::release_errhandler(e.errh);
             Ok(e)
         })?;
         // The memory (heap or shared mapping) goes with the entry.
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn PMPI_Win_create_errhandler(win_errhandler_fn: Option<MP
     api("MPI_Win_create_errhandler", Target::NoComm, || {
         check_ptr(errhandler, "errhandler")?;
         let f = win_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
-        *errhandler = state::with(|st| Ok(st.errhs.insert(ErrhEntry { func: ErrhFunc::Win(f), refs: 1 })))?;
+        *errhandler = super::errh::new_errhandler(ErrhFunc::Win(f));
         Ok(())
     })
 }
@@ -471,22 +471,12 @@ pub unsafe extern "C" fn PMPI_Win_create_errhandler(win_errhandler_fn: Option<MP
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
     api("MPI_Win_set_errhandler", Target::Win(win), || {
+        super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Win)?;
         state::with(|st| {
-            match errhandler {
-                MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
-                MPI_ERRHANDLER_NULL => return Err(err(MPI_ERR_ARG, "the error handler is MPI_ERRHANDLER_NULL")),
-                h => match st.errhs.get(h) {
-                    Some(ErrhEntry { func: ErrhFunc::Win(_), .. }) => {}
-                    Some(_) => return Err(err(MPI_ERR_ARG, "the error handler was not created for windows (use MPI_Win_create_errhandler)")),
-                    None => return Err(err(MPI_ERR_ARG, format!("invalid error handler {h:#x}"))),
-                },
-            }
             let old = st.win(win)?.errh;
-            if let Some(e) = st.errhs.get_mut(errhandler) {
-                e.refs += 1;
-            }
+            super::errh::retain_errhandler(errhandler);
             st.win_mut(win)?.errh = errhandler;
-            st.release_errhandler(old);
+            super::errh::release_errhandler(old);
             Ok(())
         })
     })
@@ -496,13 +486,10 @@ pub unsafe extern "C" fn PMPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_E
 pub unsafe extern "C" fn PMPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler) -> c_int {
     api("MPI_Win_get_errhandler", Target::Win(win), || {
         check_ptr(errhandler, "errhandler")?;
-        *errhandler = state::with(|st| {
-            let h = st.win(win)?.errh;
-            if let Some(e) = st.errhs.get_mut(h) {
-                e.refs += 1;
-            }
-            Ok(h)
-        })?;
+        let h = state::with(|st| Ok(st.win(win)?.errh))?;
+        // The returned handle is a new reference the user frees.
+        super::errh::retain_errhandler(h);
+        *errhandler = h;
         Ok(())
     })
 }

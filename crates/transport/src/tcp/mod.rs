@@ -153,6 +153,23 @@ impl Tcp {
         })
     }
 
+    /// The socket of the established connection with `peer`, if any (for
+    /// reading its TCP_INFO: MPI_T's performance variables).
+    pub fn peer_fd(&self, peer: Pid) -> Option<RawFd> {
+        let l = self.peers.get(peer as usize)?;
+        if !l.established || l.closed {
+            return None;
+        }
+        let c = self.conns.get(l.conn?)?.as_ref()?;
+        Some(c.fd.as_raw_fd())
+    }
+
+    /// The pacing rate asked for on the connection with `peer` (bytes/s;
+    /// None: unpaced).
+    pub fn pace(&self, peer: Pid) -> Option<u64> {
+        self.peers.get(peer as usize)?.pace
+    }
+
     /// Set the job identity and secret (known only after the PMI exchange).
     pub fn set_auth(&mut self, job: u64, secret: [u8; 32]) {
         self.keys = Keys { job, secret };

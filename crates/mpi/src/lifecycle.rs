@@ -1,0 +1,207 @@
+//! MPI's life in a process: who uses the runtime, when it starts and when
+//! it is torn down.
+//!
+//! The runtime (the job's membership from PMI, the transports, the engine:
+//! [`State`]) has two kinds of users, which may coexist (MPI 4.1, 11.3):
+//! the world model (MPI_Init .. MPI_Finalize) and each session
+//! (MPI_Session_init .. MPI_Session_finalize). The first of them to come
+//! starts the runtime; the last to leave tears it down.
+//!
+//! Starting meets every other process of the job (the address cards are
+//! exchanged through a PMI fence), so every process of a job starts MPI,
+//! by either model, as MPICH requires too. Tearing down is a barrier over
+//! every process of the job (no process closes its connections while a
+//! peer may still send to it), then the transports close and the process
+//! tells the launcher it is done (PMI finalize). After that MPI cannot be
+//! started again in the process: the launcher took the PMI finalize as the
+//! end of this rank, and its PMI connection is gone.
+
+use crate::errors::{err, R};
+use crate::ffi::*;
+use crate::handles::{Kind, Table};
+use crate::objects::*;
+use crate::runtime::Runtime;
+use crate::state::{self, State};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A user of the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum User {
+    World,
+    Session,
+}
+
+#[derive(Default)]
+struct Users {
+    world: bool,
+    sessions: u32,
+    /// The runtime was torn down (it cannot start again).
+    ended: bool,
+}
+
+impl Users {
+    fn any(&self) -> bool {
+        self.world || self.sessions > 0
+    }
+}
+
+/// Held for the whole of a start or a teardown, so two threads starting
+/// sessions at once start one runtime. Lock order: this, then the state's.
+static USERS: Mutex<Users> = Mutex::new(Users { world: false, sessions: 0, ended: false });
+
+fn users() -> MutexGuard<'static, Users> {
+    USERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The runtime was torn down (MPI_Finalize or the last
+/// MPI_Session_finalize): MPI cannot be used again in this process.
+pub fn ended() -> bool {
+    users().ended
+}
+
+/// Where the runtime is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    NotStarted,
+    Running,
+    Ended,
+}
+
+pub fn phase() -> Phase {
+    let u = users();
+    match (u.any(), u.ended) {
+        (_, true) => Phase::Ended,
+        (true, false) => Phase::Running,
+        (false, false) => Phase::NotStarted,
+    }
+}
+
+/// Context ids of the runtime's own traffic (the teardown barrier); the
+/// world is 0/1, MPI_COMM_SELF 2/3, communicators start above.
+pub const RUNTIME_CTX: u32 = 4;
+/// The first context id a communicator may get.
+pub const FIRST_COMM_CTX: u32 = 6;
+
+/// Become a user of the runtime, starting it if nobody uses it yet.
+pub fn join(user: User) -> R<()> {
+    let mut u = users();
+    if u.ended {
+        return Err(err(
+            MPI_ERR_OTHER,
+            "MPI was finalized in this process (by MPI_Finalize or the last MPI_Session_finalize) and cannot be started again",
+        ));
+    }
+    if !u.any() {
+        start()?;
+    }
+    match user {
+        User::World => u.world = true,
+        User::Session => u.sessions += 1,
+    }
+    Ok(())
+}
+
+/// Stop being a user; the last one tears the runtime down.
+pub fn leave(user: User) -> R<()> {
+    let mut u = users();
+    match user {
+        User::World => u.world = false,
+        User::Session => u.sessions = u.sessions.saturating_sub(1),
+    }
+    if u.any() || u.ended {
+        return Ok(());
+    }
+    u.ended = true;
+    teardown()
+}
+
+/// Bootstrap and install the state. The world and self communicators are
+/// made here (they exist, unusable, in a process that only has sessions;
+/// see State::comm).
+fn start() -> R<()> {
+    // The settings, with what a tool wrote through MPI_T before MPI started.
+    let config = crate::mpit::cvars::config_for_start().map_err(|e| err(MPI_ERR_OTHER, format!("configuration: {e}")))?;
+    let rt = Runtime::init(config.clone()).map_err(|e| err(MPI_ERR_OTHER, e))?;
+    let me = rt.me;
+    let size = rt.size;
+    let universe_size = rt.pmi.universe_size();
+    let appnum = rt.pmi.appnum();
+    let world_group = Arc::new(Group::new((0..size).collect()));
+    let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
+    world.name = "MPI_COMM_WORLD".into();
+    // The cluster map, readable with MPI_Comm_get_info(MPI_COMM_WORLD).
+    let my_cluster = rt.map.cluster_of(me);
+    world.info = vec![
+        ("gridmpi_cluster".into(), rt.map.names[my_cluster as usize].clone()),
+        ("gridmpi_cluster_index".into(), my_cluster.to_string()),
+        ("gridmpi_clusters".into(), rt.map.clusters().to_string()),
+        ("gridmpi_cluster_map".into(), rt.map.describe()),
+    ];
+    let mut selfc = Comm::new(2, Arc::new(Group::new(vec![me])), 0, MPI_ERRORS_ARE_FATAL);
+    selfc.name = "MPI_COMM_SELF".into();
+    let st = State {
+        rt,
+        world,
+        selfc,
+        comms: Table::new(Kind::Comm),
+        groups: Table::new(Kind::Group),
+        types: Table::new(Kind::Datatype),
+        predef: Predefined::new(),
+        ops: Table::new(Kind::Op),
+        keyvals: Table::new(Kind::Keyval),
+        reqs: Table::new(Kind::Request),
+        msgs: Table::new(Kind::Request),
+        wins: Table::new(Kind::Win),
+        sessions: Table::new(Kind::Session),
+        errors: Default::default(),
+        next_ctx: FIRST_COMM_CTX,
+        bsend: None,
+        thread_level: MPI_THREAD_SINGLE,
+        main_thread: std::thread::current().id(),
+        waiting: Default::default(),
+        bsend_inflight: Vec::new(),
+        flushes: Vec::new(),
+        pairs: Vec::new(),
+        pending_idups: Vec::new(),
+        attr_storage: Box::new([0; 8]),
+        coll_selector: crate::shell::coll_select::build_selector(&config),
+        universe_size,
+        appnum,
+    };
+    let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
+    state::install(Box::new(st));
+    if progress_thread {
+        crate::progress_thread::start().map_err(|e| err(MPI_ERR_OTHER, e))?;
+    }
+    Ok(())
+}
+
+/// Drain, meet every process of the job, close the transports, say
+/// goodbye to the launcher.
+fn teardown() -> R<()> {
+    // Buffered sends must drain, whoever's buffer they are in.
+    state::wait_until(|st| Ok(st.bsend_pending_done(None)))?;
+    // Every rank gets here before anyone tears down its transports.
+    let r = state::with(|st| {
+        st.rt.shutdown();
+        let view = gridmpi_engine::sched::CommView {
+            ctx: RUNTIME_CTX + 1,
+            rank: st.rt.me as i32,
+            size: st.rt.size as i32,
+            pids: (0..st.rt.size).collect::<Vec<_>>().into(),
+            local_pids: None,
+        };
+        let s = gridmpi_engine::coll::barrier_dissemination(view, 0);
+        Ok(st.rt.engine.start_schedule(s))
+    })?;
+    crate::shell::env::wait_engine(r)?;
+    state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
+    crate::progress_thread::stop();
+    let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
+    st.rt.close();
+    let st = *st;
+    if let Err(e) = st.rt.pmi.finalize() {
+        eprintln!("GridMPI: finalize: {e}");
+    }
+    Ok(())
+}
