@@ -49,6 +49,8 @@ static int opt_reps = 7;          /* reps per measurement */
 static long opt_min_size = 1;
 static long opt_max_size = 4L << 20;
 static int opt_pow4 = 0;          /* sizes in powers of 4 instead of 2 */
+static long opt_sizes[16];        /* --sizes: exactly these sizes, ascending */
+static int opt_nsizes = 0;
 static const char *opt_which = NULL; /* comma list of sub-benchmarks */
 
 static double now(void)
@@ -335,11 +337,17 @@ static void usage_common(void)
 {
     fprintf(stderr,
             "options: --reps R  --rep-ms MS  --min-size B  --max-size B (k/m suffixes)  --pow4  "
-            "--only a,b,c\n");
+            "--sizes a,b,c  --only a,b,c\n");
 }
 
 static __attribute__((unused)) long next_size(long s)
 {
+    if (opt_nsizes > 0) {
+        for (int i = 0; i < opt_nsizes; i++)
+            if (opt_sizes[i] > s)
+                return opt_sizes[i];
+        return opt_max_size + 1;
+    }
     return opt_pow4 ? s * 4 : s * 2;
 }
 
@@ -382,6 +390,28 @@ static void bench_init_level(int *argc, char ***argv, int level)
             i++;
         } else if (!strcmp(a, "--only") && v) {
             opt_which = v;
+            i++;
+        } else if (!strcmp(a, "--sizes") && v) {
+            /* A list of sizes instead of a range (as with --min-size/--max-size). */
+            char *copy = strdup(v), *save = NULL;
+            opt_nsizes = 0;
+            for (char *tok = strtok_r(copy, ",", &save); tok && opt_nsizes < 16; tok = strtok_r(NULL, ",", &save)) {
+                long z = parse_size(tok);
+                if (opt_nsizes > 0 && z <= opt_sizes[opt_nsizes - 1]) {
+                    if (bx_rank == 0)
+                        fprintf(stderr, "--sizes: sizes must be ascending (%s)\n", v);
+                    MPI_Abort(MPI_COMM_WORLD, 2);
+                }
+                opt_sizes[opt_nsizes++] = z;
+            }
+            free(copy);
+            if (opt_nsizes == 0) {
+                if (bx_rank == 0)
+                    fprintf(stderr, "--sizes: no size in '%s'\n", v);
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+            opt_min_size = opt_sizes[0];
+            opt_max_size = opt_sizes[opt_nsizes - 1];
             i++;
         } else if (!strcmp(a, "--pow4")) {
             opt_pow4 = 1;

@@ -32,6 +32,8 @@ What runs (see the header comment of each program for the method):
            MPI_Barrier, halo exchange with compute (and the compute alone)
   rma      2 ranks, one-sided: put/get latency and bandwidth, accumulate
            rate, fetch-and-op, lock/put/unlock (rma.c), shared memory and TCP
+  threads  2 ranks x 4 threads, MPI_THREAD_MULTIPLE ping-pong, each thread
+           on its own communicator, 4 B, 4 KiB and 400 KiB (threads.c)
 
 Nothing here is a test: nothing asserts on time. A wrong result makes the
 program print ERROR and exit non-zero; the cell then says FAIL, and the
@@ -54,7 +56,7 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 BUILD_DIR = os.path.join(BENCH_DIR, "build")
-PROGRAMS = ["p2p", "coll", "oversub", "rma"]
+PROGRAMS = ["p2p", "coll", "oversub", "rma", "threads"]
 IMPL_ORDER = ["gridmpi", "mpich", "openmpi"]
 IMPL_NAME = {"gridmpi": "GridMPI", "mpich": "MPICH", "openmpi": "Open MPI"}
 
@@ -500,8 +502,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short smoke run: fewer, shorter repetitions")
-    ap.add_argument("--only", default="p2p,coll,oversub,rma",
-                    help="comma list of p2p, coll, oversub, rma (default: all)")
+    ap.add_argument("--only", default="p2p,coll,oversub,rma,threads",
+                    help="comma list of p2p, coll, oversub, rma, threads (default: all)")
     ap.add_argument("--impls", default=",".join(IMPL_ORDER), help="comma list of gridmpi, mpich, openmpi")
     ap.add_argument("--out", help="markdown file to write (default: see above)")
     ap.add_argument("--mpich-prefix", default=os.environ.get("BENCH_MPICH_PREFIX", "/opt/peers/mpich"))
@@ -540,6 +542,9 @@ def main():
         "coll": ["--reps", "3", "--rep-ms", "4", "--max-size", "128k"] if q else ["--reps", "7", "--rep-ms", "30"],
         "oversub": ["--reps", "3", "--rep-ms", "30"] if q else ["--reps", "7", "--rep-ms", "150"],
         "rma": ["--reps", "3", "--rep-ms", "3", "--max-size", "64k"] if q else ["--reps", "7", "--rep-ms", "30"],
+        # The sizes of the core-layers issue: 4 B, 4 KiB, 400 KiB.
+        "threads": (["--reps", "3", "--rep-ms", "10"] if q else ["--reps", "11", "--rep-ms", "100"])
+                   + ["--sizes", "4,4096,409600"],
     }
     ncores = os.cpu_count() or 1
     oversub_ranks = max(8, 4 * ncores)
@@ -552,6 +557,8 @@ def main():
         jobs += [(("oversub", "shm", oversub_ranks), oversub_ranks, "shm", "oversub")]
     if "rma" in parts:
         jobs += [(("rma", "shm", 2), 2, "shm", "rma"), (("rma", "tcp", 2), 2, "tcp", "rma")]
+    if "threads" in parts:
+        jobs += [(("threads", "shm", 2), 2, "shm", "threads")]
 
     objs = {k: Impl(k, args) for k in impls}
     os.makedirs(BUILD_DIR, exist_ok=True)
@@ -726,6 +733,13 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
                 t = table(sec, impls, b, [8], "us", False, size_col="", label=lambda s, t=title: t)
                 w(t if i == 0 else "".join(l + "\n" for l in t.splitlines()[2:] if l.strip()))
             w("\n")
+        elif prog == "threads":
+            w("## MPI_THREAD_MULTIPLE, 2 ranks x 4 threads on one host\n\n")
+            w("Thread t of rank 0 ping-pongs with thread t of rank 1 on its own communicator, all four at once, "
+              "MPI_Send and MPI_Recv (bench/threads.c). Round-trip time averaged over the threads "
+              "(us, lower is better).\n\n")
+            w(table(sec, impls, "threads", sizes_of(sec, "threads"), "us", False))
+            w("\n")
         else:
             w("## Oversubscribed: %d ranks on %d CPUs\n\n" % (nranks, info["nproc"]))
             w("Time per operation (us, lower is better). ring: per hop of an 8-byte token around all ranks; "
@@ -830,12 +844,12 @@ def aims_section(runs, impls, oversub_ranks):
     out = ["## The project's aims, from this run\n\n",
            "| aim | GridMPI | better peer | verdict |\n|---|---|---|---|\n"]
 
-    def line(aim, sec_key, bench, size, higher_better, goal):
+    def line(aim, sec_key, bench, size, higher_better, goal, against=None):
         sec = runs.get(sec_key)
         if sec is None:
             return
         g = med(sec.get("gridmpi"), bench, size)
-        peers = [(med(sec.get(k), bench, size), k) for k in impls if k != "gridmpi"]
+        peers = [(med(sec.get(k), bench, size), k) for k in impls if k != "gridmpi" and against in (None, k)]
         peers = [p for p in peers if p[0]]
         if not peers:
             return
@@ -858,6 +872,9 @@ def aims_section(runs, impls, oversub_ranks):
                                ("barrier", 0, "MPI_Barrier"), ("halo", 4096, "halo step")):
         line("%d ranks oversubscribed, %s: far ahead of both (us; goal here: under 0.5x)" % (
             oversub_ranks, label), key, bench, size, False, lambda r: r < 0.5)
+    for size, label in ((4, "4 B"), (4096, "4 KiB"), (409600, "400 KiB")):
+        line("MPI_THREAD_MULTIPLE, 4 threads, %s round trip: within 1.5x of MPICH (us)" % label,
+             ("threads", "shm", 2), "threads", size, False, lambda r: r <= 1.5, against="mpich")
     out.append("\n")
     return "".join(out) if len(out) > 3 else ""
 
