@@ -160,6 +160,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "maximum retransmission timeout of WAN connections (auto: max(1s, 20 RTT), so traffic resumes soon after an outage)",
     },
     Setting {
+        name: "GRIDMPI_WAN_OUTAGE_BUDGET",
+        kind: Kind::Duration,
+        default: "600s",
+        scope: Scope::Library,
+        help: "how long a WAN connection may go without its data being acknowledged (a link down) before the job ends (TCP_USER_TIMEOUT of WAN connections; 0: the kernel's retry count decides, about 15 s with the short RTO_MAX above)",
+    },
+    Setting {
         name: "GRIDMPI_TCP_NOTSENT_LOWAT",
         kind: Kind::Size,
         default: "auto",

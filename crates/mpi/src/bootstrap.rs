@@ -336,6 +336,14 @@ pub fn wan_tuning(config: &Config, map: &ClusterMap, me: Pid, peer: Pid) -> Opti
         Some(us) => (us / 1000).max(1) as u32,
         None => link.rtt.map_or(1000, |r| (r.as_millis() as u32 * 20).max(1000)),
     });
+    // The outage budget is the kernel's deadline for unacknowledged data:
+    // with the short RTO_MAX above, the default retry count would end the
+    // connection (and the job) 15 retries, about 15 s, into an outage.
+    let user_timeout_ms = match config.micros("GRIDMPI_WAN_OUTAGE_BUDGET") {
+        Some(0) => None,
+        Some(us) => Some((us / 1000).clamp(1, u32::MAX as u64) as u32),
+        None => Some(600_000),
+    };
     let notsent_lowat = match config.size("GRIDMPI_TCP_NOTSENT_LOWAT") {
         Some(v) => Some(v.min(u32::MAX as u64) as u32),
         None => Some(bdp.map_or(128 * 1024, |b| (b / 2).max(64 * 1024)).min(u32::MAX as u64) as u32),
@@ -344,7 +352,7 @@ pub fn wan_tuning(config: &Config, map: &ClusterMap, me: Pid, peer: Pid) -> Opti
         Some(v) => Some(v as usize),
         None => bdp.map(|b| (4 * b).max(256 * 1024) as usize),
     };
-    Some(tcp::Tuning { cc, rto_min_us, rto_max_ms, notsent_lowat, sndbuf: buf, rcvbuf: buf })
+    Some(tcp::Tuning { cc, rto_min_us, rto_max_ms, user_timeout_ms, notsent_lowat, sndbuf: buf, rcvbuf: buf })
 }
 
 /// Wait until every rank in `ranks` has reached this point, through PMI.

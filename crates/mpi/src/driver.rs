@@ -79,6 +79,8 @@ const COPY_PIECE: u64 = 1 << 20;
 pub struct PeerName {
     pub host: String,
     pub os_pid: u32,
+    /// Its cluster's name when the job spans several, else empty.
+    pub cluster: String,
 }
 
 /// Where transports report: the engine, and the tracer for connection events.
@@ -158,7 +160,15 @@ impl Driver {
         match e.peer {
             Some(p) => {
                 let n = &self.names[p as usize];
-                Fatal(format!("rank {p} (pid {} on {}): {}", n.os_pid, n.host, e.message))
+                let place = if n.cluster.is_empty() { n.host.clone() } else { format!("{} in cluster {}", n.host, n.cluster) };
+                // ETIMEDOUT: the kernel gave up on unacknowledged data (on WAN
+                // connections after GRIDMPI_WAN_OUTAGE_BUDGET).
+                let why = if e.message.contains("os error 110") && !n.cluster.is_empty() && n.cluster != self.names[self.me as usize].cluster {
+                    " (the WAN link between the clusters was down longer than GRIDMPI_WAN_OUTAGE_BUDGET)"
+                } else {
+                    ""
+                };
+                Fatal(format!("rank {p} (pid {} on {place}): {}{why}", n.os_pid, e.message))
             }
             None => Fatal(e.message),
         }

@@ -14,6 +14,7 @@ pub mod host_area;
 pub mod lifecycle;
 pub mod mpit;
 pub mod objects;
+pub mod outage;
 pub mod progress_thread;
 pub mod psets;
 pub mod runtime;

@@ -51,6 +51,8 @@ pub struct Runtime {
     pub shm_prefix: Option<String>,
     /// The job's tag (names its shared-memory files).
     pub job_tag: u64,
+    /// Says when a WAN link looks down (see outage.rs).
+    outage: crate::outage::OutageWatch,
 }
 
 /// The prefix of a job's shared-memory names.
@@ -145,11 +147,14 @@ impl Runtime {
         if tracer.is_some() {
             engine.finished_schedules = Some(Vec::new());
         }
-        let names = cards.iter().map(|c| PeerName { host: c.host.clone(), os_pid: c.os_pid }).collect();
+        let cluster_name = |p: usize| if map.clusters() > 1 { map.names[map.cluster_of(p as u32) as usize].clone() } else { String::new() };
+        let names = cards.iter().enumerate().map(|(p, c)| PeerName { host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
         let shm_prefix = use_shm.then(|| shm_prefix(job_tag));
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, job_tag })
+        let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
+        let outage = crate::outage::OutageWatch::new(me, &map, budget);
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, job_tag, outage })
     }
 
     /// Whether `pid` runs on this host.
@@ -205,6 +210,12 @@ impl Runtime {
 
     pub fn after_sleep(&mut self) {
         self.driver.after_sleep();
+    }
+
+    /// Before a blocked call sleeps: say so if a WAN link looks down.
+    pub fn check_outage(&mut self) {
+        let host = &self.cards[self.me as usize].host;
+        self.outage.check(&self.driver, host);
     }
 
     /// How long a sleeper may sleep without being woken.

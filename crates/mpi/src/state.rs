@@ -246,6 +246,7 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
             st.rt.after_sleep();
             continue;
         }
+        st.rt.check_outage();
         let fd = st.rt.sleep_fd();
         let timeout = st.rt.sleep_timeout();
         st.waiting.poller = true;

@@ -32,7 +32,7 @@ pub struct Input {
     pub clusters: u32,
     /// Bytes a member may put into the communicator's shared-memory area
     /// (coll/host.rs) in one operation: 0 when there is none (members on
-    /// several hosts, a persistent collective, or the operation cannot be
+    /// several hosts, a nonblocking or persistent collective, or the operation cannot be
     /// combined there). Every rank has the same area, so all agree.
     pub host_slot: u64,
 }

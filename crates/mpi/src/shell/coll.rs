@@ -120,10 +120,15 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     };
     let (view, local) = coll_views(c);
     let ctx = view.ctx;
-    // Persistent collectives need not be started in the same order
-    // everywhere, so they cannot number operations on the area.
+    // Operations on the area are numbered in the order members start them,
+    // so only the blocking sequence uses it. Persistent collectives need
+    // not be started in the same order everywhere; and blocking and
+    // nonblocking ones keep separate sequences (as their tags do) so that a
+    // program that starts them in different orders on different ranks
+    // still matches them (mpi4py's Comm_iagree fallback does: an
+    // MPI_Iallreduce on one rank before an MPI_Barrier, after it on others).
     let host = match (&c.host, tag_kind) {
-        (HostColl::Area { area, next_op, slot }, Tag::Blocking | Tag::Nonblocking) => {
+        (HostColl::Area { area, next_op, slot }, Tag::Blocking) => {
             Some(host::Host { op: host::HostOp { area: area.clone(), op: *next_op }, slot: *slot })
         }
         _ => None,

@@ -100,10 +100,20 @@ impl State {
     }
 }
 
-/// Describe a user buffer, checking count * size fits.
+/// Addresses below this are never user data (Linux does not map page zero).
+const NULL_PAGE: i64 = 4096;
+
+/// Describe a user buffer, checking count * size fits and that it is not
+/// NULL with data in it.
 pub fn user_buf(ptr: *const c_void, count: u64, dt: Arc<Datatype>) -> R<UserBuf> {
     if count.checked_mul(dt.size()).is_none_or(|b| b > i64::MAX as u64) {
         return Err(err(MPI_ERR_COUNT, format!("count {count} of a {}-byte datatype overflows", dt.size())));
+    }
+    // A NULL buffer holding data. NULL is also MPI_BOTTOM, which is fine
+    // when the datatype's displacements are absolute addresses: only data
+    // that would lie in the first page (which is never mapped) is refused.
+    if ptr.is_null() && count > 0 && dt.size() > 0 && dt.true_lb() < NULL_PAGE {
+        return Err(err(MPI_ERR_BUFFER, format!("the buffer is NULL but holds {count} item(s) of {} bytes", dt.size())));
     }
     // SAFETY: MPI makes the caller responsible for the buffer's validity.
     Ok(unsafe { UserBuf::new(ptr as *mut u8, count, dt) })

@@ -18,6 +18,10 @@ pub struct Tuning {
     pub cc: Vec<String>,
     pub rto_min_us: Option<u32>,
     pub rto_max_ms: Option<u32>,
+    /// TCP_USER_TIMEOUT: how long sent data may stay unacknowledged before
+    /// the kernel gives the connection up. It replaces the retry count,
+    /// which with a short RTO_MAX gives up after about 15 s of outage.
+    pub user_timeout_ms: Option<u32>,
     pub notsent_lowat: Option<u32>,
     pub sndbuf: Option<usize>,
     pub rcvbuf: Option<usize>,
@@ -66,6 +70,7 @@ fn apply_tuning(fd: RawFd, t: &Tuning) -> Vec<(&'static str, String)> {
     int("SO_RCVBUF", libc::SOL_SOCKET, libc::SO_RCVBUF, t.rcvbuf.map(|v| v as i64));
     int("TCP_RTO_MIN_US", libc::IPPROTO_TCP, TCP_RTO_MIN_US, t.rto_min_us.map(|v| v as i64));
     int("TCP_RTO_MAX_MS", libc::IPPROTO_TCP, TCP_RTO_MAX_MS, t.rto_max_ms.map(|v| v as i64));
+    int("TCP_USER_TIMEOUT", libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, t.user_timeout_ms.map(|v| v as i64));
     int("TCP_NOTSENT_LOWAT", libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, t.notsent_lowat.map(|v| v as i64));
     if !t.cc.is_empty() {
         let mut tried = Vec::new();
