@@ -12,6 +12,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "auto: shared memory between ranks on one host, TCP otherwise; tcp: TCP for every peer",
     },
     Setting {
+        name: "GRIDMPI_SHM_PREFIX",
+        kind: Kind::Text,
+        default: "",
+        scope: Scope::Library,
+        help: "set by gridmpirun for each job: the start of the job's /dev/shm names, so it can remove what ranks leave behind (empty: a name derived from the job)",
+    },
+    Setting {
         name: "GRIDMPI_SPIN_US",
         kind: Kind::Micros,
         default: "auto",

@@ -46,6 +46,9 @@ pub struct Setup {
     /// Variables every rank gets (GRIDMPI_*, -genv, -x).
     pub rank_env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// The job's shared-memory names begin with this (GRIDMPI_SHM_PREFIX);
+    /// what is left of them is removed when the job ends.
+    pub shm_prefix: String,
 }
 
 impl Setup {
@@ -83,7 +86,12 @@ impl Setup {
             Some(d) => here.join(d),
             None => here,
         };
-        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cwd })
+        // Named by us, so whatever the ranks leave in /dev/shm (a rank that
+        // exits or is killed before unlinking) can be found and removed.
+        let shm_prefix = sys::new_shm_prefix();
+        rank_env.retain(|(n, _)| n != "GRIDMPI_SHM_PREFIX");
+        rank_env.push(("GRIDMPI_SHM_PREFIX".into(), shm_prefix.clone()));
+        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cwd, shm_prefix })
     }
 }
 

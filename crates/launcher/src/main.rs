@@ -22,6 +22,7 @@ use gridmpi_config::Config;
 use options::Mode;
 
 fn main() {
+    sys::note_launcher_pid();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = match options::parse(&args, &|n| std::env::var(n).ok()) {
         Ok(o) => o,
@@ -64,7 +65,12 @@ fn main() {
             }
             let env: Vec<(String, String)> = std::env::vars().collect();
             match job::Setup::from_config(&opts, &config, &env) {
-                Ok(setup) => job::run(opts, setup),
+                Ok(setup) => {
+                    let prefix = setup.shm_prefix.clone();
+                    let code = job::run(opts, setup);
+                    sys::remove_shm_files(&prefix);
+                    code
+                }
                 Err(e) => {
                     eprintln!("gridmpirun: {e}");
                     2

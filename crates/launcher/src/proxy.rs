@@ -21,6 +21,17 @@ enum Event {
 }
 
 pub fn run() -> i32 {
+    let mut shm_prefixes = Vec::new();
+    let code = serve(&mut shm_prefixes);
+    // Every rank here has ended: what they left in /dev/shm goes.
+    for p in &shm_prefixes {
+        sys::remove_shm_files(p);
+    }
+    code
+}
+
+/// Run the ranks the launcher sends; note their shared-memory prefixes.
+fn serve(shm_prefixes: &mut Vec<String>) -> i32 {
     let stdout = Arc::new(Mutex::new(io::stdout()));
     {
         let mut out = stdout.lock().expect("stdout lock");
@@ -115,6 +126,11 @@ pub fn run() -> i32 {
                 let l = local.get_or_insert_with(|| make_local(size));
                 let n = ranks.len() as u32;
                 for (i, spec) in ranks.iter().enumerate() {
+                    if let Some((_, v)) = spec.env.iter().find(|(k, _)| k == "GRIDMPI_SHM_PREFIX") {
+                        if !shm_prefixes.contains(v) {
+                            shm_prefixes.push(v.clone());
+                        }
+                    }
                     l.spawn(spec, i as u32, n);
                 }
             }

@@ -85,6 +85,44 @@ pub fn raise(sig: i32) {
     }
 }
 
+/// A prefix for one job's shared-memory names, unique on this host and
+/// never a prefix of another job's (it ends where the library adds `-`).
+pub fn new_shm_prefix() -> String {
+    let mut r = [0u8; 8];
+    // Unpredictable, so no other job's names (or a guess) can match it.
+    if File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut r)).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        r = t.to_le_bytes();
+    }
+    format!("gridmpi-j{:x}-{:016x}", std::process::id(), u64::from_le_bytes(r))
+}
+
+/// Remove this host's shared-memory files of the job named by `prefix`
+/// (those the ranks could not unlink themselves). Called when every rank
+/// here has ended.
+pub fn remove_shm_files(prefix: &str) {
+    if !prefix.starts_with("gridmpi-") || prefix.contains('/') {
+        return;
+    }
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+    let mine = format!("{prefix}-");
+    for e in dir.flatten() {
+        if e.file_name().to_str().is_some_and(|n| n.starts_with(&mine)) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The launcher's pid, as its children see their parent (set by
+/// [`note_launcher_pid`] before any child is started).
+static LAUNCHER_PID: AtomicI32 = AtomicI32::new(0);
+
+/// Remember our pid for [`child_setup`] (which may not call getpid's
+/// wrappers after fork).
+pub fn note_launcher_pid() {
+    LAUNCHER_PID.store(std::process::id() as i32, Ordering::Relaxed);
+}
+
 /// Called in a forked child before exec: own process group, so the whole
 /// rank (and what it starts) can be signalled at once.
 pub fn child_setup(keep_fd: Option<i32>) -> io::Result<()> {
@@ -92,6 +130,17 @@ pub fn child_setup(keep_fd: Option<i32>) -> io::Result<()> {
     unsafe {
         if libc::setpgid(0, 0) != 0 {
             return Err(io::Error::last_os_error());
+        }
+        // Die with the launcher, even when it cannot tear the job down
+        // (kill -9, a crash): no rank outlives its job. The signal comes
+        // when the thread that forked us ends, so children are started
+        // from the launcher's main thread. If the launcher died before this
+        // call, our parent is already someone else: do not start.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != LAUNCHER_PID.load(Ordering::Relaxed) {
+            return Err(io::Error::new(io::ErrorKind::Other, "the launcher ended while starting a rank"));
         }
         if let Some(fd) = keep_fd {
             let flags = libc::fcntl(fd, libc::F_GETFD);

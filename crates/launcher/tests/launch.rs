@@ -233,6 +233,49 @@ fn sigint_tears_remote_ranks_down_too() {
 }
 
 #[test]
+fn ranks_die_with_a_killed_launcher() {
+    // kill -9 gives the launcher no chance to tear anything down: the
+    // ranks, local and behind a launch agent, must go by themselves.
+    let dir = tempdir("sigkill");
+    let agent = fake_agent(&dir);
+    let mut child = gridmpirun(&["--launcher", agent.to_str().unwrap(), "-hosts", "localhost:2,fakeC:2", "-n", "4", G, "--pmi-check", "sleep=3603"])
+        .spawn()
+        .unwrap();
+    wait_for_ok_lines(&mut child, 4);
+    assert!(processes_with("sleep=3603").len() >= 4, "ranks are running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with("sleep=3603").is_empty() {
+        assert!(Instant::now() < deadline, "left behind: {:?}", processes_with("sleep=3603"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn shared_memory_files_left_by_ranks_are_removed() {
+    // Ranks that die before unlinking their /dev/shm files (an exit right
+    // after MPI_Init, a crash) must not leave them behind: the launcher
+    // names them (GRIDMPI_SHM_PREFIX) and removes the rest, here and, through
+    // the proxy, on hosts behind a launch agent.
+    let dir = tempdir("shm");
+    let agent = fake_agent(&dir);
+    let script = "touch /dev/shm/$GRIDMPI_SHM_PREFIX-left-$PMI_RANK && echo prefix=$GRIDMPI_SHM_PREFIX";
+    let (code, out, err) = run(&mut gridmpirun(&["--launcher", agent.to_str().unwrap(), "-hosts", "localhost:1,fakeD:1", "-n", "2", "sh", "-c", script]));
+    assert_eq!(code, 0, "{err}");
+    let prefixes: Vec<&str> = out.lines().filter_map(|l| l.split("prefix=").nth(1)).collect();
+    assert_eq!(prefixes.len(), 2, "{out}");
+    assert!(prefixes[0].starts_with("gridmpi-") && prefixes[0] == prefixes[1], "{out}");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefixes[0]))
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}
+
+#[test]
 fn hostfile_and_launch_agent() {
     let dir = tempdir("hostfile");
     let agent = fake_agent(&dir);

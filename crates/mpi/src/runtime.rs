@@ -49,15 +49,26 @@ pub struct Runtime {
     /// The prefix of this job's shared-memory names, when ranks of this
     /// host talk through shared memory (host collective areas use it).
     pub shm_prefix: Option<String>,
-    /// The job's tag (names its shared-memory files).
+    /// The start of every /dev/shm name of the job (windows use it
+    /// whether or not the rings are in shared memory).
+    pub shm_names: String,
+    /// The job's tag.
     pub job_tag: u64,
     /// Says when a WAN link looks down (see outage.rs).
     outage: crate::outage::OutageWatch,
 }
 
-/// The prefix of a job's shared-memory names.
-fn shm_prefix(job_tag: u64) -> String {
-    format!("gridmpi-{job_tag:016x}")
+/// The prefix of a job's shared-memory names: the one gridmpirun gives
+/// (it removes what is left of them when the job ends), else one derived
+/// from the job.
+fn shm_prefix(config: &Config, job_tag: u64) -> String {
+    let given = config.text("GRIDMPI_SHM_PREFIX");
+    let usable = given.starts_with("gridmpi-") && given.len() <= 64 && given.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if usable {
+        given.to_string()
+    } else {
+        format!("gridmpi-{job_tag:016x}")
+    }
 }
 
 /// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US; auto:
@@ -94,7 +105,7 @@ impl Runtime {
                 None => ((32usize << 20) / local.len()).next_power_of_two().clamp(32 * 1024, 256 * 1024),
             };
             let os_pids = cards.iter().map(|c| c.os_pid).collect();
-            let mut shm = Shm::create(&shm_prefix(job_tag), me, local.clone(), os_pids, ring)?;
+            let mut shm = Shm::create(&shm_prefix(&config, job_tag), me, local.clone(), os_pids, ring)?;
             bootstrap::barrier(&mut pmi, "shm-created", &local)?;
             shm.map_peers()?;
             // Everyone has mapped everyone: the names can go.
@@ -151,10 +162,11 @@ impl Runtime {
         let names = cards.iter().enumerate().map(|(p, c)| PeerName { host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        let shm_prefix = use_shm.then(|| shm_prefix(job_tag));
+        let shm_names = shm_prefix(&config, job_tag);
+        let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, job_tag, outage })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage })
     }
 
     /// Whether `pid` runs on this host.

@@ -102,7 +102,7 @@ fn check_size_disp(size: i64, disp_unit: i64) -> R<()> {
 fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
     let (me, local, pids, job) = state::with(|st| {
         let c = st.comm(comm)?;
-        Ok((c.rank as usize, st.rt.local_pids(), c.group.pids.clone(), st.rt.job_tag))
+        Ok((c.rank as usize, st.rt.local_pids(), c.group.pids.clone(), st.rt.shm_names.clone()))
     })?;
     // Every member learns the others' sizes (and whether all can share).
     let on_host = pids.iter().all(|p| local.contains(p));
@@ -113,7 +113,7 @@ fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
     let sizes: Vec<u64> = all.iter().map(|v| v[0]).collect();
     let total: u64 = sizes.iter().sum();
     let len = SHARED_HEADER + total as usize;
-    let name = format!("/gridmpi-{job:016x}-win-{ctx}");
+    let name = format!("/{job}-win-{ctx}");
     let map = SharedMap::create_or_open(&name, len).map_err(|e| err(MPI_ERR_NO_MEM, format!("cannot map shared memory {name} ({len} bytes): {e}")))?;
     // SAFETY: the header's first words are in the mapping, 8-byte aligned
     // (the mapping is page-aligned), and only touched atomically.
