@@ -230,6 +230,11 @@ fn hostile_frames_get_the_right_error() {
     assert!(reason(e.handle_frame(0, &Header::new(Frame::Fin { sreq: 2 }, 0), &[])).contains("unknown send request 2"));
     assert!(reason(e.handle_frame(0, &Header::new(Frame::SyncAck { sreq: 2 }, 0), &[])).contains("unknown send request 2"));
     assert!(e.data_target(0, &data).is_err());
+    // A single-copy rendezvous from a peer not on this host (the default
+    // parameters: no single copy): reading its "address" would read
+    // whichever local process has its pid.
+    let rts_sc = Header::new(Frame::Rts { env, len: 10, sreq: 9, single_copy: true }, 8);
+    assert!(reason(e.handle_frame(0, &rts_sc, &0x1000u64.to_le_bytes())).contains("not on this host"));
 
     // A real rendezvous from 0 to 1: receive 10 bytes.
     let mut rbuf = vec![0u8; 10];

@@ -114,7 +114,8 @@ impl Runtime {
             let max_frame = shm.max_frame() as u64;
             let single_copy = config.get_bool("GRIDMPI_SINGLE_COPY");
             if single_copy {
-                sys::allow_single_copy_readers();
+                let readers: Vec<u32> = local.iter().filter(|&&p| p != me).map(|&p| cards[p as usize].os_pid).collect();
+                sys::allow_single_copy_readers(&readers);
             }
             let eager = eager_override.unwrap_or(16 * 1024).min(max_frame);
             for &p in local.iter().filter(|&&p| p != me) {

@@ -414,9 +414,22 @@ pub fn read_process_memory(pid: u32, remote: u64, local: &[(*mut u8, usize)]) ->
     Ok(total)
 }
 
-/// Allow any process of ours to read our memory with process_vm_readv even
-/// where Yama restricts ptrace to descendants.
-pub fn allow_single_copy_readers() {
+/// Let the job's other ranks on this host (`readers`, their pids) read our
+/// memory with process_vm_readv where Yama restricts ptrace to descendants
+/// (`kernel.yama.ptrace_scope` = 1), and no one else more than the system
+/// already allows: with no Yama restriction nothing is changed; with one
+/// reader only that process is named; several readers need "any process of
+/// this user" (Yama names one tracer at most). With scope 2 or 3 reads are
+/// refused whatever we do and messages go through the rings.
+pub fn allow_single_copy_readers(readers: &[u32]) {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok().and_then(|s| s.trim().parse::<u32>().ok());
+    if scope != Some(1) || readers.is_empty() {
+        return;
+    }
+    let who = match readers {
+        [one] => *one as libc::c_ulong,
+        _ => libc::PR_SET_PTRACER_ANY,
+    };
     // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, who, 0, 0, 0) };
 }

@@ -121,6 +121,13 @@ impl Engine {
                 Ok(())
             }
             Frame::Rts { env, len, sreq, single_copy } => {
+                // Reading another process's memory is only for peers the
+                // driver said share this host (and an address from anyone
+                // else would make us read from whichever local process has
+                // that rank's pid).
+                if single_copy && !self.peers[from as usize].params.single_copy {
+                    return Err(ProtocolError { peer: from, reason: "a single-copy message from a process that is not on this host".into() });
+                }
                 let addr = single_copy.then(|| u64::from_le_bytes(payload.try_into().expect("checked: 8 bytes")));
                 self.rts_arrived(from, env, len, sreq, addr);
                 Ok(())
