@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fortran;
+pub mod fortran08;
 pub mod shell;
 
 pub use shell::{Binding, Form};

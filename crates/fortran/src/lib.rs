@@ -11,6 +11,7 @@
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
 
+mod f08;
 mod ffi;
 mod rt;
 
