@@ -59,6 +59,7 @@ pub enum Kind {
     Choice,
     Status,
     StringIn,
+    StringInStripped,
     StringOut,
     Omit,
     Zero,
@@ -101,6 +102,7 @@ impl Kind {
             ("choice", None) => Kind::Choice,
             ("status", None) => Kind::Status,
             ("string_in", None) => Kind::StringIn,
+            ("string_in_stripped", None) => Kind::StringInStripped,
             ("string_out", None) => Kind::StringOut,
             ("omit", None) => Kind::Omit,
             ("zero", None) => Kind::Zero,
@@ -472,10 +474,11 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
             fparam("*mut MPI_Status");
             g.cargs.push(format!("rt::status({n})"));
         }
-        Kind::StringIn => {
+        Kind::StringIn | Kind::StringInStripped => {
             fparam("*const c_char");
             g.hidden.push(format!("{}_len", p.name));
-            g.pre.push(format!("let {local} = rt::FString::input({n}, {}_len);", p.name));
+            let input = if p.kind == Kind::StringIn { "input" } else { "input_stripped" };
+            g.pre.push(format!("let {local} = rt::FString::{input}({n}, {}_len);", p.name));
             g.cargs.push(format!("{local}.as_ptr() as {rty}"));
         }
         Kind::StringOut => {
@@ -483,7 +486,17 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
             g.hidden.push(format!("{}_len", p.name));
             g.pre.push(format!("let mut {local} = rt::FString::output({}_len);", p.name));
             g.cargs.push(format!("{local}.as_mut_ptr()"));
-            g.post.push(format!("if {ok} {{ {local}.copy_out({n}, {}_len); }}", p.name));
+            // MPI leaves the value unchanged when the key is absent (flag
+            // false) or only its length was asked for (buflen 0): C did not
+            // write the buffer then, and copying it out would blank the value.
+            let mut when = ok.to_string();
+            if f.params.iter().any(|q| q.name == "flag" && q.kind == Kind::LogicalOut) {
+                when.push_str(" && flag_c != 0");
+            }
+            if let Some(q) = f.params.iter().find(|q| q.kind == Kind::StrlenInout(p.name.clone())) {
+                let _ = write!(when, " && {}_asked", q.name);
+            }
+            g.post.push(format!("if {when} {{ {local}.copy_out({n}, {}_len); }}", p.name));
         }
         Kind::Omit => g.cargs.push("std::mem::zeroed()".into()),
         Kind::Zero => {
@@ -612,6 +625,7 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
         Kind::StrlenInout(s) => {
             fparam("*mut c_int");
             g.pre.push(format!("let mut {local} = rt::buflen_f2c(*{n}, {s}_len);"));
+            g.pre.push(format!("let {}_asked = {local} > 0;", p.name));
             g.cargs.push(format!("&mut {local}"));
             g.post.push(format!("if {ok} {{ *{n} = rt::buflen_c2f({local}); }}"));
         }

@@ -161,7 +161,7 @@ fn dummy(f: &FFunction, p: &FParam) -> Result<Option<Dummy>, String> {
         }
         _ => match base.as_str() {
             "char" => {
-                d.hidden_len = matches!(p.kind, Kind::StringIn | Kind::StringOut);
+                d.hidden_len = matches!(p.kind, Kind::StringIn | Kind::StringInStripped | Kind::StringOut);
                 if t.matches('*').count() + t.matches('[').count() > 1 {
                     dims = "*".into();
                 }

@@ -111,6 +111,16 @@ impl FString {
         FString { buf: trim_fortran(bytes) }
     }
 
+    /// Info keys and values: leading blanks are stripped too (MPI 4.1,
+    /// MPI_INFO_SET: in Fortran, leading and trailing spaces of key and
+    /// value are stripped), so that what a Fortran program sets it finds.
+    pub unsafe fn input_stripped(p: *const c_char, len: usize) -> FString {
+        let mut s = FString::input(p, len);
+        let lead = s.buf.iter().position(|&b| b != b' ').unwrap_or(0);
+        s.buf.drain(..lead);
+        s
+    }
+
     pub fn output(len: usize) -> FString {
         let cap = len.max(MPI_MAX_LIBRARY_VERSION_STRING as usize).max(MPI_MAX_INFO_VAL as usize) + 1;
         FString { buf: vec![0; cap] }
@@ -450,6 +460,10 @@ mod tests {
         assert_eq!(trim_fortran(b"  a b  "), b"  a b\0");
         assert_eq!(trim_fortran(b"    "), b"\0");
         assert_eq!(trim_fortran(b"ab\0cd"), b"ab\0");
+        let s = unsafe { FString::input_stripped(b"  a b  ".as_ptr() as *const c_char, 7) };
+        assert_eq!(s.buf, b"a b\0");
+        let s = unsafe { FString::input_stripped(b"   ".as_ptr() as *const c_char, 3) };
+        assert_eq!(s.buf, b"\0");
         let mut dst = [0u8; 6];
         copy_blank_padded(b"abc\0zzz", &mut dst);
         assert_eq!(&dst, b"abc   ");
