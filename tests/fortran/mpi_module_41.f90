@@ -2,7 +2,8 @@
 ! The `mpi` module's MPI 4.1 additions and MPI_SIZEOF: MPI_SIZEOF over
 ! intrinsic types and kinds, MPI_AINT_ADD/DIFF, the status accessors
 ! (MPI_STATUS_GET_SOURCE...), MPI_REQUEST_GET_STATUS_ALL/ANY/SOME,
-! MPI_TYPE_GET_VALUE_INDEX, communicator buffers and error class removal.
+! MPI_TYPE_GET_VALUE_INDEX, communicator buffers, MPI_BUFFER_AUTOMATIC and
+! error class removal.
 program mpi_module_41
   use mpi
   implicit none
@@ -83,6 +84,16 @@ program mpi_module_41
   call check(ierr == MPI_SUCCESS .and. all(jbuf == rank), 'bsend through a communicator buffer')
   call MPI_Comm_detach_buffer(MPI_COMM_WORLD, attached, sz, ierr)
   call check(ierr == MPI_SUCCESS .and. sz == size(attached), 'comm_detach_buffer size')
+
+  ! Automatic buffering (MPI 4.1): MPI_BUFFER_AUTOMATIC is a sentinel.
+  call MPI_Buffer_attach(MPI_BUFFER_AUTOMATIC, 0, ierr)
+  call check(ierr == MPI_SUCCESS, 'buffer_attach(MPI_BUFFER_AUTOMATIC)')
+  ibuf = rank + 5
+  call MPI_Bsend(ibuf, 4, MPI_INTEGER, rank, 10, MPI_COMM_WORLD, ierr)
+  call MPI_Recv(jbuf, 4, MPI_INTEGER, rank, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  call check(ierr == MPI_SUCCESS .and. all(jbuf == rank + 5), 'bsend through the automatic buffer')
+  call MPI_Buffer_detach(attached, sz, ierr)
+  call check(ierr == MPI_SUCCESS .and. sz == 0, 'buffer_detach of the automatic buffer')
 
   ! User error classes and codes can be removed again (MPI 4.1).
   call MPI_Add_error_class(cls, ierr)

@@ -43,8 +43,9 @@ pub unsafe fn set_ierror(ierror: *mut MPI_Fint, rc: c_int) {
     }
 }
 
-/// A choice buffer: Fortran's MPI_BOTTOM and MPI_IN_PLACE are variables in
-/// COMMON blocks; C's are the addresses 0 and -1.
+/// A choice buffer: Fortran's MPI_BOTTOM, MPI_IN_PLACE and
+/// MPI_BUFFER_AUTOMATIC are variables in COMMON blocks; C's are the
+/// addresses 0, -1 and -2.
 #[inline]
 pub fn choice(p: *const c_void) -> *const c_void {
     let a = p as usize;
@@ -52,6 +53,8 @@ pub fn choice(p: *const c_void) -> *const c_void {
         C_BOTTOM
     } else if a == w::addr_MPI_IN_PLACE() {
         C_IN_PLACE
+    } else if a == w::addr_MPI_BUFFER_AUTOMATIC() {
+        C_BUFFER_AUTOMATIC
     } else {
         p
     }
