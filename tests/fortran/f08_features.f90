@@ -5,7 +5,7 @@
 ! with MPI_Waitall on TYPE(MPI_Request) arrays, the large-count overloads,
 ! error handlers returning codes (ierror present and absent) and a user
 ! error handler, MPI_SIZEOF, MPI_Info_get_string, status conversions,
-! non-contiguous buffers (MPI_SUBARRAYS_SUPPORTED is .FALSE.).
+! non-contiguous buffers (MPI_SUBARRAYS_SUPPORTED is .FALSE.), PMPI names.
 module f08_callbacks
   use mpi_f08
   use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
@@ -84,6 +84,8 @@ program f08_features
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
   call MPI_Comm_size(MPI_COMM_WORLD, nprocs, ierr)
   call check(ierr == MPI_SUCCESS, 'ierror present')
+  call PMPI_Comm_rank(MPI_COMM_WORLD, n)
+  call check(n == rank, 'profiling interface PMPI_Comm_rank')
   right = mod(rank + 1, nprocs)
   left = mod(rank - 1 + nprocs, nprocs)
 

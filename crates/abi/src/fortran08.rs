@@ -205,7 +205,8 @@ struct Specific {
     result: Option<String>,
 }
 
-fn specific(f: &FFunction, generic: &str, symbol: String) -> Result<Specific, String> {
+/// `name`: MPI_X, or PMPI_X for the profiling interface.
+fn specific_named(f: &FFunction, generic: &str, name: &str, symbol: String) -> Result<Specific, String> {
     let mut dummies = Vec::new();
     for p in &f.params {
         if let Some(d) = dummy(f, p)? {
@@ -218,25 +219,37 @@ fn specific(f: &FFunction, generic: &str, symbol: String) -> Result<Specific, St
         "MPI_Aint" => Some("INTEGER(KIND=MPI_ADDRESS_KIND)".to_string()),
         r => return Err(format!("{}: no f08 result type for {r}", f.func.name)),
     };
-    Ok(Specific { generic: generic.into(), name: format!("{}_f08", f.func.name), symbol, dummies, ierror: f.ierror, result })
+    Ok(Specific { generic: generic.into(), name: format!("{name}_f08"), symbol, dummies, ierror: f.ierror, result })
 }
 
-/// Every specific procedure of the module, grouped by generic name.
+/// Every specific procedure of the module, grouped by generic name: the
+/// MPI_X and, for the profiling interface, the PMPI_X ones (calling the
+/// wrappers' pmpi forms).
 fn specifics(funcs: &[Function], t: &FortranTable) -> Result<BTreeMap<String, Vec<Specific>>, String> {
+    let mut by_generic = BTreeMap::new();
+    for prefix in ["MPI_", "PMPI_"] {
+        specifics_with(funcs, t, prefix, &mut by_generic)?;
+    }
+    Ok(by_generic)
+}
+
+fn specifics_with(funcs: &[Function], t: &FortranTable, prefix: &str, by_generic: &mut BTreeMap<String, Vec<Specific>>) -> Result<(), String> {
     let kinds: Vec<(String, String)> =
         t.constants.iter().filter(|c| c.name.ends_with("_KIND")).map(|c| (c.name.clone(), c.value.clone())).collect();
-    let mut by_generic: BTreeMap<String, Vec<Specific>> = BTreeMap::new();
     for f in fortran_functions(funcs, t)? {
         if REMOVED.contains(&f.func.name.as_str()) {
             continue;
         }
-        let symbol = format!("{}_", f.func.name.to_ascii_lowercase());
-        let s = specific(&f, &f.func.name, symbol)?;
-        by_generic.entry(f.func.name.clone()).or_default().push(s);
+        let name = format!("{prefix}{}", f.func.stem());
+        let symbol = format!("{}_", name.to_ascii_lowercase());
+        let s = specific_named(&f, &name, &name, symbol)?;
+        by_generic.entry(name).or_default().push(s);
     }
     for f in large_count_functions(funcs, t)? {
-        let base = f.func.name.strip_suffix("_c").unwrap().to_string();
-        let s = specific(&f, &base, large_count_symbol(f.func.stem()))?;
+        let name = format!("{prefix}{}", f.func.stem());
+        let base = name.strip_suffix("_c").unwrap().to_string();
+        let stem = if prefix == "PMPI_" { format!("P{}", f.func.stem()) } else { f.func.stem().to_string() };
+        let s = specific_named(&f, &base, &name, large_count_symbol(&stem))?;
         // MPI 4.1 overloads the generic name with the large-count form; where
         // the two cannot be told apart (MPI_ADDRESS_KIND and MPI_COUNT_KIND
         // are both 8, or only a procedure's interface differs), the form
@@ -248,12 +261,12 @@ fn specifics(funcs: &[Function], t: &FortranTable) -> Result<BTreeMap<String, Ve
             Some(v) if !v.iter().any(same) => v.push(s),
             _ => {
                 let mut s = s;
-                s.generic = f.func.name.clone();
-                by_generic.entry(f.func.name.clone()).or_default().push(s);
+                s.generic = name.clone();
+                by_generic.entry(name).or_default().push(s);
             }
         }
     }
-    Ok(by_generic)
+    Ok(())
 }
 
 /// Free-form lines of at most 132 characters: long ones are continued at a
@@ -749,6 +762,8 @@ mod tests {
         assert!(m.contains("TYPE(MPI_Comm), PARAMETER :: MPI_COMM_WORLD = MPI_Comm(1140850688)"));
         assert!(m.contains("  INTERFACE MPI_Send\n    MODULE PROCEDURE MPI_Send_f08\n    MODULE PROCEDURE MPI_Send_c_f08\n"));
         assert!(m.contains("BIND(C, NAME='gridmpi_f08_send_c')"));
+        assert!(m.contains("  INTERFACE PMPI_Send\n    MODULE PROCEDURE PMPI_Send_f08\n    MODULE PROCEDURE PMPI_Send_c_f08\n"));
+        assert!(m.contains("BIND(C, NAME='pmpi_send_')") && m.contains("BIND(C, NAME='gridmpi_f08_psend_c')"));
         // Indistinguishable from MPI_Op_create: keeps its own name.
         assert!(m.contains("  INTERFACE MPI_Op_create_c\n"));
         assert!(m.contains("  INTERFACE MPI_Type_get_extent_c\n"));
@@ -767,7 +782,7 @@ mod tests {
         )
         .unwrap();
         let ff = fortran_functions(&funcs, &FortranTable::default()).unwrap();
-        let s = specific(&ff[0], "MPI_Y", "mpi_y_".into()).unwrap();
+        let s = specific_named(&ff[0], "MPI_Y", "MPI_Y", "mpi_y_".into()).unwrap();
         let d: Vec<String> = s.dummies.iter().map(|d| d.declaration()).collect();
         assert_eq!(d[0], "TYPE(*), DIMENSION(..), INTENT(IN), ASYNCHRONOUS :: buf");
         assert_eq!(d[1], "INTEGER, DIMENSION(3,*) :: ranges");
