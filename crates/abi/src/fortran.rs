@@ -12,6 +12,9 @@
 //! - `mpif.h` ([`render_mpif_h`]) and the `mpi` module source
 //!   ([`render_mpi_module`]): constants from `mpi.h.in`, sentinels in
 //!   MPICH's COMMON blocks, and the predefined procedures,
+//! - the large-count functions in the same convention under internal names
+//!   ([`large_count_functions`]), for the `mpi_f08` module's overloads (the
+//!   module itself is [`crate::fortran08`]),
 //! - a C stub that defines every C symbol the wrappers use
 //!   ([`link_stub_c`]), so libmpifort can be linked against `libmpi.so.12`
 //!   before (or without) the real library being built.
