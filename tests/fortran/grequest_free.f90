@@ -1,4 +1,4 @@
-! gridmpi-test: ranks=1 mpich-abi=yes
+! gridmpi-test: ranks=1,2,4 mpich-abi=yes
 ! A generalized request started from Fortran (a user-reported bug: its free
 ! routine was never called). MPI_WAIT on a completed generalized request
 ! (or MPI_TEST, MPI_WAITALL) calls the query routine, then the free routine,

@@ -1,4 +1,4 @@
-! gridmpi-test: ranks=1 mpich-abi=yes
+! gridmpi-test: ranks=1,2,4 mpich-abi=yes
 ! MPI_INFO_GET and MPI_INFO_GET_STRING from Fortran (a user-reported bug:
 ! both returned wrong values). Values are blank-padded to LEN(value) and cut
 ! at VALUELEN / BUFLEN; BUFLEN comes back as the value's length (no NUL in

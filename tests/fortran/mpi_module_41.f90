@@ -1,4 +1,4 @@
-! gridmpi-test: ranks=1,2
+! gridmpi-test: ranks=1,2,4
 ! The `mpi` module's MPI 4.1 additions and MPI_SIZEOF: MPI_SIZEOF over
 ! intrinsic types and kinds, MPI_AINT_ADD/DIFF, the status accessors
 ! (MPI_STATUS_GET_SOURCE...), MPI_REQUEST_GET_STATUS_ALL/ANY/SOME,
