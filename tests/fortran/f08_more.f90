@@ -4,13 +4,14 @@
 ! MPI_Get_processor_name), 1-based indices (MPI_Waitany, MPI_Testsome),
 ! MPI_Type_create_struct, MPI_Alloc_mem into a TYPE(C_PTR), a window with
 ! MPI_Put and fences, datatype attributes with MPI_TYPE_DUP_FN, persistent
-! requests, MPI_Comm_split_type, MPI_Info_get_nthkey.
+! requests, MPI_Comm_split_type, MPI_Info_get_nthkey, MPI_Buffer_detach.
 ! Built with MPICH 4.0.2's mpi_f08 this fails 'waitany index is 1-based':
 ! its MPI_Waitany returns a 0-based index there (MPI 4.1 section 19.1.3:
-! Fortran indices are 1-based); everything else passes.
+! Fortran indices are 1-based), and its interface of MPI_Buffer_detach makes
+! gfortran 12 fail (internal compiler error); everything else passes.
 program f08_more
   use mpi_f08
-  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer, c_associated
+  use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer, c_associated, c_loc
   implicit none
   integer :: rank, nprocs, errors, n, i, idx, outcount, keyval, indices(4), ndims
   integer :: dims(2), coords(2), buf(8), blens(2)
@@ -26,7 +27,8 @@ program f08_more
   type(MPI_Status) :: statuses(4), status
   type(MPI_Win) :: win
   type(MPI_Info) :: info
-  type(c_ptr) :: mem
+  type(c_ptr) :: mem, detached
+  character, allocatable, target :: bsendbuf(:)
   integer, pointer :: ints(:)
   type :: pair
     sequence
@@ -139,6 +141,13 @@ program f08_more
   call MPI_Win_free(win)
   call check(win == MPI_WIN_NULL, 'window freed')
   call MPI_Free_mem(ints)
+
+  ! A buffer for buffered sends: detach returns its address as a TYPE(C_PTR).
+  allocate(bsendbuf(4096))
+  call MPI_Buffer_attach(bsendbuf, size(bsendbuf))
+  call MPI_Buffer_detach(detached, n)
+  call check(n == size(bsendbuf) .and. c_associated(detached, c_loc(bsendbuf)), 'buffer_detach address')
+  deallocate(bsendbuf)
 
   ! Shared-memory communicator.
   call MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node)

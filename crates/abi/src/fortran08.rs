@@ -16,7 +16,7 @@
 //! address of a `TYPE(*), DIMENSION(..)` choice buffer (a non-contiguous one
 //! is an error: `MPI_SUBARRAYS_SUPPORTED` is `.FALSE.`).
 
-use crate::fortran::{fortran_functions, large_count_functions, large_count_symbol, FFunction, FParam, FortranTable, Kind, Width};
+use crate::fortran::{fortran_functions, large_count_functions, large_count_symbol, returns_address, FFunction, FParam, FortranTable, Kind, Width};
 use crate::Function;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -241,7 +241,12 @@ fn specifics_with(funcs: &[Function], t: &FortranTable, prefix: &str, by_generic
             continue;
         }
         let name = format!("{prefix}{}", f.func.stem());
-        let symbol = format!("{}_", name.to_ascii_lowercase());
+        let symbol = if returns_address(&f) {
+            // The f08-only wrapper, which returns the address.
+            large_count_symbol(&format!("{}{}", &prefix[..prefix.len() - 4], f.func.stem()))
+        } else {
+            format!("{}_", name.to_ascii_lowercase())
+        };
         let s = specific_named(&f, &name, &name, symbol)?;
         by_generic.entry(name).or_default().push(s);
     }
