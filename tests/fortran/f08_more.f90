@@ -6,8 +6,8 @@
 ! MPI_Put and fences, datatype attributes with MPI_TYPE_DUP_FN, persistent
 ! requests, MPI_Comm_split_type, MPI_Info_get_nthkey, MPI_Buffer_detach.
 ! Built with MPICH 4.0.2's mpi_f08 this fails 'waitany index is 1-based':
-! its MPI_Waitany returns a 0-based index there (MPI 4.1 section 19.1.3:
-! Fortran indices are 1-based), and its interface of MPI_Buffer_detach makes
+! its MPI_Waitany returns a 0-based index there (in Fortran MPI indices
+! are 1-based), and its interface of MPI_Buffer_detach makes
 ! gfortran 12 fail (internal compiler error); everything else passes.
 program f08_more
   use mpi_f08

@@ -417,7 +417,7 @@ fn handle_constants(template: &str) -> BTreeMap<String, String> {
     out
 }
 
-/// The abstract interfaces of the callbacks (MPI 4.1 section 19.3.5 and the
+/// The abstract interfaces of the callbacks (MPI 4.1 chapter 19 and the
 /// chapters defining each callback): called by reference, as the old
 /// bindings' callbacks, except the buffers of a user function (C pointers by
 /// value), so libmpifort's trampolines serve both.
@@ -739,7 +739,7 @@ const HELPERS: &str = r#"
   END SUBROUTINE f08_noncontiguous
 
   ! The buffer is passed to a procedure the compiler cannot see into, so
-  ! it must assume the buffer was read and changed (MPI 4.1 section 19.1.17).
+  ! it must assume the buffer was read and changed (MPI_F_SYNC_REG in MPI 4.1).
   SUBROUTINE MPI_F_sync_reg_f08(buf)
     TYPE(*), DIMENSION(..), ASYNCHRONOUS :: buf
     INTERFACE
