@@ -13,8 +13,10 @@
 //! indices, predefined attribute keys, callback trampolines, the sizes of
 //! strings) is done in one place, `crates/fortran`, for all three Fortran
 //! bindings. What the f08 procedure adds: the OPTIONAL `ierror`, and the
-//! address of a `TYPE(*), DIMENSION(..)` choice buffer (a non-contiguous one
-//! is an error: `MPI_SUBARRAYS_SUPPORTED` is `.FALSE.`).
+//! address of a `TYPE(*), DIMENSION(..)` choice buffer. `MPI_SUBARRAYS_SUPPORTED`
+//! is `.FALSE.`: a blocking call gets a contiguous copy of a non-contiguous
+//! buffer; a call that keeps using the buffer after it returns (nonblocking,
+//! persistent, one-sided, attaching) refuses one with MPI_ERR_BUFFER.
 
 use crate::fortran::{fortran_functions, large_count_functions, large_count_symbol, returns_address, FFunction, FParam, FortranTable, Kind, Width};
 use crate::Function;
@@ -203,6 +205,23 @@ struct Specific {
     ierror: bool,
     /// The Fortran result type of a function.
     result: Option<String>,
+    /// Whether a non-contiguous choice buffer may be passed as a copy: the
+    /// call is done with the buffer when it returns.
+    copyable: bool,
+}
+
+/// Calls done with their buffers when they return: not those that start an
+/// operation (they return a request), one-sided operations (completed by a
+/// later synchronisation), split collectives, and calls about the buffer's
+/// memory itself (attaching it, its address, freeing it).
+fn copyable(f: &FFunction) -> bool {
+    let uses_later = f.params.iter().any(|p| {
+        let base = p.c_type.trim_start_matches("const ").split(['*', '[']).next().unwrap().trim().to_string();
+        base == "MPI_Request" || base == "MPI_Win"
+    });
+    let stem = f.func.stem().trim_end_matches("_c");
+    let memory = stem.ends_with("attach_buffer") || matches!(stem, "Buffer_attach" | "Free_mem" | "Get_address");
+    !uses_later && !memory && !stem.ends_with("_begin") && !stem.ends_with("_end")
 }
 
 /// `name`: MPI_X, or PMPI_X for the profiling interface.
@@ -219,7 +238,7 @@ fn specific_named(f: &FFunction, generic: &str, name: &str, symbol: String) -> R
         "MPI_Aint" => Some("INTEGER(KIND=MPI_ADDRESS_KIND)".to_string()),
         r => return Err(format!("{}: no f08 result type for {r}", f.func.name)),
     };
-    Ok(Specific { generic: generic.into(), name: format!("{name}_f08"), symbol, dummies, ierror: f.ierror, result })
+    Ok(Specific { generic: generic.into(), name: format!("{name}_f08"), symbol, dummies, ierror: f.ierror, result, copyable: copyable(f) })
 }
 
 /// Every specific procedure of the module, grouped by generic name: the
@@ -348,10 +367,20 @@ fn render_specific(out: &mut String, s: &Specific) {
     if s.ierror {
         out.push_str("    INTEGER :: ierr\n");
     }
+    let choices: Vec<&Dummy> = s.dummies.iter().filter(|d| d.pass == Pass::Choice).collect();
+    let copy = s.copyable && s.ierror && !choices.is_empty();
+    if copy {
+        let names: Vec<String> = choices.iter().map(|d| format!("{}_p", d.name)).collect();
+        wrap(out, 4, &format!("TYPE(C_PTR) :: {}", names.join(", ")));
+        for d in &choices {
+            let _ = writeln!(out, "    {0}_p = f08_buffer_in({0})", d.name);
+        }
+    }
     let mut args: Vec<String> = s
         .dummies
         .iter()
         .map(|d| match d.pass {
+            Pass::Choice if copy => format!("{}_p", d.name),
             Pass::Choice => format!("f08_address({})", d.name),
             Pass::Proc => format!("C_FUNLOC({})", d.name),
             Pass::Ref => d.name.clone(),
@@ -367,8 +396,12 @@ fn render_specific(out: &mut String, s: &Specific) {
         Some(_) => format!("res = wrapper({})", args.join(", ")),
         None => format!("CALL wrapper({})", args.join(", ")),
     };
-    let choices: Vec<&Dummy> = s.dummies.iter().filter(|d| d.pass == Pass::Choice).collect();
-    if choices.is_empty() || !s.ierror {
+    if copy {
+        wrap(out, 4, &call);
+        for d in &choices {
+            let _ = writeln!(out, "    CALL f08_buffer_out({0}, {0}_p, {1})", d.name, if d.intent_in { 0 } else { 1 });
+        }
+    } else if choices.is_empty() || !s.ierror {
         wrap(out, 4, &call);
     } else {
         let cond: Vec<String> = choices.iter().map(|d| format!("IS_CONTIGUOUS({})", d.name)).collect();
@@ -584,8 +617,9 @@ pub fn render_mpi_f08_module(template: &str, funcs: &[Function], t: &FortranTabl
     out.push_str("! The `mpi_f08` module of GridMPI (MPI 4.1 chapter 19, MPICH ABI).\n");
     let _ = writeln!(out, "! GridMPI {version}. Generated from abi/functions.txt, abi/fortran.txt and");
     out.push_str("! abi/mpi.h.in by crates/abi/src/fortran08.rs; do not edit.\n");
-    out.push_str("! MPI_SUBARRAYS_SUPPORTED is .FALSE.: a choice buffer must be contiguous\n");
-    out.push_str("! (a non-contiguous one is an MPI_ERR_BUFFER error).\n");
+    out.push_str("! MPI_SUBARRAYS_SUPPORTED is .FALSE.: blocking calls copy a non-contiguous\n");
+    out.push_str("! buffer in and out; the others (nonblocking, persistent, one-sided,\n");
+    out.push_str("! attaching a buffer) refuse one with MPI_ERR_BUFFER.\n");
     out.push_str("MODULE MPI_F08\n");
     out.push_str("  USE, INTRINSIC :: ISO_C_BINDING, ONLY: C_PTR, C_FUNPTR, C_SIZE_T, C_FUNLOC, C_NULL_PTR\n");
     out.push_str("  IMPLICIT NONE\n");
@@ -668,7 +702,7 @@ pub fn render_mpi_f08_module(template: &str, funcs: &[Function], t: &FortranTabl
     }
     out.push_str(&sizeof_interfaces(true));
     out.push_str("  INTERFACE MPI_F_sync_reg\n    MODULE PROCEDURE MPI_F_sync_reg_f08\n  END INTERFACE\n");
-    out.push_str("  PRIVATE :: MPI_F_sync_reg_f08, f08_address, f08_noncontiguous\n\n");
+    out.push_str("  PRIVATE :: MPI_F_sync_reg_f08, f08_address, f08_noncontiguous, f08_buffer_in, f08_buffer_out\n\n");
 
     let by_generic = specifics(funcs, t)?;
     for (generic, specs) in &by_generic {
@@ -720,10 +754,41 @@ const HELPERS: &str = r#"
     p = base_address(buf)
   END FUNCTION f08_address
 
-  ! A non-contiguous choice buffer: no MPI call can describe it (the module
-  ! has MPI_SUBARRAYS_SUPPORTED = .FALSE.), so it is an MPI_ERR_BUFFER
-  ! error, raised on the object the call is about (what: 1 communicator,
-  ! 2 window, 3 file, 0 none: MPI_COMM_SELF).
+  ! A blocking call's buffer: the array itself when contiguous, else a
+  ! contiguous copy, written back (unless write_back is 0) and freed by
+  ! f08_buffer_out.
+  FUNCTION f08_buffer_in(buf) RESULT(p)
+    TYPE(*), DIMENSION(..), INTENT(IN) :: buf
+    TYPE(C_PTR) :: p
+    INTERFACE
+      FUNCTION buffer_in(buf) BIND(C, NAME='gridmpi_f08_buffer_in') RESULT(p)
+        IMPORT
+        TYPE(*), DIMENSION(..) :: buf
+        TYPE(C_PTR) :: p
+      END FUNCTION buffer_in
+    END INTERFACE
+    p = buffer_in(buf)
+  END FUNCTION f08_buffer_in
+
+  SUBROUTINE f08_buffer_out(buf, p, write_back)
+    TYPE(*), DIMENSION(..) :: buf
+    TYPE(C_PTR), INTENT(IN) :: p
+    INTEGER, INTENT(IN) :: write_back
+    INTERFACE
+      SUBROUTINE buffer_out(buf, p, write_back) BIND(C, NAME='gridmpi_f08_buffer_out')
+        IMPORT
+        TYPE(*), DIMENSION(..) :: buf
+        TYPE(C_PTR), VALUE :: p
+        TYPE(*) :: write_back
+      END SUBROUTINE buffer_out
+    END INTERFACE
+    CALL buffer_out(buf, p, write_back)
+  END SUBROUTINE f08_buffer_out
+
+  ! A non-contiguous buffer given to a call that keeps using it after it
+  ! returns: no copy would do and the module has MPI_SUBARRAYS_SUPPORTED =
+  ! .FALSE., so it is an MPI_ERR_BUFFER error, raised on the object the call
+  ! is about (what: 1 communicator, 2 window, 3 file, 0 none: MPI_COMM_SELF).
   SUBROUTINE f08_noncontiguous(routine, what, handle, ierr)
     CHARACTER(LEN=*), INTENT(IN) :: routine
     INTEGER, INTENT(IN) :: what, handle
