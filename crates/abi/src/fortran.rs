@@ -984,7 +984,9 @@ fn fortran_type(ty: &str) -> String {
 
 /// The declarations shared by mpif.h and the module: one Fortran statement a
 /// line, each fitting in fixed form (columns 7-72).
-fn fortran_declarations(template: &str, funcs: &[Function], t: &FortranTable) -> Result<Vec<String>, String> {
+/// `typed_functions`: declare the type of MPI_WTIME and the like (mpif.h;
+/// the module's interfaces declare them).
+fn fortran_declarations(template: &str, funcs: &[Function], t: &FortranTable, typed_functions: bool) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
     for (ty, name, value) in fortran_constants(template, t) {
         lines.push(format!("{ty} {name}"));
@@ -1008,7 +1010,7 @@ fn fortran_declarations(template: &str, funcs: &[Function], t: &FortranTable) ->
     for (name, _) in &t.callbacks {
         lines.push(format!("EXTERNAL {name}"));
     }
-    for f in funcs.iter().filter(|f| f.ret == "double" && !t.is_c_only(&f.name)) {
+    for f in funcs.iter().filter(|f| typed_functions && f.ret == "double" && !t.is_c_only(&f.name)) {
         for p in ["MPI_", "PMPI_"] {
             let n = format!("{p}{}", f.stem()).to_ascii_uppercase();
             lines.push(format!("DOUBLE PRECISION {n}"));
@@ -1029,29 +1031,24 @@ pub fn render_mpif_h(template: &str, funcs: &[Function], t: &FortranTable, versi
     out.push_str("! mpif.h: GridMPI's Fortran definitions (MPICH ABI).\n");
     let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and");
     out.push_str("! abi/fortran.txt; do not edit. Fixed and free source form.\n");
-    for l in fortran_declarations(template, funcs, t)? {
+    for l in fortran_declarations(template, funcs, t, true)? {
         let _ = writeln!(out, "      {l}");
     }
     Ok(out)
 }
 
-/// The source of the `mpi` module: the declarations of mpif.h, and the
-/// functions Fortran calls by value (MPI_WTIME, MPI_AINT_ADD...) typed.
+/// The source of the `mpi` module: the declarations of mpif.h, the explicit
+/// interface of every routine ([`crate::fortran_interfaces`]) and MPI_SIZEOF.
 pub fn render_mpi_module(template: &str, funcs: &[Function], t: &FortranTable, version: &str) -> Result<String, String> {
     let mut out = String::new();
     out.push_str("! The `mpi` module of GridMPI (MPICH ABI).\n");
     let _ = writeln!(out, "! GridMPI {version}. Generated from abi/mpi.h.in and");
     out.push_str("! abi/fortran.txt; do not edit. Build: FC -c mpi.f90\n");
     out.push_str("      MODULE MPI\n      IMPLICIT NONE\n");
-    for l in fortran_declarations(template, funcs, t)? {
+    for l in fortran_declarations(template, funcs, t, false)? {
         let _ = writeln!(out, "      {l}");
     }
-    for f in funcs.iter().filter(|f| f.ret == "MPI_Aint" && !t.is_c_only(&f.name)) {
-        for p in ["MPI_", "PMPI_"] {
-            let n = format!("{p}{}", f.stem()).to_ascii_uppercase();
-            let _ = writeln!(out, "      INTEGER(KIND=MPI_ADDRESS_KIND) {n}\n      EXTERNAL {n}");
-        }
-    }
+    out.push_str(&crate::fortran_interfaces::mpi_module_interfaces(funcs, t)?);
     out.push_str(&crate::fortran08::sizeof_interfaces(false));
     out.push_str("      END MODULE MPI\n");
     Ok(out)
@@ -1113,7 +1110,7 @@ mod tests {
             assert!(l.len() <= 72, "too long for fixed form: {l}");
         }
         let m = render_mpi_module(&template, &funcs, &t, "0").unwrap();
-        assert!(m.contains("INTEGER(KIND=MPI_ADDRESS_KIND) MPI_AINT_ADD"));
+        assert!(m.contains("INTEGER(KIND=MPI_ADDRESS_KIND) FUNCTION MPI_AINT_ADD(base, disp)"));
         let stub = link_stub_c(&funcs, &t).unwrap();
         assert!(stub.contains("void PMPI_Send(void)"));
         assert!(stub.contains("void *MPI_UNWEIGHTED = 0;"));

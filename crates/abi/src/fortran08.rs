@@ -295,7 +295,7 @@ fn specifics_with(funcs: &[Function], t: &FortranTable, prefix: &str, by_generic
 
 /// Free-form lines of at most 132 characters: long ones are continued at a
 /// comma or a space.
-fn wrap(out: &mut String, indent: usize, line: &str) {
+pub(crate) fn wrap(out: &mut String, indent: usize, line: &str) {
     let pad = " ".repeat(indent);
     let mut rest = line.to_string();
     let mut first = true;

@@ -14,6 +14,7 @@
 
 pub mod fortran;
 pub mod fortran08;
+pub mod fortran_interfaces;
 pub mod shell;
 
 pub use shell::{Binding, Form};
