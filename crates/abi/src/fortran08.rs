@@ -579,6 +579,7 @@ fn callback_interface(name: &str) -> Option<&'static str> {
         "MPI_WIN_NULL_COPY_FN" | "MPI_WIN_DUP_FN" => "MPI_Win_copy_attr_function",
         "MPI_WIN_NULL_DELETE_FN" => "MPI_Win_delete_attr_function",
         "MPI_CONVERSION_FN_NULL" => "MPI_Datarep_conversion_function",
+        "MPI_CONVERSION_FN_NULL_C" => "MPI_Datarep_conversion_function_c",
         _ => return None,
     })
 }
