@@ -33,9 +33,20 @@ build:
 	install -m 755 crates/fortran/scripts/mpifort $(BUILD)/bin/
 	ln -sf mpifort $(BUILD)/bin/mpif90
 	ln -sf mpifort $(BUILD)/bin/mpif77
+	@# The mpi module is declarations only; mpi_f08's procedures go to
+	@# libgridmpi_f08.so.12 (the compiler's runtime is its dependency, not libmpifort's).
+	@# A compiler without TYPE(*), DIMENSION(..) (gfortran before 10) still gets the mpi module.
 	@if command -v $(MPIFC) >/dev/null 2>&1; then \
-	    $(MPIFC) -c $(BUILD)/include/mpi.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi.o && rm -f $(BUILD)/include/mpi.o; \
-	else echo "no Fortran compiler ($(MPIFC)): the mpi module is not built"; fi
+	    $(MPIFC) -c $(BUILD)/include/mpi.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi.o && rm -f $(BUILD)/include/mpi.o || exit 1; \
+	    if $(MPIFC) -c -fPIC -O1 $(BUILD)/include/mpi_f08.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi_f08.o && \
+	        $(MPIFC) -shared -Wl,-soname,libgridmpi_f08.so.12 -o $(BUILD)/include/libgridmpi_f08.so $(BUILD)/include/mpi_f08.o \
+	            -L$(BUILD)/lib -lmpifort -lmpi; then \
+	        install -m 755 $(BUILD)/include/libgridmpi_f08.so $(BUILD)/lib/libgridmpi_f08.so.12 && \
+	        ln -sf libgridmpi_f08.so.12 $(BUILD)/lib/libgridmpi_f08.so; \
+	    else echo "$(MPIFC) cannot build the mpi_f08 module (gfortran 10 or later can): not installed"; \
+	        rm -f $(BUILD)/include/mpi_f08.mod $(BUILD)/lib/libgridmpi_f08.so $(BUILD)/lib/libgridmpi_f08.so.12; fi; \
+	    rm -f $(BUILD)/include/mpi_f08.o $(BUILD)/include/libgridmpi_f08.so; \
+	else echo "no Fortran compiler ($(MPIFC)): the mpi and mpi_f08 modules are not built"; fi
 	install -m 755 $(RELEASE)/gridmpi-trace $(BUILD)/bin/gridmpi-trace
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh

@@ -13,6 +13,8 @@
 #![forbid(unsafe_code)]
 
 pub mod fortran;
+pub mod fortran08;
+pub mod fortran_interfaces;
 pub mod shell;
 
 pub use shell::{Binding, Form};

@@ -70,9 +70,11 @@ pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut M
 
 include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 
-/// C's `MPI_BOTTOM`, `MPI_IN_PLACE` and `MPI_STATUS(ES)_IGNORE` (mpi.h.in).
+/// C's `MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_BUFFER_AUTOMATIC` and
+/// `MPI_STATUS(ES)_IGNORE` (mpi.h.in).
 pub const C_BOTTOM: *const c_void = std::ptr::null();
 pub const C_IN_PLACE: *const c_void = usize::MAX as *const c_void;
+pub const C_BUFFER_AUTOMATIC: *const c_void = (usize::MAX - 1) as *const c_void;
 #[allow(clippy::manual_dangling_ptr)] // the value 1 is the ABI, not an alignment
 pub const C_STATUS_IGNORE: *mut MPI_Status = 1 as *mut MPI_Status;
 

@@ -6,11 +6,14 @@
 //! Fortran symbols `mpi_x_`, `mpi_x__`, `mpi_x`, `MPI_X` (calling `MPI_X` in
 //! libmpi.so.12) and their `pmpi` forms (calling `PMPI_X`), converting
 //! sentinels, strings, LOGICALs and callbacks on the way. This crate adds
-//! the runtime those conversions use (`rt`) and the few procedures that
-//! exist only in Fortran.
+//! the runtime those conversions use (`rt`), the few procedures that
+//! exist only in Fortran, and what the `mpi_f08` module calls besides the
+//! wrappers (`f08`). The module's own procedures are compiled from the
+//! generated mpi_f08.f90 into libgridmpi_f08.so.12 (Makefile).
 
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments, clippy::not_unsafe_ptr_arg_deref)]
 
+mod f08;
 mod ffi;
 mod rt;
 

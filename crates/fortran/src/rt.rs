@@ -43,8 +43,9 @@ pub unsafe fn set_ierror(ierror: *mut MPI_Fint, rc: c_int) {
     }
 }
 
-/// A choice buffer: Fortran's MPI_BOTTOM and MPI_IN_PLACE are variables in
-/// COMMON blocks; C's are the addresses 0 and -1.
+/// A choice buffer: Fortran's MPI_BOTTOM, MPI_IN_PLACE and
+/// MPI_BUFFER_AUTOMATIC are variables in COMMON blocks; C's are the
+/// addresses 0, -1 and -2.
 #[inline]
 pub fn choice(p: *const c_void) -> *const c_void {
     let a = p as usize;
@@ -52,6 +53,8 @@ pub fn choice(p: *const c_void) -> *const c_void {
         C_BOTTOM
     } else if a == w::addr_MPI_IN_PLACE() {
         C_IN_PLACE
+    } else if a == w::addr_MPI_BUFFER_AUTOMATIC() {
+        C_BUFFER_AUTOMATIC
     } else {
         p
     }
@@ -109,6 +112,16 @@ impl FString {
     pub unsafe fn input(p: *const c_char, len: usize) -> FString {
         let bytes: &[u8] = if p.is_null() || len == 0 { &[] } else { std::slice::from_raw_parts(p as *const u8, len) };
         FString { buf: trim_fortran(bytes) }
+    }
+
+    /// Info keys and values: leading blanks are stripped too (MPI 4.1,
+    /// MPI_INFO_SET: in Fortran, leading and trailing spaces of key and
+    /// value are stripped), so that what a Fortran program sets it finds.
+    pub unsafe fn input_stripped(p: *const c_char, len: usize) -> FString {
+        let mut s = FString::input(p, len);
+        let lead = s.buf.iter().position(|&b| b != b' ').unwrap_or(0);
+        s.buf.drain(..lead);
+        s
     }
 
     pub fn output(len: usize) -> FString {
@@ -450,6 +463,10 @@ mod tests {
         assert_eq!(trim_fortran(b"  a b  "), b"  a b\0");
         assert_eq!(trim_fortran(b"    "), b"\0");
         assert_eq!(trim_fortran(b"ab\0cd"), b"ab\0");
+        let s = unsafe { FString::input_stripped(b"  a b  ".as_ptr() as *const c_char, 7) };
+        assert_eq!(s.buf, b"a b\0");
+        let s = unsafe { FString::input_stripped(b"   ".as_ptr() as *const c_char, 3) };
+        assert_eq!(s.buf, b"\0");
         let mut dst = [0u8; 6];
         copy_blank_padded(b"abc\0zzz", &mut dst);
         assert_eq!(&dst, b"abc   ");

@@ -444,6 +444,10 @@ pub enum ReqEntry {
         cancel: Option<MPI_Grequest_cancel_function>,
         extra: *mut c_void,
         status: Option<MPI_Status>,
+        /// MPI_Request_free came before MPI_Grequest_complete: the user's
+        /// copies of the handle stay valid for that call, which then frees
+        /// the request (MPI 4.1 section 13.2).
+        freed: bool,
     },
     /// Completed at creation with an empty status (MPI_PROC_NULL).
     Null { kind: ReqKind, comm: MPI_Comm },

@@ -1,5 +1,5 @@
 //! `gridmpi-abigen ROOT OUT_INCLUDE_DIR`: writes mpi.h, mpif.h and the
-//! `mpi` module source (mpi.f90) from ROOT/abi.
+//! `mpi` and `mpi_f08` module sources (mpi.f90, mpi_f08.f90) from ROOT/abi.
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +33,8 @@ fn main() {
     write_if_changed(&out.join("mpif.h"), &mpif);
     let module = gridmpi_abi::fortran::render_mpi_module(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
     write_if_changed(&out.join("mpi.f90"), &module);
+    let f08 = gridmpi_abi::fortran08::render_mpi_f08_module(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
+    write_if_changed(&out.join("mpi_f08.f90"), &f08);
 }
 
 /// Only rewrite when changed, so dependent builds are not redone.

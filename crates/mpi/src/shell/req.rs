@@ -483,6 +483,13 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
             return Err(err(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL"));
         }
         let greq = state::with(|st| {
+            // An incomplete generalized request is freed by MPI_Grequest_complete.
+            if let Some(ReqEntry::Greq { r, freed, .. }) = st.reqs.get_mut(h) {
+                if !st.rt.engine.is_complete(*r) {
+                    *freed = true;
+                    return Ok(None);
+                }
+            }
             let e = st.reqs.remove(h).ok_or_else(|| err(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}")))?;
             match e {
                 ReqEntry::Active { r, .. } => st.rt.engine.detach(r),
@@ -867,7 +874,7 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let r = st.rt.engine.external_request();
-            Ok(st.reqs.insert(ReqEntry::Greq { r, query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state, status: None }))
+            Ok(st.reqs.insert(ReqEntry::Greq { r, query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state, status: None, freed: false }))
         })?;
         *request = h;
         Ok(())
@@ -877,14 +884,29 @@ pub unsafe extern "C" fn PMPI_Grequest_start(
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Grequest_complete(request: MPI_Request) -> c_int {
     api("MPI_Grequest_complete", Target::NoComm, || {
-        state::with(|st| {
-            let r = match st.reqs.get(request) {
-                Some(ReqEntry::Greq { r, .. }) => *r,
+        let free = state::with(|st| {
+            let (r, freed) = match st.reqs.get(request) {
+                Some(ReqEntry::Greq { r, freed, .. }) => (*r, *freed),
                 _ => return Err(err(MPI_ERR_REQUEST, format!("{request:#x} is not a generalized request"))),
             };
             st.rt.engine.complete_external(r, Default::default());
+            if freed {
+                // Nobody waits for it: it ends here.
+                st.rt.engine.take(r);
+                if let Some(ReqEntry::Greq { free, extra, .. }) = st.reqs.remove(request) {
+                    return Ok(free.map(|f| (f, extra)));
+                }
+            }
             st.wake_waiters();
-            Ok(())
-        })
+            Ok(None)
+        })?;
+        // The user's free function runs without the lock (it may call MPI).
+        if let Some((f, extra)) = free {
+            let code = f(extra);
+            if code != MPI_SUCCESS {
+                return Err(crate::errors::MpiError { class: MPI_ERR_OTHER, msg: "generalized request free function failed".into(), code: Some(code) });
+            }
+        }
+        Ok(())
     })
 }
