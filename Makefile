@@ -9,7 +9,7 @@ PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p 
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 
-.PHONY: all build test test-unit test-c test-fortran test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-fortran test-hostile test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -51,7 +51,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-fortran test-compat test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-fortran test-compat test-hostile test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -77,6 +77,9 @@ test-c: build
 
 test-fortran: build
 	python3 tests/fortran/run.py
+
+test-hostile: build
+	python3 tests/hostile/run.py
 
 test-compat: build
 	bash tests/compat/run.sh

@@ -2,9 +2,12 @@
  * the testbed cuts and restores the WAN link: the job must come through an
  * outage with nothing lost or wrong.
  *
- *   outage SECONDS [BYTES]   loop for at least SECONDS (rank 0 decides when
- *                            to stop, so every rank runs the same number of
- *                            iterations), BYTES to each peer (default 4096)
+ *   outage SECONDS [BYTES [PAUSE]]
+ *        loop for at least SECONDS (rank 0 decides when to stop, so every
+ *        rank runs the same number of iterations), BYTES to each peer
+ *        (default 4096), after PAUSE seconds without any communication
+ *        (default 0; spent inside MPI; connections between ranks are made
+ *        on first use, so none is made before the pause ends)
  *
  * Rank 0 prints "outage: N iterations, longest stall S s, data correct" at the
  * end, or "outage: WRONG ..." and exits 1. */
@@ -12,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static unsigned char pattern(int from, int to, long iter, long i)
 {
@@ -26,6 +30,14 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     double seconds = argc > 1 ? atof(argv[1]) : 10;
     long bytes = argc > 2 ? atol(argv[2]) : 4096;
+    double pause = argc > 3 ? atof(argv[3]) : 0;
+    /* The pause is spent inside MPI (probing for nothing), so the library
+     * serves its sockets meanwhile. */
+    for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < pause;) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+        usleep(1000);
+    }
     unsigned char *sendbuf = malloc((size_t)(bytes * size)), *recvbuf = malloc((size_t)(bytes * size));
     long wrong = 0, iter = 0;
     double start = MPI_Wtime(), last = start, stall = 0;

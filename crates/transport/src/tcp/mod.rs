@@ -39,6 +39,17 @@ pub use tuning::Tuning;
 const LISTEN_TOKEN: u64 = 0;
 const CONN_TOKEN_BASE: u64 = 1;
 
+/// At most this many accepted connections may be unproven (their caller
+/// has not yet proven it holds the job secret); beyond it the oldest is
+/// closed. Anyone who can reach the port can open connections: they must
+/// not use up our file descriptors or memory.
+const MAX_UNPROVEN: usize = 64;
+/// An accepted caller must have proven itself within this long (a real
+/// peer needs two round trips).
+const UNPROVEN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How often unproven connections are looked at.
+const REAP_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 #[derive(Default)]
 struct PeerLink {
     addrs: Vec<SocketAddrV4>,
@@ -81,6 +92,12 @@ pub struct Tcp {
     events: Vec<ConnEvent>,
     /// Socket options per peer (None: kernel defaults).
     tuning: Vec<Option<Tuning>>,
+    /// An fd held in reserve: when accept fails for want of descriptors it
+    /// is closed so the waiting connection can be accepted and closed
+    /// (otherwise the listener stays readable and we would spin on it).
+    spare_fd: Option<OwnedFd>,
+    /// When unproven connections were last looked at.
+    reaped_at: std::time::Instant,
 }
 
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
@@ -94,6 +111,11 @@ fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
 
 fn last_err() -> io::Error {
     io::Error::last_os_error()
+}
+
+/// A descriptor to hold in reserve (see `Tcp::spare_fd`).
+fn spare_fd() -> Option<OwnedFd> {
+    std::fs::File::open("/dev/null").ok().map(OwnedFd::from)
 }
 
 /// A TCP socket for a connection we make.
@@ -150,6 +172,8 @@ impl Tcp {
             connect_timeout: std::time::Duration::from_secs(30),
             events: Vec::new(),
             tuning: vec![None; npeers],
+            spare_fd: spare_fd(),
+            reaped_at: std::time::Instant::now(),
         })
     }
 
@@ -275,9 +299,27 @@ impl Tcp {
                 libc::accept4(self.listener.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
             };
             if fd < 0 {
+                let e = last_err().raw_os_error();
+                if e == Some(libc::EMFILE) || e == Some(libc::ENFILE) {
+                    // Out of descriptors: make room by closing unproven
+                    // callers, and shed the waiting connection with the
+                    // spare so the listener does not stay readable.
+                    if !self.close_oldest_unproven() {
+                        self.spare_fd = None;
+                        // SAFETY: as above; the connection is closed at once.
+                        let fd = unsafe { libc::accept4(self.listener.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+                        if fd >= 0 {
+                            unsafe { libc::close(fd) };
+                        }
+                        self.spare_fd = spare_fd();
+                        return;
+                    }
+                    continue;
+                }
                 return;
             }
             let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            while self.unproven() >= MAX_UNPROVEN && self.close_oldest_unproven() {}
             set_nonblocking_nodelay(fd.as_raw_fd());
             set_buf(fd.as_raw_fd(), libc::SO_SNDBUF, self.sndbuf);
             set_buf(fd.as_raw_fd(), libc::SO_RCVBUF, self.rcvbuf);
@@ -420,6 +462,47 @@ impl Tcp {
 
     /// Fail connections we opened that are still not established after the
     /// timeout; drop incoming ones that never completed the handshake.
+    /// Accepted connections whose caller has not proven itself yet.
+    fn unproven(&self) -> usize {
+        self.conns.iter().flatten().filter(|c| matches!(c.phase, Phase::Acceptor(_))).count()
+    }
+
+    /// Close the unproven accepted connection opened first; false if none.
+    fn close_oldest_unproven(&mut self) -> bool {
+        let oldest = (0..self.conns.len())
+            .filter(|&i| self.conns[i].as_ref().is_some_and(|c| matches!(c.phase, Phase::Acceptor(_))))
+            .min_by_key(|&i| self.conns[i].as_ref().map(|c| c.opened));
+        match oldest {
+            Some(i) => {
+                if let Some(c) = self.conns[i].as_mut() {
+                    c.phase = Phase::Dead;
+                }
+                self.reap(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Close unproven accepted connections past their deadline (now and
+    /// then: this runs on every poll).
+    fn reap_unproven(&mut self) {
+        if self.reaped_at.elapsed() < REAP_EVERY {
+            return;
+        }
+        self.reaped_at = std::time::Instant::now();
+        let deadline = UNPROVEN_DEADLINE.min(self.connect_timeout);
+        for i in 0..self.conns.len() {
+            let stale = self.conns[i].as_ref().is_some_and(|c| matches!(c.phase, Phase::Acceptor(_)) && c.opened.elapsed() >= deadline);
+            if stale {
+                if let Some(c) = self.conns[i].as_mut() {
+                    c.phase = Phase::Dead;
+                }
+                self.reap(i);
+            }
+        }
+    }
+
     fn check_timeouts(&mut self) -> Result<(), TransportError> {
         for idx in 0..self.conns.len() {
             let Some(c) = self.conns[idx].as_mut() else { continue };
@@ -486,6 +569,7 @@ impl Transport for Tcp {
             }
         }
         self.ready = ready;
+        self.reap_unproven();
         if result.is_ok() && self.backlog() > 0 {
             // Frames wait for a connection or for room: try again, and make
             // sure a connection cannot be waited for forever.
@@ -512,8 +596,15 @@ impl Transport for Tcp {
     }
 
     fn next_deadline(&self) -> Option<std::time::Duration> {
-        // A connection being made is checked against its timeout.
-        (self.backlog() > 0).then_some(std::time::Duration::from_millis(100))
+        // A connection being made is checked against its timeout; unproven
+        // callers against theirs.
+        if self.backlog() > 0 {
+            Some(std::time::Duration::from_millis(100))
+        } else if self.unproven() > 0 {
+            Some(UNPROVEN_DEADLINE / 4)
+        } else {
+            None
+        }
     }
 
     fn wait_fd(&self) -> RawFd {
