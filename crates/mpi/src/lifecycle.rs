@@ -152,6 +152,8 @@ fn start() -> R<()> {
         reqs: Table::new(Kind::Request),
         msgs: Table::new(Kind::Request),
         wins: Table::new(Kind::Win),
+        files: Table::new(Kind::File),
+        file_null_errh: MPI_ERRORS_RETURN,
         sessions: Table::new(Kind::Session),
         errors: Default::default(),
         next_ctx: FIRST_COMM_CTX,
