@@ -398,15 +398,22 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
         state::with(|st| st.file(id).map(|_| ()))?;
         // Every member is done with the file and its sidecar.
         barrier(id)?;
-        let e = state::with(|st| st.files.remove(id).ok_or_else(|| err(MPI_ERR_FILE, "the file was closed meanwhile")))?;
-        if e.comm.rank == 0 {
-            if let Ok(p) = &e.shfp {
+        let delete = state::with(|st| Ok(st.file(id)?.opened.amode & MPI_MODE_DELETE_ON_CLOSE != 0))?;
+        let rank = file_rank(id)?;
+        if rank == 0 {
+            let e = state::with(|st| st.file(id).map(|f| (f.shfp.clone(), f.opened.path.clone())))?;
+            if let Ok(p) = &e.0 {
                 p.remove();
             }
-            if e.opened.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
-                let _ = std::fs::remove_file(&e.opened.path);
+            if delete {
+                let _ = std::fs::remove_file(&e.1);
             }
         }
+        if delete {
+            // The file is gone when anyone's close returns.
+            barrier(id)?;
+        }
+        let e = state::with(|st| st.files.remove(id).ok_or_else(|| err(MPI_ERR_FILE, "the file was closed meanwhile")))?;
         super::errh::release_errhandler(e.errh);
         *fh = file_ptr(0);
         Ok(())
