@@ -119,7 +119,9 @@ mod tests {
         let mut out = [0u8; 5];
         assert_eq!(read_ranges(&f, &[(4, 2), (10, 3)], &mut out).unwrap(), 5);
         assert_eq!(&out, b"abcde");
-        assert_eq!(read_ranges(&f, &[(4, 2), (11, 4)], &mut out).unwrap(), 4);
+        let mut more = [0u8; 6];
+        assert_eq!(read_ranges(&f, &[(4, 2), (11, 4)], &mut more).unwrap(), 4);
+        assert_eq!(&more[..4], b"abde");
         {
             let _l = RangeLock::new(&f, 0, 8, true).unwrap();
         }
