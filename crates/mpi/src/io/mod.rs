@@ -8,10 +8,13 @@
 //! - `shared_ptr.rs`: the shared file pointer (a locked sidecar file).
 //! - `access.rs`: positioned reads and writes of byte ranges, byte-range
 //!   locks, errno as MPI error classes.
+//! - `aggregate.rs`: the plan of two-phase collective I/O (file domains,
+//!   pieces per aggregator; pure, unit-tested).
 //!
 //! The engine does no I/O; every file system call of the library is here.
 
 pub mod access;
+pub mod aggregate;
 pub mod datarep;
 pub mod shared_ptr;
 pub mod view;

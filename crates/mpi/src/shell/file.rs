@@ -12,12 +12,17 @@
 //!
 //! Every data access does its I/O inside the call, without the state's
 //! lock: the nonblocking forms return a completed request and the split
-//! collectives finish in `_begin` (the standard allows both). Collective
-//! accesses are each rank's own accesses: no aggregation yet.
+//! collectives finish in `_begin` (the standard allows both). Blocking
+//! collective accesses (and split collectives' `_begin`) whose pieces
+//! interleave are aggregated (two-phase I/O, `io/aggregate.rs`); the
+//! nonblocking collective forms never exchange data inside the call (a
+//! member may reach its call only after the others' calls returned), so
+//! each member does its own pieces there.
 
 use super::*;
 use crate::errors::MpiError;
 use crate::io::access::{self, RangeLock};
+use crate::io::aggregate::{self, Piece};
 use crate::io::datarep::{self, Conversion, Datarep, UserRep};
 use crate::io::shared_ptr::{self, SharedPtr};
 use crate::io::view::View;
@@ -120,8 +125,11 @@ pub struct ViewState {
 
 pub struct FileEntry {
     opened: Arc<Opened>,
-    /// The handle's own communicator (its context; not in the table).
-    comm: Comm,
+    /// The handle's own communicator (a context of its own; in the
+    /// communicator table for the exchanges of collective I/O, never
+    /// given to the program).
+    comm: MPI_Comm,
+    rank: i32,
     pub errh: MPI_Errhandler,
     view: Arc<ViewState>,
     /// The individual file pointer, in etypes of the view.
@@ -175,9 +183,10 @@ fn allgather_view(view: gridmpi_engine::sched::CommView, tag: i32, mine: &[i64])
 /// Allgather of i64 values over the file's members (at least one value).
 fn file_allgather(fh: c_int, mine: &[i64]) -> R<Vec<Vec<i64>>> {
     let (view, tag) = state::with(|st| {
-        let f = st.file_mut(fh)?;
-        let tag = f.comm.next_coll_tag();
-        Ok((super::env::coll_view(&f.comm), tag))
+        let c = st.file(fh)?.comm;
+        let c = st.comm_mut(c)?;
+        let tag = c.next_coll_tag();
+        Ok((super::env::coll_view(c), tag))
     })?;
     allgather_view(view, tag, mine)
 }
@@ -187,7 +196,7 @@ fn barrier(fh: c_int) -> R<()> {
 }
 
 fn file_rank(fh: c_int) -> R<i32> {
-    state::with(|st| Ok(st.file(fh)?.comm.rank))
+    state::with(|st| Ok(st.file(fh)?.rank))
 }
 
 // ---- open, close, delete ------------------------------------------------------
@@ -273,12 +282,12 @@ fn merge_hints(hints: &mut Vec<(String, String)>, given: Vec<(String, String)>) 
     }
 }
 
-fn default_hints(size: i32) -> Vec<(String, String)> {
-    // Every rank does its own accesses (no aggregation): each is a node.
+/// The hints a file starts with: one aggregator per host.
+fn default_hints(hosts: usize) -> Vec<(String, String)> {
     vec![
         ("cb_buffer_size".into(), "16777216".into()),
-        ("cb_nodes".into(), size.to_string()),
-        ("collective_buffering".into(), "false".into()),
+        ("cb_nodes".into(), hosts.max(1).to_string()),
+        ("collective_buffering".into(), "true".into()),
     ]
 }
 
@@ -347,7 +356,9 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
         Err(e) => e.class as i64,
         Ok(_) => 0,
     };
-    let all = allgather_view(view, fcomm.next_coll_tag(), &[code])?;
+    // The host of each member (the smallest pid on it): cb_nodes' default.
+    let host = state::with(|st| Ok(st.rt.local_pids().into_iter().min().unwrap_or(0) as i64))?;
+    let all = allgather_view(view, fcomm.next_coll_tag(), &[code, host])?;
     if let Some(bad) = all.iter().position(|v| v[0] != 0) {
         if rank == 0 {
             if let Ok(p) = &shfp {
@@ -361,13 +372,17 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
     }
     let file = mine?;
     let pos = if amode & MPI_MODE_APPEND != 0 { file.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
-    let mut hints = default_hints(fcomm.size());
+    let mut hosts: Vec<i64> = all.iter().map(|v| v[1]).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut hints = default_hints(hosts.len());
     merge_hints(&mut hints, given);
     let view = byte_view()?;
-    fcomm.errh = MPI_ERRORS_RETURN;
+    let comm = state::with(|st| Ok(st.comms.insert(fcomm)))?;
     let entry = FileEntry {
         opened: Arc::new(Opened { file, path, amode }),
-        comm: fcomm,
+        comm,
+        rank,
         errh,
         view,
         pos,
@@ -413,7 +428,11 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
             // The file is gone when anyone's close returns.
             barrier(id)?;
         }
-        let e = state::with(|st| st.files.remove(id).ok_or_else(|| err(MPI_ERR_FILE, "the file was closed meanwhile")))?;
+        let e = state::with(|st| {
+            let e = st.files.remove(id).ok_or_else(|| err(MPI_ERR_FILE, "the file was closed meanwhile"))?;
+            st.comms.remove(e.comm);
+            Ok(e)
+        })?;
         super::errh::release_errhandler(e.errh);
         *fh = file_ptr(0);
         Ok(())
@@ -471,7 +490,8 @@ pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut MPI_Group
     api("MPI_File_get_group", Target::File(id), || {
         check_ptr(group, "group")?;
         *group = state::with(|st| {
-            let g = (*st.file(id)?.comm.group).clone();
+            let c = st.file(id)?.comm;
+            let g = (*st.comm(c)?.group).clone();
             Ok(st.new_group(g))
         })?;
         Ok(())
@@ -561,7 +581,7 @@ pub unsafe extern "C" fn PMPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset,
     api("MPI_File_seek_shared", Target::File(id), || {
         let (opened, view, shfp, rank) = state::with(|st| {
             let f = st.file(id)?;
-            Ok((f.opened.clone(), f.view.clone(), f.shfp.clone(), f.comm.rank))
+            Ok((f.opened.clone(), f.view.clone(), f.shfp.clone(), f.rank))
         })?;
         // Everyone's earlier shared-pointer accesses are done before it moves.
         barrier(id)?;
@@ -613,7 +633,7 @@ fn resize(id: c_int, size: i64, what: &str, change: impl FnOnce(&File, u64) -> s
     }
     let (opened, rank) = state::with(|st| {
         let f = st.file(id)?;
-        Ok((f.opened.clone(), f.comm.rank))
+        Ok((f.opened.clone(), f.rank))
     })?;
     if opened.amode & MPI_MODE_RDONLY != 0 {
         return Err(err(MPI_ERR_READ_ONLY, format!("cannot {what} a file opened with MPI_MODE_RDONLY")));
@@ -683,7 +703,7 @@ pub unsafe extern "C" fn PMPI_File_set_view(fh: MPI_File, disp: MPI_Offset, etyp
             let ft = st.dtype(filetype).map_err(|x| err(x.class, format!("filetype: {}", x.msg)))?;
             let elem = st.element_handle(&e);
             let f = st.file(id)?;
-            Ok((e, ft, elem, f.comm.rank, f.opened.clone(), f.shfp.clone()))
+            Ok((e, ft, elem, f.rank, f.opened.clone(), f.shfp.clone()))
         })?;
         let mut disp = disp;
         if disp == MPI_DISPLACEMENT_CURRENT as i64 {
@@ -794,6 +814,15 @@ struct Access {
     buf: *mut c_void,
     count: i64,
     datatype: MPI_Datatype,
+    /// A blocking collective form (or a split collective's begin, which
+    /// may block): the members may exchange data (two-phase I/O).
+    may_block: bool,
+}
+
+impl Access {
+    fn two_phase(&self) -> bool {
+        self.may_block && matches!(self.op, IoOp::ReadAll | IoOp::WriteAll | IoOp::ReadAtAll | IoOp::WriteAtAll)
+    }
 }
 
 /// Do an access now; its status (bytes moved).
@@ -845,14 +874,20 @@ fn run_access(a: Access) -> R<MPI_Status> {
     let (moved, etypes) = if a.op.writes() {
         // SAFETY: the caller's buffer holds `count` items (MPI's contract).
         let data = unsafe { view.rep.encode(a.buf as *const u8, count, &dt, a.datatype, elem)? };
-        let _held = lock(true)?;
-        access::write_ranges(&opened.file, &ranges, &data).map_err(|e| io_err("cannot write", e))?;
+        if !(a.two_phase() && two_phase_write(a.id, &opened, atomic, &ranges, &data)?) {
+            let _held = lock(true)?;
+            access::write_ranges(&opened.file, &ranges, &data).map_err(|e| io_err("cannot write", e))?;
+        }
         (count * dt.size(), n)
     } else {
         let mut data = vec![0u8; nbytes as usize];
-        let got = {
-            let _held = lock(false)?;
-            access::read_ranges(&opened.file, &ranges, &mut data).map_err(|e| io_err("cannot read", e))?
+        let aggregated = if a.two_phase() { two_phase_read(a.id, &opened, atomic, &ranges, &mut data)? } else { None };
+        let got = match aggregated {
+            Some(got) => got,
+            None => {
+                let _held = lock(false)?;
+                access::read_ranges(&opened.file, &ranges, &mut data).map_err(|e| io_err("cannot read", e))?
+            }
         };
         // SAFETY: as above, writable.
         let moved = unsafe { view.rep.decode(&data[..got], a.buf as *mut u8, count, &dt, a.datatype, elem)? };
@@ -867,6 +902,260 @@ fn run_access(a: Access) -> R<MPI_Status> {
     let mut s = empty_status();
     set_count(&mut s, moved as i64);
     Ok(s)
+}
+
+// ---- two-phase collective I/O ----------------------------------------------------
+
+/// What the members of a collective access agreed: aggregate, over these
+/// file domains, exchanging on the file's communicator.
+struct Plan {
+    comm: MPI_Comm,
+    size: usize,
+    domains: Vec<(u64, u64)>,
+}
+
+/// Whether (and how) a collective access is aggregated; every member
+/// reaches the same answer from what it learns of the others. Aggregation
+/// pays when some member's access is in several pieces (an interleaved
+/// view); not in atomic mode (each access must stay one locked access),
+/// nor when `collective_buffering` is "false".
+fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<Plan>> {
+    let (lo, hi) = match (ranges.first(), ranges.last()) {
+        (Some(f), Some(l)) => (f.0, l.0 + l.1),
+        _ => (0, 0),
+    };
+    let (comm, size, hints) = state::with(|st| {
+        let f = st.file(id)?;
+        Ok((f.comm, st.comm(f.comm)?.size() as usize, f.hints.clone()))
+    })?;
+    let hint = |k: &str| hints.iter().find(|(hk, _)| hk == k).map(|(_, v)| v.clone());
+    let all = file_allgather(id, &[lo as i64, hi as i64, ranges.len() as i64, atomic as i64])?;
+    let enabled = hint("collective_buffering").is_none_or(|v| v != "false");
+    let interleaved = all.iter().any(|v| v[2] > 1);
+    if size < 2 || !enabled || !interleaved || all.iter().any(|v| v[3] != 0) {
+        return Ok(None);
+    }
+    let busy = all.iter().filter(|v| v[2] > 0);
+    let glo = busy.clone().map(|v| v[0] as u64).min().unwrap_or(0);
+    let ghi = busy.map(|v| v[1] as u64).max().unwrap_or(0);
+    let naggr = hint("cb_nodes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, size);
+    let align = hint("striping_unit").and_then(|v| v.parse::<u64>().ok()).filter(|&a| a > 0).unwrap_or(4096);
+    Ok(Some(Plan { comm, size, domains: aggregate::domains(glo, ghi, naggr, align) }))
+}
+
+impl Plan {
+    fn dest(&self, p: &Piece) -> usize {
+        aggregate::aggregator(p.domain, self.domains.len(), self.size)
+    }
+}
+
+fn put_u64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_ne_bytes());
+}
+
+fn get_u64(b: &[u8], i: usize) -> u64 {
+    u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+}
+
+/// The (offset, length) list at the head of an exchange message, and
+/// where the bytes after it start.
+fn parse_pieces(m: &[u8]) -> (Vec<(u64, u64)>, usize) {
+    if m.is_empty() {
+        return (Vec::new(), 0);
+    }
+    let n = get_u64(m, 0) as usize;
+    ((0..n).map(|i| (get_u64(m, 1 + 2 * i), get_u64(m, 2 + 2 * i))).collect(), 8 * (1 + 2 * n))
+}
+
+fn rc_err(rc: c_int, what: &str) -> MpiError {
+    let class = state::with(|st| Ok(st.errors.class_of(rc).unwrap_or(MPI_ERR_OTHER))).unwrap_or(MPI_ERR_OTHER);
+    MpiError { class, msg: what.to_string(), code: Some(rc) }
+}
+
+/// Every member sends `msgs[r]` to rank r and gets what each sent it
+/// (an alltoall of sizes, then an alltoallv of bytes, on the file's
+/// communicator).
+fn exchange(comm: MPI_Comm, msgs: Vec<Vec<u8>>) -> R<Vec<Vec<u8>>> {
+    let n = msgs.len();
+    let sendcounts: Vec<i64> = msgs.iter().map(|m| m.len() as i64).collect();
+    let mut recvcounts = vec![0i64; n];
+    // SAFETY: buffers of n counts each, alive for the blocking calls.
+    let rc = unsafe { PMPI_Alltoall(sendcounts.as_ptr() as *const c_void, 1, MPI_INT64_T, recvcounts.as_mut_ptr() as *mut c_void, 1, MPI_INT64_T, comm) };
+    if rc != MPI_SUCCESS {
+        return Err(rc_err(rc, "the exchange of sizes of collective I/O failed"));
+    }
+    let displs = |c: &[i64]| -> Vec<i64> {
+        c.iter()
+            .scan(0i64, |a, &x| {
+                let d = *a;
+                *a += x;
+                Some(d)
+            })
+            .collect()
+    };
+    let (sd, rd) = (displs(&sendcounts), displs(&recvcounts));
+    let stotal: i64 = sendcounts.iter().sum();
+    let rtotal: i64 = recvcounts.iter().sum();
+    // Never empty: two empty vectors would share a dangling address.
+    let mut sendbuf = Vec::with_capacity(stotal.max(1) as usize);
+    for m in &msgs {
+        sendbuf.extend_from_slice(m);
+    }
+    let mut recvbuf = vec![0u8; rtotal.max(1) as usize];
+    // SAFETY: as above; the counts and displacements describe the buffers.
+    let rc = unsafe {
+        PMPI_Alltoallv_c(
+            sendbuf.as_ptr() as *const c_void,
+            sendcounts.as_ptr(),
+            sd.as_ptr(),
+            MPI_BYTE,
+            recvbuf.as_mut_ptr() as *mut c_void,
+            recvcounts.as_ptr(),
+            rd.as_ptr(),
+            MPI_BYTE,
+            comm,
+        )
+    };
+    if rc != MPI_SUCCESS {
+        return Err(rc_err(rc, "the data exchange of collective I/O failed"));
+    }
+    Ok((0..n).map(|r| recvbuf[rd[r] as usize..(rd[r] + recvcounts[r]) as usize].to_vec()).collect())
+}
+
+/// Every member learns whether all of them succeeded; the first failure
+/// becomes everyone's error.
+fn agree_outcome(id: c_int, outcome: R<()>, what: &str) -> R<()> {
+    let codes = file_allgather(id, &[outcome.as_ref().map_or_else(|e| e.class as i64, |_| 0)])?;
+    outcome?;
+    match codes.iter().position(|v| v[0] != 0) {
+        Some(r) => Err(err(codes[r][0] as c_int, format!("rank {r} could not {what} its part of the collective access"))),
+        None => Ok(()),
+    }
+}
+
+/// A collective write, aggregated: each member sends its pieces to the
+/// aggregators of their domains, which write what they got as contiguous
+/// runs. False when the members agreed not to aggregate (each writes its
+/// own then).
+fn two_phase_write(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)], data: &[u8]) -> R<bool> {
+    let Some(plan) = plan_collective(id, atomic, ranges)? else { return Ok(false) };
+    let ps = aggregate::pieces(ranges, &plan.domains);
+    let mut msgs = vec![Vec::new(); plan.size];
+    for d in 0..plan.size {
+        let mine: Vec<&Piece> = ps.iter().filter(|p| plan.dest(p) == d).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let m = &mut msgs[d];
+        put_u64(m, mine.len() as u64);
+        for p in &mine {
+            put_u64(m, p.off);
+            put_u64(m, p.len);
+        }
+        for p in &mine {
+            m.extend_from_slice(&data[p.at as usize..(p.at + p.len) as usize]);
+        }
+    }
+    let got = exchange(plan.comm, msgs)?;
+    // Aggregator: the pieces in file order, adjacent ones written together.
+    let mut parts: Vec<(u64, &[u8])> = Vec::new();
+    for m in &got {
+        let (list, mut at) = parse_pieces(m);
+        for (off, len) in list {
+            parts.push((off, &m[at..at + len as usize]));
+            at += len as usize;
+        }
+    }
+    parts.sort_by_key(|p| p.0);
+    let outcome = (|| -> R<()> {
+        let mut i = 0;
+        while i < parts.len() {
+            let start = parts[i].0;
+            let mut run = parts[i].1.to_vec();
+            i += 1;
+            while i < parts.len() && parts[i].0 == start + run.len() as u64 {
+                run.extend_from_slice(parts[i].1);
+                i += 1;
+            }
+            access::write_ranges(&opened.file, &[(start, run.len() as u64)], &run).map_err(|e| io_err("cannot write", e))?;
+        }
+        Ok(())
+    })();
+    agree_outcome(id, outcome, "write")?;
+    Ok(true)
+}
+
+/// A collective read, aggregated: the aggregators read the runs the
+/// members asked for and send each its pieces. None when the members
+/// agreed not to aggregate; else the bytes of this member's access that
+/// lie before the end of the file.
+fn two_phase_read(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)], out: &mut [u8]) -> R<Option<usize>> {
+    let Some(plan) = plan_collective(id, atomic, ranges)? else { return Ok(None) };
+    let ps = aggregate::pieces(ranges, &plan.domains);
+    let mut asks = vec![Vec::new(); plan.size];
+    for d in 0..plan.size {
+        let mine: Vec<&Piece> = ps.iter().filter(|p| plan.dest(p) == d).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        put_u64(&mut asks[d], mine.len() as u64);
+        for p in &mine {
+            put_u64(&mut asks[d], p.off);
+            put_u64(&mut asks[d], p.len);
+        }
+    }
+    let asked: Vec<Vec<(u64, u64)>> = exchange(plan.comm, asks)?.iter().map(|m| parse_pieces(m).0).collect();
+    // Aggregator: read the union of what was asked as runs (zeros past the end).
+    let mut wanted: Vec<(u64, u64)> = asked.iter().flatten().copied().collect();
+    wanted.sort_unstable();
+    let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+    let outcome = (|| -> R<()> {
+        let mut i = 0;
+        while i < wanted.len() {
+            let start = wanted[i].0;
+            let mut end = start + wanted[i].1;
+            i += 1;
+            while i < wanted.len() && wanted[i].0 <= end {
+                end = end.max(wanted[i].0 + wanted[i].1);
+                i += 1;
+            }
+            let mut buf = vec![0u8; (end - start) as usize];
+            access::read_ranges(&opened.file, &[(start, end - start)], &mut buf).map_err(|e| io_err("cannot read", e))?;
+            runs.push((start, buf));
+        }
+        Ok(())
+    })();
+    agree_outcome(id, outcome, "read")?;
+    let replies: Vec<Vec<u8>> = asked
+        .iter()
+        .map(|list| {
+            let mut m = Vec::new();
+            for &(off, len) in list {
+                let k = runs.partition_point(|r| r.0 <= off) - 1;
+                let (start, buf) = &runs[k];
+                m.extend_from_slice(&buf[(off - start) as usize..(off - start + len) as usize]);
+            }
+            m
+        })
+        .collect();
+    let back = exchange(plan.comm, replies)?;
+    let mut used = vec![0usize; plan.size];
+    for p in &ps {
+        let d = plan.dest(p);
+        out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back[d][used[d]..used[d] + p.len as usize]);
+        used[d] += p.len as usize;
+    }
+    // This member's bytes before the end of the file, as a read of its own would stop.
+    let size = opened.file.metadata().map_err(|e| io_err("cannot stat the file", e))?.len();
+    let mut got = 0u64;
+    for &(off, len) in ranges {
+        let n = len.min(size.saturating_sub(off));
+        got += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(Some(got as usize))
 }
 
 fn shared_of_arc(p: &Result<Arc<SharedPtr>, String>) -> R<Arc<SharedPtr>> {
@@ -897,7 +1186,7 @@ fn ordered_start(id: c_int, shfp: &Result<Arc<SharedPtr>, String>, n: u64) -> R<
 pub fn file_blocking(name: &'static str, fh: MPI_File, buf: IoBuf, count: i64, datatype: MPI_Datatype, status: *mut MPI_Status, op: IoOp) -> c_int {
     let id = file_id(fh);
     api(name, Target::File(id), || {
-        let s = run_access(Access { id, op, offset: 0, buf: buf.0, count, datatype })?;
+        let s = run_access(Access { id, op, offset: 0, buf: buf.0, count, datatype, may_block: true })?;
         // SAFETY: the caller's status, or IGNORE.
         unsafe { put_status(status, &s) };
         Ok(())
@@ -908,7 +1197,7 @@ pub fn file_blocking(name: &'static str, fh: MPI_File, buf: IoBuf, count: i64, d
 pub fn file_blocking_at(name: &'static str, fh: MPI_File, offset: MPI_Offset, buf: IoBuf, count: i64, datatype: MPI_Datatype, status: *mut MPI_Status, op: IoOp) -> c_int {
     let id = file_id(fh);
     api(name, Target::File(id), || {
-        let s = run_access(Access { id, op, offset, buf: buf.0, count, datatype })?;
+        let s = run_access(Access { id, op, offset, buf: buf.0, count, datatype, may_block: true })?;
         // SAFETY: as above.
         unsafe { put_status(status, &s) };
         Ok(())
@@ -928,7 +1217,7 @@ pub fn file_inonblocking(name: &'static str, fh: MPI_File, buf: IoBuf, count: i6
     let id = file_id(fh);
     api(name, Target::File(id), || {
         check_ptr(request, "request")?;
-        let s = run_access(Access { id, op, offset: 0, buf: buf.0, count, datatype })?;
+        let s = run_access(Access { id, op, offset: 0, buf: buf.0, count, datatype, may_block: false })?;
         completed_request(request, s)
     })
 }
@@ -938,7 +1227,7 @@ pub fn file_inonblocking_at(name: &'static str, fh: MPI_File, offset: MPI_Offset
     let id = file_id(fh);
     api(name, Target::File(id), || {
         check_ptr(request, "request")?;
-        let s = run_access(Access { id, op, offset, buf: buf.0, count, datatype })?;
+        let s = run_access(Access { id, op, offset, buf: buf.0, count, datatype, may_block: false })?;
         completed_request(request, s)
     })
 }
@@ -959,12 +1248,12 @@ fn begin(id: c_int, a: Access) -> R<()> {
 /// MPI_File_read_all_begin and friends: the access is done here.
 pub fn file_begin(name: &'static str, fh: MPI_File, buf: IoBuf, count: i64, datatype: MPI_Datatype, op: IoOp) -> c_int {
     let id = file_id(fh);
-    api(name, Target::File(id), || begin(id, Access { id, op, offset: 0, buf: buf.0, count, datatype }))
+    api(name, Target::File(id), || begin(id, Access { id, op, offset: 0, buf: buf.0, count, datatype, may_block: true }))
 }
 
 pub fn file_begin_at(name: &'static str, fh: MPI_File, offset: MPI_Offset, buf: IoBuf, count: i64, datatype: MPI_Datatype, op: IoOp) -> c_int {
     let id = file_id(fh);
-    api(name, Target::File(id), || begin(id, Access { id, op, offset, buf: buf.0, count, datatype }))
+    api(name, Target::File(id), || begin(id, Access { id, op, offset, buf: buf.0, count, datatype, may_block: true }))
 }
 
 /// MPI_File_read_all_end and friends: the status of the matching begin.
