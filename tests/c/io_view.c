@@ -164,6 +164,23 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_File_read_at(fh, 4, rbuf, 1, MPI_INT, &st));
     CHECK_INT_EQ(rbuf[0], one);
 
+    /* The large-count forms (MPI_Count counts, MPI_Count extent). */
+    MPI_Count ccount = 2, cext = 0, cgot = 0;
+    int two[2] = {11 + rank, 22 + rank}, two_back[2] = {0, 0};
+    CHECK_MPI(MPI_File_write_at_c(fh, 6, two, ccount, MPI_INT, &st));
+    MPI_Get_count_c(&st, MPI_INT, &cgot);
+    CHECK_INT_EQ((int)cgot, 2);
+    MPI_Request creq;
+    CHECK_MPI(MPI_File_iread_at_c(fh, 6, two_back, ccount, MPI_INT, &creq));
+    CHECK_MPI(MPI_Wait(&creq, &st));
+    MPI_Get_elements_c(&st, MPI_INT, &cgot);
+    CHECK_INT_EQ((int)cgot, 2);
+    CHECK(two_back[0] == two[0] && two_back[1] == two[1], "read_at_c got %d %d", two_back[0], two_back[1]);
+    CHECK_MPI(MPI_File_get_type_extent_c(fh, filetype, &cext));
+    CHECK_INT_EQ((int)cext, (int)ext);
+    CHECK_MPI(MPI_File_read_at_all_c(fh, 6, two_back, ccount, MPI_INT, &st));
+    CHECK_INT_EQ(two_back[1], two[1]);
+
     MPI_Type_free(&filetype);
     free(all);
     CHECK_MPI(MPI_File_close(&fh));
