@@ -58,6 +58,27 @@ pub fn pieces(ranges: &[(u64, u64)], domains: &[(u64, u64)]) -> Vec<Piece> {
     out
 }
 
+/// The pieces of each round: round `r` covers, in every domain, the `cb`
+/// bytes from the domain's start plus `r * cb` (an aggregator holds at
+/// most `cb` bytes of data at a time). Every member computes the same
+/// number of rounds, from the domains alone.
+pub fn rounds(pieces: &[Piece], domains: &[(u64, u64)], cb: u64) -> Vec<Vec<Piece>> {
+    let cb = cb.max(1);
+    let n = domains.iter().map(|d| (d.1 - d.0).div_ceil(cb)).max().unwrap_or(0).max(1) as usize;
+    let mut out = vec![Vec::new(); n];
+    for p in pieces {
+        let d0 = domains[p.domain].0;
+        let (mut off, end) = (p.off, p.off + p.len);
+        while off < end {
+            let r = ((off - d0) / cb) as usize;
+            let stop = end.min(d0 + (r as u64 + 1) * cb);
+            out[r].push(Piece { domain: p.domain, off, len: stop - off, at: p.at + (off - p.off) });
+            off = stop;
+        }
+    }
+    out
+}
+
 /// Which rank aggregates domain `k` of `n`, in a group of `size`: spread
 /// out, so on hosts filled rank by rank they land on different hosts.
 pub fn aggregator(k: usize, n: usize, size: usize) -> usize {
@@ -88,6 +109,18 @@ mod tests {
             ]
         );
         assert!(pieces(&[], &doms).is_empty());
+    }
+
+    #[test]
+    fn rounds_cut_each_domain_into_buffers() {
+        let doms = domains(0, 20, 2, 1); // (0,10) (10,20)
+        let ps = pieces(&[(3, 9), (15, 5)], &doms);
+        let r = rounds(&ps, &doms, 4);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0], vec![Piece { domain: 0, off: 3, len: 1, at: 0 }, Piece { domain: 1, off: 10, len: 2, at: 7 }]);
+        assert_eq!(r[1], vec![Piece { domain: 0, off: 4, len: 4, at: 1 }, Piece { domain: 1, off: 15, len: 3, at: 9 }]);
+        assert_eq!(r[2], vec![Piece { domain: 0, off: 8, len: 2, at: 5 }, Piece { domain: 1, off: 18, len: 2, at: 12 }]);
+        assert_eq!(rounds(&[], &doms, 100).len(), 1);
     }
 
     #[test]

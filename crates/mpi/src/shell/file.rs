@@ -912,6 +912,8 @@ struct Plan {
     comm: MPI_Comm,
     size: usize,
     domains: Vec<(u64, u64)>,
+    /// Bytes an aggregator handles per round (`cb_buffer_size`).
+    cb: u64,
 }
 
 /// Whether (and how) a collective access is aggregated; every member
@@ -940,12 +942,41 @@ fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<P
     let ghi = busy.map(|v| v[1] as u64).max().unwrap_or(0);
     let naggr = hint("cb_nodes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, size);
     let align = hint("striping_unit").and_then(|v| v.parse::<u64>().ok()).filter(|&a| a > 0).unwrap_or(4096);
-    Ok(Some(Plan { comm, size, domains: aggregate::domains(glo, ghi, naggr, align) }))
+    let cb = hint("cb_buffer_size").and_then(|v| v.parse::<u64>().ok()).filter(|&c| c > 0).unwrap_or(16 << 20);
+    Ok(Some(Plan { comm, size, domains: aggregate::domains(glo, ghi, naggr, align), cb }))
 }
 
 impl Plan {
     fn dest(&self, p: &Piece) -> usize {
         aggregate::aggregator(p.domain, self.domains.len(), self.size)
+    }
+
+    /// This member's pieces of `ranges`, per round.
+    fn rounds(&self, ranges: &[(u64, u64)]) -> Vec<Vec<Piece>> {
+        aggregate::rounds(&aggregate::pieces(ranges, &self.domains), &self.domains, self.cb)
+    }
+
+    /// The exchange message to each rank: the count and (offset, length)
+    /// of the pieces for it, then (writes) their bytes.
+    fn messages(&self, ps: &[Piece], data: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let mut msgs = vec![Vec::new(); self.size];
+        for (d, m) in msgs.iter_mut().enumerate() {
+            let mine: Vec<&Piece> = ps.iter().filter(|p| self.dest(p) == d).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            put_u64(m, mine.len() as u64);
+            for p in &mine {
+                put_u64(m, p.off);
+                put_u64(m, p.len);
+            }
+            if let Some(data) = data {
+                for p in &mine {
+                    m.extend_from_slice(&data[p.at as usize..(p.at + p.len) as usize]);
+                }
+            }
+        }
+        msgs
     }
 }
 
@@ -1033,43 +1064,29 @@ fn agree_outcome(id: c_int, outcome: R<()>, what: &str) -> R<()> {
     }
 }
 
-/// A collective write, aggregated: each member sends its pieces to the
-/// aggregators of their domains, which write what they got as contiguous
-/// runs. False when the members agreed not to aggregate (each writes its
-/// own then).
+/// A collective write, aggregated: in each round, each member sends its
+/// pieces to the aggregators of their domains, which write what they got
+/// as contiguous runs. False when the members agreed not to aggregate
+/// (each writes its own then).
 fn two_phase_write(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)], data: &[u8]) -> R<bool> {
     let Some(plan) = plan_collective(id, atomic, ranges)? else { return Ok(false) };
-    let ps = aggregate::pieces(ranges, &plan.domains);
-    let mut msgs = vec![Vec::new(); plan.size];
-    for d in 0..plan.size {
-        let mine: Vec<&Piece> = ps.iter().filter(|p| plan.dest(p) == d).collect();
-        if mine.is_empty() {
-            continue;
+    // An aggregator that fails goes on exchanging (the others are in the
+    // rounds too) and says so at the end.
+    let mut outcome: R<()> = Ok(());
+    for ps in plan.rounds(ranges) {
+        let got = exchange(plan.comm, plan.messages(&ps, Some(data)))?;
+        // The pieces in file order, adjacent ones written together.
+        let mut parts: Vec<(u64, &[u8])> = Vec::new();
+        for m in &got {
+            let (list, mut at) = parse_pieces(m);
+            for (off, len) in list {
+                parts.push((off, &m[at..at + len as usize]));
+                at += len as usize;
+            }
         }
-        let m = &mut msgs[d];
-        put_u64(m, mine.len() as u64);
-        for p in &mine {
-            put_u64(m, p.off);
-            put_u64(m, p.len);
-        }
-        for p in &mine {
-            m.extend_from_slice(&data[p.at as usize..(p.at + p.len) as usize]);
-        }
-    }
-    let got = exchange(plan.comm, msgs)?;
-    // Aggregator: the pieces in file order, adjacent ones written together.
-    let mut parts: Vec<(u64, &[u8])> = Vec::new();
-    for m in &got {
-        let (list, mut at) = parse_pieces(m);
-        for (off, len) in list {
-            parts.push((off, &m[at..at + len as usize]));
-            at += len as usize;
-        }
-    }
-    parts.sort_by_key(|p| p.0);
-    let outcome = (|| -> R<()> {
+        parts.sort_by_key(|p| p.0);
         let mut i = 0;
-        while i < parts.len() {
+        while i < parts.len() && outcome.is_ok() {
             let start = parts[i].0;
             let mut run = parts[i].1.to_vec();
             i += 1;
@@ -1077,39 +1094,26 @@ fn two_phase_write(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64
                 run.extend_from_slice(parts[i].1);
                 i += 1;
             }
-            access::write_ranges(&opened.file, &[(start, run.len() as u64)], &run).map_err(|e| io_err("cannot write", e))?;
+            outcome = access::write_ranges(&opened.file, &[(start, run.len() as u64)], &run).map_err(|e| io_err("cannot write", e));
         }
-        Ok(())
-    })();
+    }
     agree_outcome(id, outcome, "write")?;
     Ok(true)
 }
 
-/// A collective read, aggregated: the aggregators read the runs the
-/// members asked for and send each its pieces. None when the members
-/// agreed not to aggregate; else the bytes of this member's access that
-/// lie before the end of the file.
+/// A collective read, aggregated: in each round, the aggregators read the
+/// runs the members asked for and send each its pieces. None when the
+/// members agreed not to aggregate; else the bytes of this member's access
+/// that lie before the end of the file.
 fn two_phase_read(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)], out: &mut [u8]) -> R<Option<usize>> {
     let Some(plan) = plan_collective(id, atomic, ranges)? else { return Ok(None) };
-    let ps = aggregate::pieces(ranges, &plan.domains);
-    let mut asks = vec![Vec::new(); plan.size];
-    for d in 0..plan.size {
-        let mine: Vec<&Piece> = ps.iter().filter(|p| plan.dest(p) == d).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        put_u64(&mut asks[d], mine.len() as u64);
-        for p in &mine {
-            put_u64(&mut asks[d], p.off);
-            put_u64(&mut asks[d], p.len);
-        }
-    }
-    let asked: Vec<Vec<(u64, u64)>> = exchange(plan.comm, asks)?.iter().map(|m| parse_pieces(m).0).collect();
-    // Aggregator: read the union of what was asked as runs (zeros past the end).
-    let mut wanted: Vec<(u64, u64)> = asked.iter().flatten().copied().collect();
-    wanted.sort_unstable();
-    let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
-    let outcome = (|| -> R<()> {
+    let mut outcome: R<()> = Ok(());
+    for ps in plan.rounds(ranges) {
+        let asked: Vec<Vec<(u64, u64)>> = exchange(plan.comm, plan.messages(&ps, None))?.iter().map(|m| parse_pieces(m).0).collect();
+        // Read the union of what was asked as runs (zeros past the end).
+        let mut wanted: Vec<(u64, u64)> = asked.iter().flatten().copied().collect();
+        wanted.sort_unstable();
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut i = 0;
         while i < wanted.len() {
             let start = wanted[i].0;
@@ -1120,31 +1124,32 @@ fn two_phase_read(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)
                 i += 1;
             }
             let mut buf = vec![0u8; (end - start) as usize];
-            access::read_ranges(&opened.file, &[(start, end - start)], &mut buf).map_err(|e| io_err("cannot read", e))?;
+            if outcome.is_ok() {
+                outcome = access::read_ranges(&opened.file, &[(start, end - start)], &mut buf).map(|_| ()).map_err(|e| io_err("cannot read", e));
+            }
             runs.push((start, buf));
         }
-        Ok(())
-    })();
-    agree_outcome(id, outcome, "read")?;
-    let replies: Vec<Vec<u8>> = asked
-        .iter()
-        .map(|list| {
-            let mut m = Vec::new();
-            for &(off, len) in list {
-                let k = runs.partition_point(|r| r.0 <= off) - 1;
-                let (start, buf) = &runs[k];
-                m.extend_from_slice(&buf[(off - start) as usize..(off - start + len) as usize]);
-            }
-            m
-        })
-        .collect();
-    let back = exchange(plan.comm, replies)?;
-    let mut used = vec![0usize; plan.size];
-    for p in &ps {
-        let d = plan.dest(p);
-        out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back[d][used[d]..used[d] + p.len as usize]);
-        used[d] += p.len as usize;
+        let replies: Vec<Vec<u8>> = asked
+            .iter()
+            .map(|list| {
+                let mut m = Vec::new();
+                for &(off, len) in list {
+                    let k = runs.partition_point(|r| r.0 <= off) - 1;
+                    let (start, buf) = &runs[k];
+                    m.extend_from_slice(&buf[(off - start) as usize..(off - start + len) as usize]);
+                }
+                m
+            })
+            .collect();
+        let back = exchange(plan.comm, replies)?;
+        let mut used = vec![0usize; plan.size];
+        for p in &ps {
+            let d = plan.dest(p);
+            out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back[d][used[d]..used[d] + p.len as usize]);
+            used[d] += p.len as usize;
+        }
     }
+    agree_outcome(id, outcome, "read")?;
     // This member's bytes before the end of the file, as a read of its own would stop.
     let size = opened.file.metadata().map_err(|e| io_err("cannot stat the file", e))?.len();
     let mut got = 0u64;
