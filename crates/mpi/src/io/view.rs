@@ -61,7 +61,7 @@ impl View {
         if filetype.size() == 0 {
             return Err("the filetype has no data (its size is 0)".into());
         }
-        if filetype.size() % etype.size() != 0 {
+        if !filetype.size().is_multiple_of(etype.size()) {
             return Err(format!("the filetype's size ({}) is not a multiple of the etype's ({})", filetype.size(), etype.size()));
         }
         let runs = check_monotone(filetype, "filetype")?;

@@ -1199,6 +1199,7 @@ pub fn file_blocking(name: &'static str, fh: MPI_File, buf: IoBuf, count: i64, d
 }
 
 /// MPI_File_read_at, _write_at, _at_all (and their `_c` forms).
+#[allow(clippy::too_many_arguments)]
 pub fn file_blocking_at(name: &'static str, fh: MPI_File, offset: MPI_Offset, buf: IoBuf, count: i64, datatype: MPI_Datatype, status: *mut MPI_Status, op: IoOp) -> c_int {
     let id = file_id(fh);
     api(name, Target::File(id), || {
@@ -1228,6 +1229,7 @@ pub fn file_inonblocking(name: &'static str, fh: MPI_File, buf: IoBuf, count: i6
 }
 
 /// MPI_File_iread_at, _iwrite_at, _at_all.
+#[allow(clippy::too_many_arguments)]
 pub fn file_inonblocking_at(name: &'static str, fh: MPI_File, offset: MPI_Offset, buf: IoBuf, count: i64, datatype: MPI_Datatype, request: *mut MPI_Request, op: IoOp) -> c_int {
     let id = file_id(fh);
     api(name, Target::File(id), || {
