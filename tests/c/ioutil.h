@@ -58,25 +58,30 @@ static int io_count_entries(void)
     return n;
 }
 
+/* Remove the scratch directory and what is in it (no MPI call). */
+static void io_remove_dir(void)
+{
+    DIR *d = opendir(io_dir);
+    struct dirent *e;
+    char p[768];
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", io_dir, e->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(io_dir);
+}
+
 static void io_teardown(void)
 {
     int rank;
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0) {
-        DIR *d = opendir(io_dir);
-        struct dirent *e;
-        char p[768];
-        while (d && (e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            snprintf(p, sizeof p, "%s/%s", io_dir, e->d_name);
-            unlink(p);
-        }
-        if (d)
-            closedir(d);
-        rmdir(io_dir);
-    }
+    if (rank == 0)
+        io_remove_dir();
 }
 
 #endif

@@ -200,6 +200,7 @@ fn teardown() -> R<()> {
     state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
     crate::progress_thread::stop();
     let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
+    crate::shell::file::clean_up_unclosed(&st);
     st.rt.close();
     let st = *st;
     if let Err(e) = st.rt.pmi.finalize() {

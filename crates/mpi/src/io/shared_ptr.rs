@@ -10,10 +10,11 @@
 //! The sidecar is `.<name>.gridmpi-shfp-<job>-<context>` in the data
 //! file's directory: the job tag and the file handle's context id keep two
 //! handles (or jobs) on one file apart. Rank 0 creates it in
-//! MPI_File_open and removes it in MPI_File_close. A job that ends
-//! without closing the file (killed, or MPI_Abort) leaves it behind: no
-//! process is left to remove it, and unlinking it at open would break the
-//! other processes' access; it is harmless (a later open makes its own).
+//! MPI_File_open and removes it in MPI_File_close, or at the end of MPI
+//! for a file the program never closed. A job that dies (killed, or
+//! MPI_Abort) leaves it behind: no process is left to remove it, and
+//! unlinking it at open would break the other processes' access; it is
+//! harmless (a later open makes its own).
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -439,6 +439,24 @@ pub unsafe extern "C" fn PMPI_File_close(fh: *mut MPI_File) -> c_int {
     })
 }
 
+/// At the end of MPI, for files the program left open: every process is
+/// past the teardown barrier, so rank 0 of each file removes what close
+/// would have (the shared pointer's sidecar, a DELETE_ON_CLOSE file).
+pub fn clean_up_unclosed(st: &State) {
+    for h in st.files.handles() {
+        let Some(f) = st.files.get(h) else { continue };
+        if f.rank != 0 {
+            continue;
+        }
+        if let Ok(p) = &f.shfp {
+            p.remove();
+        }
+        if f.opened.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
+            let _ = std::fs::remove_file(&f.opened.path);
+        }
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Info) -> c_int {
     api("MPI_File_delete", Target::File(0), || {
