@@ -949,8 +949,14 @@ fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<P
         Ok((f.comm, st.comm(f.comm)?.size() as usize, f.hints.clone()))
     })?;
     let hint = |k: &str| hints.iter().find(|(hk, _)| hk == k).map(|(_, v)| v.clone());
-    let all = file_allgather(id, &[lo as i64, hi as i64, ranges.len() as i64, atomic as i64])?;
     let enabled = hint("collective_buffering").is_none_or(|v| v != "false");
+    let naggr = hint("cb_nodes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, size);
+    let align = hint("striping_unit").and_then(|v| v.parse::<u64>().ok()).filter(|&a| a > 0).unwrap_or(4096);
+    let cb = hint("cb_buffer_size").and_then(|v| v.parse::<u64>().ok()).filter(|&c| c > 0).unwrap_or(16 << 20);
+    let mine = [lo as i64, hi as i64, ranges.len() as i64, atomic as i64, enabled as i64, naggr as i64, align as i64, cb as i64];
+    let all = file_allgather(id, &mine)?;
+    // Rank 0's settings rule: members given different hints still agree.
+    let (enabled, naggr, align, cb) = (all[0][4] != 0, all[0][5] as usize, all[0][6] as u64, all[0][7] as u64);
     let interleaved = all.iter().any(|v| v[2] > 1);
     if size < 2 || !enabled || !interleaved || all.iter().any(|v| v[3] != 0) {
         return Ok(None);
@@ -958,9 +964,6 @@ fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<P
     let busy = all.iter().filter(|v| v[2] > 0);
     let glo = busy.clone().map(|v| v[0] as u64).min().unwrap_or(0);
     let ghi = busy.map(|v| v[1] as u64).max().unwrap_or(0);
-    let naggr = hint("cb_nodes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, size);
-    let align = hint("striping_unit").and_then(|v| v.parse::<u64>().ok()).filter(|&a| a > 0).unwrap_or(4096);
-    let cb = hint("cb_buffer_size").and_then(|v| v.parse::<u64>().ok()).filter(|&c| c > 0).unwrap_or(16 << 20);
     Ok(Some(Plan { comm, size, domains: aggregate::domains(glo, ghi, naggr, align), cb }))
 }
 
