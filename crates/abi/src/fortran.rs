@@ -92,6 +92,11 @@ pub enum Kind {
     AddressOut,
     StrlenIn(String),
     StrlenInout(String),
+    /// An MPI_File: an INTEGER in Fortran (MPI_File_c2f's value), a
+    /// pointer in C.
+    File,
+    /// An `MPI_File *` (open's output, close's in/out).
+    FileInout,
 }
 
 impl Kind {
@@ -333,7 +338,7 @@ fn default_kind(c_type: &str, name: &str) -> Option<Kind> {
         "char" if stars == 1 => Some(if t.starts_with("const") { Kind::StringIn } else { Kind::StringOut }),
         "char" => None,
         "MPI_Status" if stars == 1 => Some(if t.starts_with("const") { Kind::Pass } else { Kind::Status }),
-        "MPI_File" => None,
+        "MPI_File" => Some(if is_ptr { Kind::FileInout } else { Kind::File }),
         "MPI_User_function" | "MPI_User_function_c" | "MPI_Comm_errhandler_function" | "MPI_Handler_function" | "MPI_File_errhandler_function"
         | "MPI_Win_errhandler_function" | "MPI_Session_errhandler_function" => Some(Kind::Pass),
         b if b.ends_with("_function") || b.ends_with("_function_c") => None,
@@ -504,6 +509,16 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
             g.post.push(format!("if {when} {{ {local}.copy_out({n}, {}_len); }}", p.name));
         }
         Kind::Omit => g.cargs.push("std::mem::zeroed()".into()),
+        Kind::File => {
+            fparam("*const MPI_Fint");
+            g.cargs.push(format!("*{n} as u32 as usize as MPI_File"));
+        }
+        Kind::FileInout => {
+            fparam("*mut MPI_Fint");
+            g.pre.push(format!("let mut {local}: MPI_File = *{n} as u32 as usize as MPI_File;"));
+            g.cargs.push(format!("&mut {local}"));
+            g.post.push(format!("if {ok} {{ *{n} = {local} as usize as MPI_Fint; }}"));
+        }
         Kind::Zero => {
             fparam("*mut c_void");
             g.cargs.push("std::mem::zeroed()".into());
@@ -1085,7 +1100,7 @@ mod tests {
         assert_eq!(default_kind("char ***", "argv"), None);
         assert_eq!(default_kind("int [][3]", "ranges"), Some(Kind::Pass));
         assert_eq!(default_kind("MPI_Comm_copy_attr_function *", "f"), None);
-        assert_eq!(default_kind("MPI_File", "fh"), None);
+        assert_eq!(default_kind("MPI_File", "fh"), Some(Kind::File));
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub enum Kind {
     Comm = 0x1,
     Group = 0x2,
     Datatype = 0x3,
+    /// MPI_File is a pointer in the MPICH ABI; ours hold this handle's value.
+    File = 0x4,
     Errhandler = 0x5,
     Op = 0x6,
     Info = 0x7,

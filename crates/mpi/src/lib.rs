@@ -10,6 +10,7 @@ pub mod errors;
 pub mod exported;
 pub mod ffi;
 pub mod handles;
+pub mod io;
 pub mod host_area;
 pub mod lifecycle;
 pub mod mpit;

@@ -152,6 +152,8 @@ fn start() -> R<()> {
         reqs: Table::new(Kind::Request),
         msgs: Table::new(Kind::Request),
         wins: Table::new(Kind::Win),
+        files: Table::new(Kind::File),
+        file_null_errh: MPI_ERRORS_RETURN,
         sessions: Table::new(Kind::Session),
         errors: Default::default(),
         next_ctx: FIRST_COMM_CTX,
@@ -198,6 +200,7 @@ fn teardown() -> R<()> {
     state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
     crate::progress_thread::stop();
     let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
+    crate::shell::file::clean_up_unclosed(&st);
     st.rt.close();
     let st = *st;
     if let Err(e) = st.rt.pmi.finalize() {

@@ -451,6 +451,9 @@ pub enum ReqEntry {
     },
     /// Completed at creation with an empty status (MPI_PROC_NULL).
     Null { kind: ReqKind, comm: MPI_Comm },
+    /// Completed at creation with this status (nonblocking file accesses,
+    /// which do their I/O in the call).
+    Done { status: MPI_Status },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

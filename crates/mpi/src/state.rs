@@ -75,6 +75,10 @@ pub struct State {
     pub reqs: Table<ReqEntry>,
     pub msgs: Table<MsgEntry>,
     pub wins: Table<WinEntry>,
+    pub files: Table<crate::shell::file::FileEntry>,
+    /// The error handler of MPI_FILE_NULL (MPI_ERRORS_RETURN at first):
+    /// MPI_File_open's and MPI_File_delete's errors go there.
+    pub file_null_errh: MPI_Errhandler,
     pub sessions: Table<SessionEntry>,
     pub errors: crate::errors::ErrorRegistry,
     /// Next context id this process proposes for a new communicator.
@@ -338,6 +342,9 @@ pub enum Target {
     /// A window: its error handler (MPI_ERRORS_ARE_FATAL by default); an
     /// invalid window's errors go where NoComm's do.
     Win(MPI_Win),
+    /// A file (its handle's value): its error handler (MPI_ERRORS_RETURN by
+    /// default); MPI_FILE_NULL's handler for an invalid file or none.
+    File(c_int),
     /// No communicator is involved (or the one given is invalid): since
     /// MPI 4.0 such errors are raised on MPI_COMM_SELF.
     NoComm,
@@ -385,6 +392,7 @@ enum Handling {
     Fatal,
     Comm(MPI_Comm_errhandler_function, MPI_Comm),
     Win(MPI_Win_errhandler_function, MPI_Win),
+    File(MPI_File_errhandler_function, MPI_File),
     Session(MPI_Session_errhandler_function, MPI_Session),
 }
 
@@ -397,6 +405,7 @@ fn handling(eh: MPI_Errhandler, obj: c_int) -> Handling {
         h => match crate::shell::errh::errhandler_func(h) {
             Some(ErrhFunc::Comm(f)) => Handling::Comm(f, obj),
             Some(ErrhFunc::Win(f)) => Handling::Win(f, obj),
+            Some(ErrhFunc::File(f)) => Handling::File(f, crate::shell::file::file_ptr(obj)),
             Some(ErrhFunc::Session(f)) => Handling::Session(f, obj),
             _ => Handling::Fatal,
         },
@@ -420,6 +429,10 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
         Target::Win(w) if st.wins.get(w).is_some() => handling(st.wins.get(w).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), w),
         Target::Session(s) if st.sessions.get(s).is_some() => handling(st.sessions.get(s).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), s),
         Target::Handler(h) => handling(h, MPI_SESSION_NULL),
+        Target::File(f) => match st.files.get(f) {
+            Some(e) => handling(e.errh, f),
+            None => handling(st.file_null_errh, 0),
+        },
         Target::Comm(c) if st.comm(c).is_ok() => handling(st.comm(c).map_or(MPI_ERRORS_ARE_FATAL, |c| c.errh), c),
         // MPI_COMM_SELF's handler (the initial one, MPI_ERRORS_ARE_FATAL,
         // unless the world model changed it).
@@ -446,6 +459,14 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut w, &mut code_v) };
+            code
+        }
+        Handling::File(f, file) => {
+            drop(g);
+            let mut fh = file;
+            let mut code_v = code;
+            // SAFETY: calling the user's handler as MPI specifies.
+            unsafe { f(&mut fh, &mut code_v) };
             code
         }
         Handling::Session(f, session) => {

@@ -38,6 +38,7 @@ impl State {
                     | PersistentSpec::Partitioned { comm, .. },
                 ..
             }) => *comm,
+            Some(ReqEntry::Done { .. }) => MPI_COMM_SELF,
             _ => MPI_COMM_WORLD,
         }
     }
@@ -47,7 +48,7 @@ impl State {
         match self.reqs.get(h)? {
             ReqEntry::Active { r, .. } | ReqEntry::Greq { r, .. } => Some(*r),
             ReqEntry::Persistent { active, .. } => *active,
-            ReqEntry::Null { .. } => None,
+            ReqEntry::Null { .. } | ReqEntry::Done { .. } => None,
         }
     }
 
@@ -63,6 +64,12 @@ impl State {
         match entry {
             ReqEntry::Null { kind, .. } => {
                 let s = if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() };
+                self.reqs.remove(*h);
+                *h = MPI_REQUEST_NULL;
+                Ok(Poll::Done(s))
+            }
+            ReqEntry::Done { status } => {
+                let s = *status;
                 self.reqs.remove(*h);
                 *h = MPI_REQUEST_NULL;
                 Ok(Poll::Done(s))
@@ -316,12 +323,12 @@ pub unsafe extern "C" fn PMPI_Testall(count: c_int, array_of_requests: *mut MPI_
             Ok(reqs.iter().all(|&h| {
                 h == MPI_REQUEST_NULL
                     || match st.reqs.get(h) {
-                        Some(ReqEntry::Null { .. }) | Some(ReqEntry::Persistent { active: None, .. }) => true,
+                        Some(ReqEntry::Null { .. }) | Some(ReqEntry::Done { .. }) | Some(ReqEntry::Persistent { active: None, .. }) => true,
                         Some(e) => {
                             let r = match e {
                                 ReqEntry::Active { r, .. } | ReqEntry::Greq { r, .. } => Some(*r),
                                 ReqEntry::Persistent { active, .. } => *active,
-                                ReqEntry::Null { .. } => None,
+                                ReqEntry::Null { .. } | ReqEntry::Done { .. } => None,
                             };
                             r.is_none_or(|r| st.rt.engine.is_complete(r))
                         }
@@ -501,7 +508,7 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut MPI_Request) -> c_int {
                         st.rt.engine.part_free(id);
                     }
                 }
-                ReqEntry::Null { .. } => {}
+                ReqEntry::Null { .. } | ReqEntry::Done { .. } => {}
                 ReqEntry::Greq { r, free, extra, .. } => {
                     st.rt.engine.detach(r);
                     return Ok(free.map(|f| (f, extra)));
@@ -540,6 +547,7 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
         match st.reqs.get(h) {
             None => Err(err(MPI_ERR_REQUEST, format!("invalid request handle {h:#x}"))),
             Some(ReqEntry::Null { kind, .. }) => Ok(Err((true, if *kind == ReqKind::Recv { proc_null_status() } else { empty_status() }))),
+            Some(ReqEntry::Done { status }) => Ok(Err((true, *status))),
             Some(ReqEntry::Persistent { active: None, .. }) => Ok(Err((true, empty_status()))),
             Some(ReqEntry::Persistent { active: Some(r), spec }) => {
                 let recv = matches!(spec, PersistentSpec::Recv { .. } | PersistentSpec::Partitioned { recv: true, .. });
