@@ -9,7 +9,7 @@ PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p 
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 
-.PHONY: all build test test-unit test-c test-fortran test-hostile test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -51,7 +51,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-fortran test-compat test-hostile test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -80,6 +80,13 @@ test-fortran: build
 
 test-hostile: build
 	python3 tests/hostile/run.py
+
+# mpi4py's own suite (the wheel in /opt/mpi4py) and Debian's parallel HDF5.
+test-mpi4py: build
+	MPI4PY_TESTS=all bash tests/mpi4py/run.sh
+
+test-hdf5: build
+	bash tests/hdf5/run.sh
 
 test-compat: build
 	bash tests/compat/run.sh

@@ -3,7 +3,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq build-essential python3 python3-venv python3-pip curl iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev nftables ethtool chromium >/dev/null
+apt-get install -y -qq build-essential python3 python3-venv python3-pip curl iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev libhdf5-mpich-dev nftables ethtool chromium >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH=$HOME/.cargo/bin:$PATH
@@ -17,4 +17,9 @@ fi
 if [ ! -x /opt/peers/mpich/bin/mpicc ]; then
     python3 -m venv /opt/peers/mpich
     /opt/peers/mpich/bin/pip install -q mpich
+fi
+# mpi4py from PyPI (the wheel built for the MPICH ABI), for its test suite.
+if [ ! -x /opt/mpi4py/bin/python ] || ! /opt/mpi4py/bin/python -c 'import mpi4py' 2>/dev/null; then
+    python3 -m venv /opt/mpi4py
+    /opt/mpi4py/bin/pip install -q mpi4py
 fi
