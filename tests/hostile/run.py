@@ -13,7 +13,8 @@ rank's listening port:
     start with random fields (the handshake refuses them without taking
     any rank's slot);
 
-The job must end with exit code 0 and "data correct".
+The job must end with exit code 0 and "data correct"; its ranks must listen
+on 127.0.0.1 only (a job on one host needs nothing more).
 
     python3 tests/hostile/run.py       # needs build/ (make build)
 """
@@ -52,7 +53,8 @@ def listening_ports(pids):
         for line in f:
             parts = line.split()
             if parts[3] == "0A" and parts[9] in inodes:  # LISTEN
-                ports.add(int(parts[1].split(":")[1], 16))
+                addr, port = parts[1].split(":")
+                ports.add((int(port, 16), addr))
     return sorted(ports)
 
 
@@ -96,6 +98,11 @@ def main():
     failures = []
     if len(ports) < 4:
         failures.append("found %d rank ports, expected 4" % len(ports))
+    # A job on one host listens on the loopback address only.
+    exposed = [p for p, addr in ports if addr != "0100007F"]
+    if exposed:
+        failures.append("rank ports %s listen beyond 127.0.0.1 in a single-host job" % exposed)
+    ports = [p for p, _ in ports]
     rng = random.Random(2026)
     idle = []
     refused = 0

@@ -238,18 +238,25 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         verbose: opts.verbose,
     };
 
+    // Every rank on this host: their TCP listeners need not be reachable
+    // from elsewhere (unless the user chose the addresses).
+    let mut rank_env = setup.rank_env.clone();
+    let all_here = job.hosts.iter().all(|h| h.local || h.ranks.is_empty());
+    if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
+        rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));
+    }
     // A host's cluster, from the hostfile, is its ranks' GRIDMPI_CLUSTER.
     let spec = |rank: u32| RankSpec {
         rank,
         argv: opts.program.clone(),
         env: match &nodes[placement[rank as usize] as usize].cluster {
             Some(c) => {
-                let mut env = setup.rank_env.clone();
+                let mut env = rank_env.clone();
                 env.retain(|(k, _)| k != "GRIDMPI_CLUSTER");
                 env.push(("GRIDMPI_CLUSTER".into(), c.clone()));
                 env
             }
-            None => setup.rank_env.clone(),
+            None => rank_env.clone(),
         },
         cwd: setup.cwd.to_string_lossy().into_owned(),
         stdin: rank == 0,

@@ -82,12 +82,6 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         sys::random_bytes(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
         pmi.put("secret", &hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
     }
-    // Listen before publishing the card, which carries the port.
-    let mut tcp = if size > 1 {
-        Some(tcp::Tcp::new(me, size as usize, 0, [0; 32], Ipv4Addr::UNSPECIFIED).map_err(|e| format!("cannot listen for TCP connections: {e}"))?)
-    } else {
-        None
-    };
     let addrs = match config.text("GRIDMPI_TCP_ADDR") {
         "auto" | "" => {
             let mut a = local_ipv4_addrs();
@@ -98,6 +92,18 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
             .split(',')
             .map(|s| s.trim().parse::<Ipv4Addr>().map_err(|_| format!("GRIDMPI_TCP_ADDR: {s:?} is not an IPv4 address")))
             .collect::<Result<Vec<_>, _>>()?,
+    };
+    // Listen before publishing the card, which carries the port; only on
+    // the address published when there is one (a single-host job under
+    // gridmpirun publishes 127.0.0.1: nothing outside the host can call).
+    let bind = match addrs.as_slice() {
+        [one] => *one,
+        _ => Ipv4Addr::UNSPECIFIED,
+    };
+    let mut tcp = if size > 1 {
+        Some(tcp::Tcp::new(me, size as usize, 0, [0; 32], bind).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))?)
+    } else {
+        None
     };
     let card = Card {
         host: sys::hostname(),
