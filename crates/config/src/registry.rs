@@ -79,7 +79,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "auto",
         scope: Scope::Library,
-        help: "addresses this rank publishes for TCP, comma-separated (auto: every IPv4 address of the host; gridmpirun gives 127.0.0.1 when every rank is on its host); with a single address the listener binds only that one",
+        help: "addresses this rank publishes for TCP, comma-separated (auto: every IPv4 address of the host; gridmpirun gives 127.0.0.1 when every rank is on its host, and the listener then binds only that)",
     },
     Setting {
         name: "GRIDMPI_TCP_SNDBUF",

@@ -94,10 +94,11 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
             .collect::<Result<Vec<_>, _>>()?,
     };
     // Listen before publishing the card, which carries the port; only on
-    // the address published when there is one (a single-host job under
-    // gridmpirun publishes 127.0.0.1: nothing outside the host can call).
+    // the loopback address when that is all we publish (a single-host job
+    // under gridmpirun: nothing outside the host can call). A published
+    // address may not be ours (a NAT's), so otherwise every address.
     let bind = match addrs.as_slice() {
-        [one] => *one,
+        [one] if one.is_loopback() => *one,
         _ => Ipv4Addr::UNSPECIFIED,
     };
     let mut tcp = if size > 1 {
