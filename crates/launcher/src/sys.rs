@@ -117,8 +117,8 @@ pub fn remove_shm_files(prefix: &str) {
 /// [`note_launcher_pid`] before any child is started).
 static LAUNCHER_PID: AtomicI32 = AtomicI32::new(0);
 
-/// Remember our pid for [`child_setup`] (which may not call getpid's
-/// wrappers after fork).
+/// Remember our pid for [`child_setup`], which runs in the child after
+/// fork and compares it with its parent's.
 pub fn note_launcher_pid() {
     LAUNCHER_PID.store(std::process::id() as i32, Ordering::Relaxed);
 }
@@ -140,7 +140,8 @@ pub fn child_setup(keep_fd: Option<i32>) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
         if libc::getppid() != LAUNCHER_PID.load(Ordering::Relaxed) {
-            return Err(io::Error::new(io::ErrorKind::Other, "the launcher ended while starting a rank"));
+            // (No allocation between fork and exec: a plain errno.)
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
         if let Some(fd) = keep_fd {
             let flags = libc::fcntl(fd, libc::F_GETFD);

@@ -460,8 +460,6 @@ impl Tcp {
         Ok(())
     }
 
-    /// Fail connections we opened that are still not established after the
-    /// timeout; drop incoming ones that never completed the handshake.
     /// Accepted connections whose caller has not proven itself yet.
     fn unproven(&self) -> usize {
         self.conns.iter().flatten().filter(|c| matches!(c.phase, Phase::Acceptor(_))).count()
@@ -503,6 +501,8 @@ impl Tcp {
         }
     }
 
+    /// Fail connections we opened that are still not established after the
+    /// timeout; drop incoming ones that never completed the handshake.
     fn check_timeouts(&mut self) -> Result<(), TransportError> {
         for idx in 0..self.conns.len() {
             let Some(c) = self.conns[idx].as_mut() else { continue };
