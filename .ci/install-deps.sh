@@ -3,13 +3,15 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq build-essential python3 python3-venv python3-pip curl iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev libhdf5-mpich-dev nftables ethtool chromium >/dev/null
+apt-get install -y -qq build-essential python3 python3-venv python3-pip iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev libhdf5-mpich-dev nftables ethtool chromium >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH=$HOME/.cargo/bin:$PATH
     else
-        curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
-        export PATH=$HOME/.cargo/bin:$PATH
+        # Debian's own recent Rust (bookworm's rustc/cargo, 1.63, are older
+        # than the workspace's rust-version); from the package archive, as
+        # everything else here.
+        apt-get install -y -qq rustc-web cargo-web >/dev/null
     fi
 fi
 # MPICH from PyPI, for the binary-compatibility tests (its own venv: the
