@@ -5,7 +5,9 @@
 //! retransmitting through an outage instead of giving up after its retry
 //! count, and traffic resumes by itself when the link is back. Meanwhile the
 //! job only stalls; this watch says why. A blocked call looks at most once a
-//! second (state::wait, before sleeping): a WAN connection with data sent
+//! second (state::wait, before sleeping; while a link is reported down, at
+//! every blocked call, so its return is told even if the rank then never
+//! sleeps): a WAN connection with data sent
 //! but not acknowledged for [`REPORT_AFTER`] counts as stalled, and each
 //! rank reports per remote cluster when the stall begins, every
 //! [`REPEAT`] while it lasts, and when the link is back.
@@ -41,11 +43,9 @@ pub struct OutageWatch {
 /// What `struct tcp_info` says of unacknowledged data: how much, and how
 /// long ago an acknowledgment last came (ms).
 fn unacked(fd: RawFd) -> Option<(u32, u32)> {
-    let mut buf = [0u8; 104];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into our buffer.
-    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
-    if r < 0 || len < 56 {
+    let mut buf = [0u8; crate::trace::INFO_ROOM];
+    let len = crate::trace::read_tcp_info(fd, &mut buf).ok()?;
+    if len < 56 {
         return None;
     }
     let u32_at = |o: usize| u32::from_ne_bytes([buf[o], buf[o + 1], buf[o + 2], buf[o + 3]]);
@@ -63,6 +63,11 @@ impl OutageWatch {
         let down = vec![None; remote.len()];
         let waiting_since = vec![None; map.of_pid.len()];
         OutageWatch { me, remote, budget, next_check: Instant::now(), down, waiting_since }
+    }
+
+    /// Some link is reported down (and not yet back).
+    pub fn any_down(&self) -> bool {
+        self.down.iter().any(|d| d.is_some())
     }
 
     /// Look at the WAN connections if a second has passed; report changes.

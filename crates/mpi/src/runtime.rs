@@ -231,6 +231,15 @@ impl Runtime {
         self.outage.check(&self.driver, host);
     }
 
+    /// At every blocked call while a link is reported down, so its return
+    /// is told even when traffic never lets the rank sleep (costs nothing
+    /// otherwise).
+    pub fn check_outage_if_down(&mut self) {
+        if self.outage.any_down() {
+            self.check_outage();
+        }
+    }
+
     /// How long a sleeper may sleep without being woken.
     pub fn sleep_timeout(&self) -> Option<Duration> {
         Some(self.driver.sleep_timeout(&self.engine).unwrap_or(Duration::from_millis(500)))

@@ -184,6 +184,9 @@ pub fn wait_until(done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
 /// application).
 pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut g = lock();
+    if let Some(st) = g.as_mut() {
+        st.rt.check_outage_if_down();
+    }
     loop {
         let st = g.as_mut().ok_or_else(not_running)?;
         st.waiting.blocked = true;

@@ -40,7 +40,7 @@ fn field_index(name: &str) -> usize {
 }
 
 /// Room for any `struct tcp_info` the kernel may return.
-const INFO_ROOM: usize = 512;
+pub(crate) const INFO_ROOM: usize = 512;
 
 /// Write the buffer out when it holds this much...
 const FLUSH_BYTES: usize = 256 * 1024;
@@ -50,7 +50,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(250);
 // ---- reading sockets ---------------------------------------------------------
 
 /// Read `struct tcp_info` of `fd` into `buf`; returns the length filled.
-fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize> {
+pub(crate) fn read_tcp_info(fd: RawFd, buf: &mut [u8; INFO_ROOM]) -> std::io::Result<usize> {
     let mut len = INFO_ROOM as libc::socklen_t;
     // SAFETY: buf is writable for `len` bytes; the kernel writes at most len
     // and returns the length it wrote.
