@@ -138,6 +138,10 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         t.set_auth(job_tag, secret);
         t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
         t.connect_timeout = config.get_duration("GRIDMPI_TCP_CONNECT_TIMEOUT");
+        // A broken connection may take as long as a WAN outage to re-make.
+        if let Some(budget) = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero()) {
+            t.resume_budget = budget;
+        }
         t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
     }
     let map = build_map(config, &mut pmi, me, &cards, tcp.as_ref().map(|t| t.port()))?;

@@ -85,6 +85,7 @@ pub struct PeerName {
 
 /// Where transports report: the engine, and the tracer for connection events.
 struct EngineSink<'a> {
+    me: Pid,
     engine: &'a mut Engine,
     tracer: Option<&'a mut Tracer>,
     names: &'a [PeerName],
@@ -108,11 +109,23 @@ impl Sink for EngineSink<'_> {
     }
 
     fn event(&mut self, ev: ConnEvent) {
+        if let ConnEvent::Resumed { peer, after, resent, why } = &ev {
+            // Said whatever the settings: the job goes on, but a user
+            // should know the network cut a connection.
+            let n = &self.names[*peer as usize];
+            let place = if n.cluster.is_empty() { n.host.clone() } else { format!("{} in cluster {}", n.host, n.cluster) };
+            eprintln!(
+                "gridmpi: rank {}: the connection with rank {peer} ({place}) broke ({why}); a new one took over after {:.2} s, {resent} bytes written again",
+                self.me,
+                after.as_secs_f64()
+            );
+        }
         let Some(tr) = self.tracer.as_deref_mut() else { return };
         match ev {
             ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.names[peer as usize].host),
             ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
             ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
+            ConnEvent::Resumed { .. } => {}
         }
     }
 }
@@ -193,7 +206,7 @@ impl Driver {
             // Only what comes in (or a copy) may need another round: what
             // was just handed out cannot have been answered yet.
             let mut did = false;
-            let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+            let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
             let shm = match self.shm.as_mut() {
                 Some(s) => s.poll(&mut sink),
                 None => Ok(false),
@@ -237,7 +250,7 @@ impl Driver {
     }
 
     fn dispatch(&mut self, a: Action, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<(), Fatal> {
-        let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         match a {
             Action::Transmit(t) => {
                 self.sent_bytes[t.peer as usize] += t.header.frame_len() as u64;
@@ -398,7 +411,7 @@ impl Driver {
 
     /// Close every connection (after the final barrier).
     pub fn close(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) {
-        let mut sink = EngineSink { engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         if let Some(t) = self.tcp.as_mut() {
             t.close(&mut sink);
         }

@@ -85,6 +85,10 @@ pub enum ConnEvent {
     Closed { peer: Pid, fd: RawFd },
     /// A socket option was applied to the connection with `peer`.
     Tuned { peer: Pid, option: &'static str, value: String },
+    /// The link with `peer` has a connection again, `after` its last one
+    /// broke (`why`); `resent` bytes the peer had not received were
+    /// written again.
+    Resumed { peer: Pid, after: Duration, resent: u64, why: String },
 }
 
 /// A failure of a transport: a peer or the network failed, or a peer broke

@@ -61,6 +61,11 @@ pub enum Frame {
     /// One-sided synchronization on window `win` (locks, flushes, PSCW);
     /// `arg` and `req` are the [`RmaSync`]'s to interpret.
     RmaSync { win: u32, sync: RmaSync, arg: u64, req: u32 },
+    /// The transport's own: the sender has received `received` bytes of
+    /// frames from us on this link (not counting Ack frames), so what it
+    /// acknowledged need not be kept for resending after a reconnection.
+    /// Never reaches the engine.
+    Ack { received: u64 },
 }
 
 /// What an [`Frame::RmaSync`] says (in the header's tag field).
@@ -124,6 +129,7 @@ pub enum Kind {
     Credit = 7,
     RmaOp = 8,
     RmaSync = 9,
+    Ack = 10,
 }
 
 impl Kind {
@@ -138,6 +144,7 @@ impl Kind {
             7 => Kind::Credit,
             8 => Kind::RmaOp,
             9 => Kind::RmaSync,
+            10 => Kind::Ack,
             _ => return None,
         })
     }
@@ -149,7 +156,7 @@ impl Kind {
             // order among themselves and with messages: a flush, unlock or
             // complete must not pass the operations it closes.
             Kind::Eager | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
-            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit => Urgency::Control,
+            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack => Urgency::Control,
         }
     }
 }
@@ -192,6 +199,7 @@ impl Frame {
             Frame::Credit => Kind::Credit,
             Frame::RmaOp { .. } => Kind::RmaOp,
             Frame::RmaSync { .. } => Kind::RmaSync,
+            Frame::Ack { .. } => Kind::Ack,
         }
     }
 
@@ -285,6 +293,7 @@ impl Header {
                 f.len = *arg;
                 f.rreq = *req;
             }
+            Frame::Ack { received } => f.len = *received,
         }
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind() as u8;
@@ -415,6 +424,17 @@ impl Header {
                 }
                 let sync = RmaSync::from_code(f.tag).ok_or(FrameError::BadSync(f.tag))?;
                 Frame::RmaSync { win: f.ctx, sync, arg: f.len, req: f.rreq }
+            }
+            Kind::Ack => {
+                no_envelope(&f)?;
+                unused("sreq", f.sreq as u64)?;
+                unused("rreq", f.rreq as u64)?;
+                // Eager credit is the engine's, which never sees an Ack.
+                unused("credit", credit as u64)?;
+                if payload_len != 0 {
+                    return Err(bad_len());
+                }
+                Frame::Ack { received: f.len }
             }
         };
         if let Frame::Eager { env, .. } | Frame::Rts { env, .. } = &frame {

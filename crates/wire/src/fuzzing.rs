@@ -47,13 +47,14 @@ fn described(data: &[u8]) -> Header {
         2 => MAX_PAYLOAD + 1 + (u32_at(32) % 3),
         _ => u32_at(32),
     };
-    let frame = match bytes[0] % 7 {
+    let frame = match bytes[0] % 8 {
         0 => Frame::Eager { env, sync: (bytes[2] & 1 != 0).then_some(a) },
         1 => Frame::Rts { env, len, sreq: a, single_copy: bytes[2] & 1 != 0 },
         2 => Frame::Cts { sreq: a, rreq: b, accepted: len },
         3 => Frame::Data { rreq: b, offset: if bytes[2] & 1 != 0 { u64::MAX - (len % 4096) } else { len } },
         4 => Frame::Fin { sreq: a },
         5 => Frame::SyncAck { sreq: a },
+        6 => Frame::Ack { received: len },
         _ => Frame::Credit,
     };
     Header { frame, payload_len, credit: u32_at(36) }
@@ -71,6 +72,7 @@ fn valid(h: &Header) -> bool {
         Frame::Cts { .. } | Frame::Fin { .. } | Frame::SyncAck { .. } | Frame::Credit => h.payload_len == 0,
         Frame::RmaOp { .. } => h.payload_len as usize >= crate::rma::OP_DESC_LEN,
         Frame::RmaSync { .. } => h.payload_len == 0,
+        Frame::Ack { .. } => h.payload_len == 0 && h.credit == 0,
     }
 }
 
@@ -88,6 +90,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         Header::new(Frame::Fin { sreq: 7 }, 0),
         Header::new(Frame::SyncAck { sreq: 8 }, 0),
         Header { frame: Frame::Credit, payload_len: 0, credit: 1 << 20 },
+        Header::new(Frame::Ack { received: 1 << 35 }, 0),
     ];
     let mut seeds: Vec<Vec<u8>> = headers.iter().map(|h| h.encode().to_vec()).collect();
     seeds.push(headers.iter().flat_map(|h| h.encode()).collect());

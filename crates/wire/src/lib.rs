@@ -28,8 +28,10 @@ pub use transmit::{Payload, SentToken, Transmit};
 
 /// The protocol's version (frames and the TCP handshake): a peer speaking
 /// another one is refused when the connection is made. 3: the TCP
-/// handshake ends with the acceptor's authenticated verdict.
-pub const WIRE_VERSION: u32 = 3;
+/// handshake ends with the acceptor's authenticated verdict. 4: a
+/// connection can resume a broken one (the handshake exchanges how much
+/// each side received; Ack frames).
+pub const WIRE_VERSION: u32 = 4;
 
 /// A process of the job (its rank in MPI_COMM_WORLD).
 pub type Pid = u32;

@@ -137,6 +137,7 @@ impl Engine {
             Frame::Fin { sreq } => self.fin_arrived(from, sreq),
             Frame::SyncAck { sreq } => self.sync_ack_arrived(from, sreq),
             Frame::RmaOp { .. } | Frame::RmaSync { .. } => self.rma_frame(from, h, payload),
+            Frame::Ack { .. } => Err(ProtocolError { peer: from, reason: "a transport's acknowledgment reached the engine".into() }),
         }
     }
 }

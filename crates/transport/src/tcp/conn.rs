@@ -1,8 +1,11 @@
 //! One connection: its phase (connecting, handshaking, established), what
 //! it has read, and how read bytes become handshake steps and then frames.
-//! Large Data payloads are read straight into the receive buffer.
+//! Large Data payloads are read straight into the receive buffer. A
+//! connection that breaks leaves its incomplete frame to the next one of
+//! its link (`stream.rs`).
 
-use super::handshake::{Acceptor, Connector, Link, Outcome, Refusal};
+use super::handshake::{self, Acceptor, Connector, Decision, Link, Outcome, Refusal};
+use super::stream::Carry;
 use super::Tcp;
 use crate::{terr, ConnEvent, Sink, TransportError};
 use gridmpi_datatype::UserBuf;
@@ -51,6 +54,8 @@ pub(super) struct Conn {
     pub(super) direct: Option<Direct>,
     /// When the connection was opened (connect or accept).
     pub(super) opened: std::time::Instant,
+    /// The link generation a connection we make asks for.
+    pub(super) asked_generation: u32,
 }
 
 impl Conn {
@@ -67,6 +72,7 @@ impl Conn {
             addrs,
             direct: None,
             opened: std::time::Instant::now(),
+            asked_generation: 1,
         }
     }
 
@@ -108,10 +114,22 @@ pub(super) struct Direct {
     done: u64,
 }
 
-/// How a handshake ended, with the role it was played in.
+/// How a handshake ended, with the role it was played in and, once
+/// established, the generation and what the peer received from us.
 enum Concluded {
-    Connector(Outcome),
-    Acceptor(Outcome),
+    Connector(Outcome, u32, Option<u64>),
+    Acceptor(Outcome, Option<handshake::Resume>),
+}
+
+/// Receive errors after which a new connection may continue the link: the
+/// connection was reset or aborted (a NAT or firewall lost its state, a
+/// router restarted, `ss -K`). A timeout is not among them: the kernel
+/// gave up after the outage budget (TCP_USER_TIMEOUT).
+pub(super) fn resumable(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNRESET | libc::ECONNABORTED | libc::EPIPE | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::ENETDOWN | libc::ENOTCONN)
+    )
 }
 
 impl Tcp {
@@ -121,7 +139,8 @@ impl Tcp {
                 match self.read_direct(idx, sink)? {
                     Some(true) => continue,
                     Some(false) => return Ok(()),
-                    None => return self.on_eof(idx),
+                    None => return self.on_eof(idx, None),
+                    // (a reset while reading in place comes back as an error)
                 }
             }
             let c = self.conns[idx].as_mut().unwrap();
@@ -134,7 +153,7 @@ impl Tcp {
                 libc::recv(c.fd.as_raw_fd(), c.rbuf.as_mut_ptr().add(c.rlen) as *mut libc::c_void, c.rbuf.len() - c.rlen, libc::MSG_DONTWAIT)
             };
             if n == 0 {
-                return self.on_eof(idx);
+                return self.on_eof(idx, None);
             }
             if n < 0 {
                 let e = io::Error::last_os_error();
@@ -142,8 +161,8 @@ impl Tcp {
                     io::ErrorKind::WouldBlock => return Ok(()),
                     io::ErrorKind::Interrupted => continue,
                     _ => {
-                        if e.raw_os_error() == Some(libc::ECONNRESET) {
-                            return self.on_eof(idx);
+                        if resumable(&e) {
+                            return self.on_eof(idx, Some(e));
                         }
                         let peer = c.peer;
                         return Err(terr(peer, format!("receive failed: {e}")));
@@ -184,11 +203,17 @@ impl Tcp {
             return match e.kind() {
                 io::ErrorKind::WouldBlock => Ok(Some(false)),
                 io::ErrorKind::Interrupted => Ok(Some(true)),
-                _ if e.raw_os_error() == Some(libc::ECONNRESET) => Ok(None),
+                _ if resumable(&e) => {
+                    self.on_eof(idx, Some(e))?;
+                    Ok(Some(false))
+                }
                 _ => Err(terr(peer, format!("receive failed: {e}"))),
             };
         }
         d.done += n as u64;
+        if let Some(p) = peer {
+            self.peers[p as usize].rx.took(n as u64);
+        }
         if d.done == len {
             let h = d.header;
             c.direct = None;
@@ -197,17 +222,19 @@ impl Tcp {
         Ok(Some(true))
     }
 
-    fn on_eof(&mut self, idx: usize) -> Result<(), TransportError> {
+    /// The connection ended: closed by the peer (`error` None) or reset.
+    fn on_eof(&mut self, idx: usize, error: Option<io::Error>) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
+        if c.is_established() && c.peer.is_some() {
+            let why = match &error {
+                None => "closed by the peer".to_string(),
+                Some(e) => e.to_string(),
+            };
+            return self.connection_broke(idx, why, error.is_none());
+        }
         let phase = std::mem::replace(&mut c.phase, Phase::Dead);
         let peer = c.peer;
         match (phase, peer) {
-            (Phase::Established, Some(p)) => {
-                self.peers[p as usize].closed = true;
-                if !self.finalizing {
-                    return Err(terr(peer, "the peer closed the connection unexpectedly (did it exit or crash?)"));
-                }
-            }
             // Our own call, closed before the peer's verdict: it dropped us
             // (a refusal comes with its reason first).
             (Phase::Connecting(_) | Phase::Connector(_), Some(_)) if !self.finalizing => {
@@ -228,6 +255,9 @@ impl Tcp {
                 Phase::Connector(_) | Phase::Acceptor(_) => match self.handshake_step(idx, start, sink) {
                     Ok(used) => {
                         start += used;
+                        if self.conns[idx].as_ref().is_some_and(|c| c.is_established()) {
+                            start = self.continue_carry(idx, start);
+                        }
                         let c = self.conns[idx].as_ref().unwrap();
                         if !c.is_established() || start == c.rlen {
                             break Ok(());
@@ -235,6 +265,28 @@ impl Tcp {
                     }
                     Err(e) => break Err(e),
                 },
+                Phase::Established if c.direct.is_some() => {
+                    // A Data payload carried over from a broken connection
+                    // continues with the first bytes of this one.
+                    let peer = c.peer.unwrap();
+                    let d = c.direct.as_mut().unwrap();
+                    let Frame::Data { offset, .. } = d.header.frame else { unreachable!("only Data frames land directly") };
+                    let n = (avail as u64).min(d.header.payload_len as u64 - d.done) as usize;
+                    // SAFETY: within the range the sink accepted for this frame.
+                    unsafe { d.buf.write_packed(offset + d.done, &c.rbuf[start..start + n]) };
+                    d.done += n as u64;
+                    start += n;
+                    self.peers[peer as usize].rx.took(n as u64);
+                    if d.done == d.header.payload_len as u64 {
+                        let h = d.header;
+                        c.direct = None;
+                        if let Err(e) = sink.data_landed(peer, &h) {
+                            break Err(terr(Some(peer), e));
+                        }
+                    } else {
+                        break Ok(());
+                    }
+                }
                 Phase::Established => {
                     if avail < HEADER_LEN {
                         break Ok(());
@@ -258,6 +310,7 @@ impl Tcp {
                         unsafe { buf.write_packed(offset, &c.rbuf[start + HEADER_LEN..start + HEADER_LEN + have]) };
                         c.direct = Some(Direct { header: h, buf, done: have as u64 });
                         start += avail;
+                        self.peers[peer as usize].rx.took(avail as u64);
                         break Ok(());
                     }
                     if avail < total {
@@ -270,11 +323,20 @@ impl Tcp {
                         }
                         break Ok(());
                     }
+                    if let Frame::Ack { received } = h.frame {
+                        // The transport's own, outside the stream.
+                        if let Err(e) = self.peers[peer as usize].tx.acknowledged(received) {
+                            break Err(terr(Some(peer), e));
+                        }
+                        start += total;
+                        continue;
+                    }
                     let payload = &c.rbuf[start + HEADER_LEN..start + total];
                     if let Err(e) = sink.frame(peer, &h, payload) {
                         break Err(terr(Some(peer), e));
                     }
                     start += total;
+                    self.peers[peer as usize].rx.took(total as u64);
                 }
                 Phase::Connecting(_) | Phase::Dead => break Ok(()),
             }
@@ -295,31 +357,54 @@ impl Tcp {
     /// decide for a caller that proved itself, write the replies and act on
     /// the conclusion. Returns how many bytes were the handshake's.
     fn handshake_step(&mut self, idx: usize, start: usize, sink: &mut dyn Sink) -> Result<usize, TransportError> {
+        let me = self.me;
         let c = self.conns[idx].as_mut().unwrap();
         let input = &c.rbuf[start..c.rlen];
-        let (used, concluded) = match &mut c.phase {
-            Phase::Connector(m) => {
-                let used = m.handle_bytes(input);
-                c.hs_out.extend(m.poll_transmit().unwrap_or_default());
-                (used, m.outcome().cloned().map(Concluded::Connector))
-            }
+        let mut proven = None;
+        let used = match &mut c.phase {
+            Phase::Connector(m) => m.handle_bytes(input),
             Phase::Acceptor(m) => {
                 let used = m.handle_bytes(input);
-                if let Some(proven) = m.proven() {
-                    // Only now is the caller known to be this rank.
-                    let link = &self.peers[proven.peer() as usize];
-                    proven.decide(Link { established: link.established, connecting: link.conn.is_some() && !link.established });
-                }
+                proven = m.proven().map(|p| (p.peer(), p.asked()));
+                used
+            }
+            _ => unreachable!("a handshake step outside the handshake"),
+        };
+        if let Some((peer, asked)) = proven {
+            // Only now is the caller known to be this rank. If it replaces
+            // a connection it lost, ours is given up first, so that what we
+            // tell it we received is final.
+            let link = &self.peers[peer as usize];
+            let mut l = Link { established: link.established, connecting: link.conn.is_some() && !link.established, generation: link.generation, received: 0 };
+            if l.established && handshake::verdict(me, peer, l, asked.generation) == Decision::Admit {
+                let old = link.conn.expect("an established link has a connection");
+                self.connection_broke(old, "replaced by a new connection from the peer".into(), false)?;
+                let link = &self.peers[peer as usize];
+                l = Link { established: false, connecting: false, generation: link.generation, received: 0 };
+            }
+            let link = &self.peers[peer as usize];
+            l.received = link.rx.position(link.carry.as_ref().map_or(0, |c| c.len()));
+            let c = self.conns[idx].as_mut().unwrap();
+            let Phase::Acceptor(m) = &mut c.phase else { unreachable!("proven above") };
+            m.proven().expect("proven above").decide(l);
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        let concluded = match &mut c.phase {
+            Phase::Connector(m) => {
                 c.hs_out.extend(m.poll_transmit().unwrap_or_default());
-                (used, m.outcome().cloned().map(Concluded::Acceptor))
+                m.outcome().cloned().map(|o| Concluded::Connector(o, c.asked_generation, m.peer_received()))
+            }
+            Phase::Acceptor(m) => {
+                c.hs_out.extend(m.poll_transmit().unwrap_or_default());
+                m.outcome().cloned().map(|o| Concluded::Acceptor(o, m.caller_resume()))
             }
             _ => unreachable!("a handshake step outside the handshake"),
         };
         let written = c.write_handshake();
         match concluded {
             None => {}
-            Some(Concluded::Connector(outcome)) => self.connector_concluded(idx, outcome, sink)?,
-            Some(Concluded::Acceptor(outcome)) => self.acceptor_concluded(idx, outcome, sink)?,
+            Some(Concluded::Connector(outcome, generation, received)) => self.connector_concluded(idx, outcome, generation, received, sink)?,
+            Some(Concluded::Acceptor(outcome, resume)) => self.acceptor_concluded(idx, outcome, resume, sink)?,
         }
         if let Err(e) = written {
             let c = self.conns[idx].as_mut().unwrap();
@@ -333,23 +418,34 @@ impl Tcp {
     }
 
     /// Our call to a peer ended.
-    fn connector_concluded(&mut self, idx: usize, outcome: Outcome, sink: &mut dyn Sink) -> Result<(), TransportError> {
+    fn connector_concluded(
+        &mut self,
+        idx: usize,
+        outcome: Outcome,
+        generation: u32,
+        peer_received: Option<u64>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer.expect("a connector knows its peer");
         match outcome {
             Outcome::Established { .. } => {
                 c.phase = Phase::Established;
                 let fd = c.fd.as_raw_fd();
-                self.established(peer, idx, fd, sink)
+                self.established(peer, idx, fd, generation, peer_received.expect("told when established"), sink)
             }
             Outcome::Refused(Refusal::Duplicate) => {
                 // The peer's own connection to us wins; ours goes away and
-                // the frames wait for that one.
+                // the frames wait for that one. (A link being re-made tries
+                // again later, in case the peer's view was stale.)
                 c.phase = Phase::Dead;
                 c.peer = None;
                 let link = &mut self.peers[peer as usize];
                 if link.conn == Some(idx) {
                     link.conn = None;
+                    if let Some(b) = link.broken.as_mut() {
+                        b.retry_later();
+                    }
                 }
                 Ok(())
             }
@@ -374,11 +470,18 @@ impl Tcp {
 
     /// A call we accepted ended: admitted as its rank's connection, or
     /// dropped (whoever it was, without a trace on any rank's state).
-    fn acceptor_concluded(&mut self, idx: usize, outcome: Outcome, sink: &mut dyn Sink) -> Result<(), TransportError> {
+    fn acceptor_concluded(
+        &mut self,
+        idx: usize,
+        outcome: Outcome,
+        resume: Option<handshake::Resume>,
+        sink: &mut dyn Sink,
+    ) -> Result<(), TransportError> {
         let Outcome::Established { peer } = outcome else {
             self.conns[idx].as_mut().unwrap().phase = Phase::Dead;
             return Ok(());
         };
+        let resume = resume.expect("told when admitted");
         // Our own attempt (if any: we are the higher pid) gives way; the
         // peer refuses it anyway.
         if let Some(old) = self.peers[peer as usize].conn.replace(idx) {
@@ -395,17 +498,54 @@ impl Tcp {
         c.phase = Phase::Established;
         let fd = c.fd.as_raw_fd();
         self.tune(peer, fd);
-        self.established(peer, idx, fd, sink)
+        self.established(peer, idx, fd, resume.generation, resume.received, sink)
     }
 
-    /// Connection `idx` on `fd` is now the one with `peer`.
-    fn established(&mut self, peer: Pid, idx: usize, fd: i32, sink: &mut dyn Sink) -> Result<(), TransportError> {
+    /// Connection `idx` on `fd` is now generation `generation` of the link
+    /// with `peer`, which has received `peer_received` bytes of our stream:
+    /// what it lacks is written first.
+    fn established(&mut self, peer: Pid, idx: usize, fd: i32, generation: u32, peer_received: u64, sink: &mut dyn Sink) -> Result<(), TransportError> {
         debug_assert_eq!(self.peers[peer as usize].conn, Some(idx));
         self.events.push(ConnEvent::Opened { peer, fd });
-        self.peers[peer as usize].established = true;
+        let link = &mut self.peers[peer as usize];
+        link.established = true;
+        link.generation = generation;
+        let carried = link.carry.as_ref().map_or(0, |c| c.len());
+        let position = link.rx.position(carried);
+        link.rx.told(position);
+        let resent = link.tx.resume(peer_received).map_err(|e| terr(Some(peer), e))?;
+        if let Some(b) = link.broken.take() {
+            self.events.push(ConnEvent::Resumed { peer, after: b.since.elapsed(), resent, why: b.why });
+        }
         if self.peers[peer as usize].pace.is_some() {
             self.apply_pacing(peer);
         }
         self.flush_peer(peer, sink)
+    }
+
+    /// A connection just established continues its link's incomplete frame:
+    /// the bytes after the handshake (from `start`) follow the carried ones.
+    /// Returns where parsing goes on.
+    fn continue_carry(&mut self, idx: usize, start: usize) -> usize {
+        let c = self.conns[idx].as_mut().unwrap();
+        let Some(peer) = c.peer else { return start };
+        let Some(carry) = self.peers[peer as usize].carry.take() else { return start };
+        let mut bytes = carry.bytes;
+        bytes.extend_from_slice(&c.rbuf[start..c.rlen]);
+        c.rlen = bytes.len();
+        if bytes.len() < RBUF_LEN {
+            bytes.resize(RBUF_LEN, 0);
+        }
+        c.rbuf = bytes;
+        c.direct = carry.direct;
+        0
+    }
+
+    /// What a broken connection leaves to the next one: its incomplete
+    /// frame, unless that is an Ack (outside the stream: not resent).
+    pub(super) fn take_carry(c: &mut Conn) -> Carry {
+        let partial = &c.rbuf[..c.rlen];
+        let bytes = if partial.first() == Some(&(gridmpi_wire::Kind::Ack as u8)) { Vec::new() } else { partial.to_vec() };
+        Carry { bytes, direct: c.direct.take() }
     }
 }

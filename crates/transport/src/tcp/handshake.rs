@@ -7,11 +7,13 @@
 //! ```text
 //! connector -> acceptor  HELLO    magic version from to 0 nonce_c              40 bytes
 //! acceptor  -> connector WELCOME  magic status version nonce_a                 32 bytes
-//! connector -> acceptor  PROOF    magic mac_c                                  40 bytes
-//! acceptor  -> connector VERDICT  magic status 0 mac_a                         48 bytes
+//! connector -> acceptor  PROOF    magic generation 0 received_c mac_c          56 bytes
+//! acceptor  -> connector VERDICT  magic status 0 received_a mac_a              56 bytes
 //!
-//! mac_c = HMAC(secret, "gridmpi connector" version from to job nonce_c nonce_a)
-//! mac_a = HMAC(secret, "gridmpi acceptor" version from to job nonce_c nonce_a status)
+//! mac_c = HMAC(secret, "gridmpi connector" version from to job nonce_c nonce_a
+//!              generation received_c)
+//! mac_a = HMAC(secret, "gridmpi acceptor" version from to job nonce_c nonce_a
+//!              status received_a)
 //! ```
 //!
 //! Integers are little-endian; `from` is the connector's pid, `to` the
@@ -40,6 +42,14 @@
 //!
 //! When two processes connect to each other at once, the connection made by
 //! the lower pid wins ([`verdict`]): the other one is refused as DUPLICATE.
+//!
+//! A connection may replace a broken one ([`Resume`]): PROOF names the
+//! link's generation the caller asks for (one past the last connection it
+//! had with us) and how many stream bytes it received from us; VERDICT
+//! says how many we received from it. Each side then writes again what
+//! the other lacks (`stream.rs`). A caller asking for a generation past
+//! the one we use has lost that connection, so it is replaced; asking for
+//! it again is a stale attempt, refused as DUPLICATE.
 
 #![forbid(unsafe_code)]
 
@@ -49,8 +59,8 @@ use std::fmt;
 
 pub const HELLO_LEN: usize = 40;
 pub const WELCOME_LEN: usize = 32;
-pub const PROOF_LEN: usize = 40;
-pub const VERDICT_LEN: usize = 48;
+pub const PROOF_LEN: usize = 56;
+pub const VERDICT_LEN: usize = 56;
 /// The longest handshake message.
 const MAX_MESSAGE: usize = VERDICT_LEN;
 
@@ -61,6 +71,20 @@ const VERDICT_MAGIC: &[u8; 8] = b"GMPIvrdt";
 
 /// A connection nonce: fresh random bytes from the owner, one per connection.
 pub type Nonce = [u8; 16];
+
+/// Where a link between two processes stands when a connection is made:
+/// which connection of the link this is (1 for the first) and how many
+/// stream bytes one side received from the other over all earlier ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resume {
+    pub generation: u32,
+    pub received: u64,
+}
+
+impl Resume {
+    /// A link's first connection.
+    pub const FIRST: Resume = Resume { generation: 1, received: 0 };
+}
 
 /// What both ends of every connection of a job share.
 #[derive(Clone, PartialEq, Eq)]
@@ -160,8 +184,22 @@ pub enum Outcome {
     Failed(Failure),
 }
 
-fn mac(keys: &Keys, label: &[u8], version: u32, from: Pid, to: Pid, nonces: (&Nonce, &Nonce), status: Option<Status>) -> [u8; 32] {
+/// The MAC of a PROOF (`status` None) or a VERDICT; `generation` is in a
+/// PROOF only, `received` in both.
+#[allow(clippy::too_many_arguments)]
+fn mac(
+    keys: &Keys,
+    label: &[u8],
+    version: u32,
+    from: Pid,
+    to: Pid,
+    nonces: (&Nonce, &Nonce),
+    status: Option<Status>,
+    generation: Option<u32>,
+    received: u64,
+) -> [u8; 32] {
     let status = status.map(|s| (s as u32).to_le_bytes());
+    let generation = generation.map(|g| g.to_le_bytes());
     auth::hmac_sha256(
         &keys.secret,
         &[
@@ -173,6 +211,8 @@ fn mac(keys: &Keys, label: &[u8], version: u32, from: Pid, to: Pid, nonces: (&No
             nonces.0,
             nonces.1,
             status.as_ref().map_or(&[][..], |s| &s[..]),
+            generation.as_ref().map_or(&[][..], |g| &g[..]),
+            &received.to_le_bytes(),
         ],
     )
 }
@@ -182,6 +222,10 @@ const ACCEPTOR_LABEL: &[u8] = b"gridmpi acceptor";
 
 fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    u64::from_le_bytes(array(&b[i..i + 8]))
 }
 
 fn array<const N: usize>(b: &[u8]) -> [u8; N] {
@@ -251,6 +295,7 @@ impl Welcome {
 }
 
 struct Proof {
+    resume: Resume,
     mac: [u8; 32],
 }
 
@@ -258,6 +303,9 @@ impl Proof {
     fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(PROOF_LEN);
         b.extend_from_slice(PROOF_MAGIC);
+        b.extend_from_slice(&self.resume.generation.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.resume.received.to_le_bytes());
         b.extend_from_slice(&self.mac);
         b
     }
@@ -266,12 +314,17 @@ impl Proof {
         if &b[..8] != PROOF_MAGIC {
             return Err(Failure::NotGridMpi);
         }
-        Ok(Proof { mac: array(&b[8..40]) })
+        if u32_at(b, 12) != 0 {
+            return Err(Failure::Malformed("reserved PROOF field"));
+        }
+        Ok(Proof { resume: Resume { generation: u32_at(b, 8), received: u64_at(b, 16) }, mac: array(&b[24..56]) })
     }
 }
 
 struct Verdict {
     status: Status,
+    /// What the acceptor received from the caller (zero unless OK).
+    received: u64,
     /// Zero unless the status is OK or DUPLICATE (an unproven caller gets
     /// nothing derived from the secret).
     mac: [u8; 32],
@@ -283,6 +336,7 @@ impl Verdict {
         b.extend_from_slice(VERDICT_MAGIC);
         b.extend_from_slice(&(self.status as u32).to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.received.to_le_bytes());
         b.extend_from_slice(&self.mac);
         b
     }
@@ -298,7 +352,7 @@ impl Verdict {
         if u32_at(b, 12) != 0 {
             return Err(Failure::Malformed("reserved VERDICT field"));
         }
-        Ok(Verdict { status, mac: array(&b[16..48]) })
+        Ok(Verdict { status, received: u64_at(b, 16), mac: array(&b[24..56]) })
     }
 }
 
@@ -347,6 +401,8 @@ pub struct Identity {
 pub struct Connector {
     id: Identity,
     peer: Pid,
+    /// What the acceptor said it received from us (once established).
+    peer_received: Option<u64>,
     state: ConnectorState,
     incoming: Partial,
     out: Vec<u8>,
@@ -361,6 +417,7 @@ enum ConnectorState {
 /// HELLO sent.
 struct AwaitWelcome {
     nonce_c: Nonce,
+    resume: Resume,
 }
 
 /// PROOF sent.
@@ -386,44 +443,59 @@ impl AwaitWelcome {
             return ConnectorState::Done(Outcome::Failed(Failure::VersionMismatch { theirs: w.version }));
         }
         let nonces = (&self.nonce_c, &w.nonce_a);
-        let proof = Proof { mac: mac(&id.keys, CONNECTOR_LABEL, id.version, id.me, peer, nonces, None) };
+        let r = self.resume;
+        let proof = Proof { resume: r, mac: mac(&id.keys, CONNECTOR_LABEL, id.version, id.me, peer, nonces, None, Some(r.generation), r.received) };
         out.extend_from_slice(&proof.encode());
         ConnectorState::AwaitVerdict(AwaitVerdict { nonce_c: self.nonce_c, nonce_a: w.nonce_a })
     }
 }
 
 impl AwaitVerdict {
-    fn on_verdict(self, id: &Identity, peer: Pid, msg: &[u8]) -> Outcome {
+    /// The outcome, and what the acceptor received from us if established.
+    fn on_verdict(self, id: &Identity, peer: Pid, msg: &[u8]) -> (Outcome, Option<u64>) {
         let v = match Verdict::decode(msg) {
             Ok(v) => v,
-            Err(f) => return Outcome::Failed(f),
+            Err(f) => return (Outcome::Failed(f), None),
         };
         if v.status == Status::BadProof {
-            return Outcome::Refused(Refusal::BadProof);
+            return (Outcome::Refused(Refusal::BadProof), None);
         }
-        let expect = mac(&id.keys, ACCEPTOR_LABEL, id.version, id.me, peer, (&self.nonce_c, &self.nonce_a), Some(v.status));
+        let nonces = (&self.nonce_c, &self.nonce_a);
+        let expect = mac(&id.keys, ACCEPTOR_LABEL, id.version, id.me, peer, nonces, Some(v.status), None, v.received);
         if !auth::equal_ct(&expect, &v.mac) {
-            return Outcome::Failed(Failure::BadMac);
+            return (Outcome::Failed(Failure::BadMac), None);
         }
         match v.status {
-            Status::Ok => Outcome::Established { peer },
-            _ => Outcome::Refused(Refusal::Duplicate),
+            Status::Ok => (Outcome::Established { peer }, Some(v.received)),
+            _ => (Outcome::Refused(Refusal::Duplicate), None),
         }
     }
 }
 
 impl Connector {
-    /// A connector calling `peer`, with a fresh `nonce_c`. The HELLO is
-    /// ready to transmit once the connection is made.
+    /// A connector making the first connection to `peer`, with a fresh
+    /// `nonce_c`. The HELLO is ready to transmit once the connection is made.
     pub fn new(id: Identity, peer: Pid, nonce_c: Nonce) -> Connector {
+        Connector::resuming(id, peer, nonce_c, Resume::FIRST)
+    }
+
+    /// A connector asking for connection `resume.generation` of the link
+    /// with `peer`, having received `resume.received` bytes from it.
+    pub fn resuming(id: Identity, peer: Pid, nonce_c: Nonce, resume: Resume) -> Connector {
         let hello = Hello { version: id.version, from: id.me, to: peer, nonce_c };
         Connector {
             out: hello.encode(),
             id,
             peer,
-            state: ConnectorState::AwaitWelcome(AwaitWelcome { nonce_c }),
+            peer_received: None,
+            state: ConnectorState::AwaitWelcome(AwaitWelcome { nonce_c, resume }),
             incoming: Partial::new(),
         }
+    }
+
+    /// Once established: the stream bytes the acceptor received from us.
+    pub fn peer_received(&self) -> Option<u64> {
+        self.peer_received
     }
 
     pub fn peer(&self) -> Pid {
@@ -448,7 +520,11 @@ impl Connector {
             let placeholder = ConnectorState::Done(Outcome::Failed(Failure::NotGridMpi));
             self.state = match std::mem::replace(&mut self.state, placeholder) {
                 ConnectorState::AwaitWelcome(s) => s.on_welcome(&self.id, self.peer, msg, &mut self.out),
-                ConnectorState::AwaitVerdict(s) => ConnectorState::Done(s.on_verdict(&self.id, self.peer, msg)),
+                ConnectorState::AwaitVerdict(s) => {
+                    let (outcome, received) = s.on_verdict(&self.id, self.peer, msg);
+                    self.peer_received = received;
+                    ConnectorState::Done(outcome)
+                }
                 done @ ConnectorState::Done(_) => done,
             };
             self.incoming.clear();
@@ -476,6 +552,8 @@ impl Connector {
 /// verdict its owner decides.
 pub struct Acceptor {
     id: Identity,
+    /// Where the caller said the link stands (once admitted).
+    caller_resume: Option<Resume>,
     /// Ranks of the job (valid callers are `0..npeers`).
     npeers: usize,
     state: AcceptorState,
@@ -508,6 +586,7 @@ struct ProvenCaller {
     peer: Pid,
     nonce_c: Nonce,
     nonce_a: Nonce,
+    resume: Resume,
 }
 
 impl AwaitHello {
@@ -544,13 +623,16 @@ impl AwaitHello {
 
 impl AwaitProof {
     fn on_proof(self, id: &Identity, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
-        let expect = mac(&id.keys, CONNECTOR_LABEL, id.version, self.peer, id.me, (&self.nonce_c, &self.nonce_a), None);
+        let expect = |r: Resume| {
+            let nonces = (&self.nonce_c, &self.nonce_a);
+            mac(&id.keys, CONNECTOR_LABEL, id.version, self.peer, id.me, nonces, None, Some(r.generation), r.received)
+        };
         match Proof::decode(msg) {
-            Ok(p) if auth::equal_ct(&expect, &p.mac) => {
-                AcceptorState::Proven(ProvenCaller { peer: self.peer, nonce_c: self.nonce_c, nonce_a: self.nonce_a })
+            Ok(p) if auth::equal_ct(&expect(p.resume), &p.mac) => {
+                AcceptorState::Proven(ProvenCaller { peer: self.peer, nonce_c: self.nonce_c, nonce_a: self.nonce_a, resume: p.resume })
             }
             Ok(_) => {
-                out.extend_from_slice(&Verdict { status: Status::BadProof, mac: [0; 32] }.encode());
+                out.extend_from_slice(&Verdict { status: Status::BadProof, received: 0, mac: [0; 32] }.encode());
                 AcceptorState::Done(Outcome::Refused(Refusal::BadProof))
             }
             Err(f) => AcceptorState::Done(Outcome::Failed(f)),
@@ -565,6 +647,10 @@ pub struct Link {
     pub established: bool,
     /// Our own connection to `peer` is being made (not yet established).
     pub connecting: bool,
+    /// The generation of the link's last established connection (0: none yet).
+    pub generation: u32,
+    /// Stream bytes we received from `peer` (told to it if admitted).
+    pub received: u64,
 }
 
 /// What becomes of a proven connection.
@@ -578,9 +664,14 @@ pub enum Decision {
 }
 
 /// The rule both ends apply, so that two processes calling each other at
-/// once agree on one connection: the one made by the lower pid.
-pub fn verdict(me: Pid, peer: Pid, link: Link) -> Decision {
-    if link.established || (link.connecting && me < peer) {
+/// once agree on one connection: the one made by the lower pid. A caller
+/// asking for a generation past our established connection's lost that
+/// connection: it is replaced. Asking for the same one again is stale.
+pub fn verdict(me: Pid, peer: Pid, link: Link, asked: u32) -> Decision {
+    if link.established {
+        return if asked > link.generation { Decision::Admit } else { Decision::Duplicate };
+    }
+    if link.connecting && me < peer {
         Decision::Duplicate
     } else {
         Decision::Admit
@@ -602,6 +693,14 @@ impl Proven<'_> {
         }
     }
 
+    /// Where the caller says the link stands.
+    pub fn asked(&self) -> Resume {
+        match &self.acceptor.state {
+            AcceptorState::Proven(p) => p.resume,
+            _ => unreachable!("Proven exists only for a proven acceptor"),
+        }
+    }
+
     /// Apply [`verdict`] to what the owner knows of the peer and send the
     /// VERDICT; returns the decision.
     pub fn decide(self, link: Link) -> Decision {
@@ -610,13 +709,17 @@ impl Proven<'_> {
         let AcceptorState::Proven(p) = std::mem::replace(&mut a.state, placeholder) else {
             unreachable!("Proven exists only for a proven acceptor")
         };
-        let decision = verdict(a.id.me, p.peer, link);
-        let status = match decision {
-            Decision::Admit => Status::Ok,
-            Decision::Duplicate => Status::Duplicate,
+        let decision = verdict(a.id.me, p.peer, link, p.resume.generation);
+        let (status, received) = match decision {
+            Decision::Admit => (Status::Ok, link.received),
+            Decision::Duplicate => (Status::Duplicate, 0),
         };
-        let mac = mac(&a.id.keys, ACCEPTOR_LABEL, a.id.version, p.peer, a.id.me, (&p.nonce_c, &p.nonce_a), Some(status));
-        a.out.extend_from_slice(&Verdict { status, mac }.encode());
+        let nonces = (&p.nonce_c, &p.nonce_a);
+        let mac = mac(&a.id.keys, ACCEPTOR_LABEL, a.id.version, p.peer, a.id.me, nonces, Some(status), None, received);
+        a.out.extend_from_slice(&Verdict { status, received, mac }.encode());
+        if decision == Decision::Admit {
+            a.caller_resume = Some(p.resume);
+        }
         a.state = AcceptorState::Done(match decision {
             Decision::Admit => Outcome::Established { peer: p.peer },
             Decision::Duplicate => Outcome::Refused(Refusal::Duplicate),
@@ -629,7 +732,19 @@ impl Acceptor {
     /// An acceptor for a connection just accepted, with a fresh `nonce_a`;
     /// callers may be ranks `0..npeers` other than `id.me`.
     pub fn new(id: Identity, npeers: usize, nonce_a: Nonce) -> Acceptor {
-        Acceptor { id, npeers, state: AcceptorState::AwaitHello(AwaitHello { nonce_a }), incoming: Partial::new(), out: Vec::new() }
+        Acceptor {
+            id,
+            caller_resume: None,
+            npeers,
+            state: AcceptorState::AwaitHello(AwaitHello { nonce_a }),
+            incoming: Partial::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// Once admitted: where the caller said the link stands.
+    pub fn caller_resume(&self) -> Option<Resume> {
+        self.caller_resume
     }
 
     /// Bytes received; returns how many were handshake bytes. It takes none
@@ -722,8 +837,11 @@ pub mod fuzzing {
         let nonces = (&NONCE_C, &NONCE_A);
         let hello = Hello { version: VERSION, from: PEER, to: ME, nonce_c: NONCE_C }.encode();
         let welcome = Welcome { status: Status::Ok, version: VERSION, nonce_a: NONCE_A }.encode();
-        let proof = Proof { mac: mac(&k, CONNECTOR_LABEL, VERSION, PEER, ME, nonces, None) }.encode();
-        let verdict = Verdict { status: Status::Ok, mac: mac(&k, ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok)) }.encode();
+        let r = Resume::FIRST;
+        let proof_mac = mac(&k, CONNECTOR_LABEL, VERSION, PEER, ME, nonces, None, Some(r.generation), r.received);
+        let proof = Proof { resume: r, mac: proof_mac }.encode();
+        let verdict_mac = mac(&k, ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok), None, 0);
+        let verdict = Verdict { status: Status::Ok, received: 0, mac: verdict_mac }.encode();
         [hello, welcome, proof, verdict]
     }
 
@@ -789,7 +907,7 @@ pub mod fuzzing {
                     match a.proven() {
                         Some(p) => {
                             proven = Some(p.peer());
-                            let link = Link { established: !admit, connecting: false };
+                            let link = Link { established: !admit, connecting: false, generation: 1, received: 0 };
                             p.decide(link);
                             sent.extend(a.poll_transmit().unwrap_or_default());
                         }
@@ -853,18 +971,23 @@ pub mod fuzzing {
                 assert_eq!(consumed.len(), WELCOME_LEN + VERDICT_LEN);
                 let w = Welcome::decode(&consumed[..WELCOME_LEN]).expect("established after a bad WELCOME");
                 let nonces = (&NONCE_C, &w.nonce_a);
-                let good = mac(&keys(), ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok));
-                assert_eq!(&consumed[WELCOME_LEN..WELCOME_LEN + 16], &[VERDICT_MAGIC[..].to_vec(), vec![0; 8]].concat()[..]);
-                assert_eq!(&consumed[WELCOME_LEN + 16..], &good[..], "established without a valid verdict");
+                let v = &consumed[WELCOME_LEN..];
+                let received = u64_at(v, 16);
+                let good = mac(&keys(), ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok), None, received);
+                assert_eq!(&v[..16], &[VERDICT_MAGIC[..].to_vec(), vec![0; 8]].concat()[..]);
+                assert_eq!(&v[24..], &good[..], "established without a valid verdict");
             }
         } else if let Some(peer) = proven {
             assert_eq!(consumed.len(), HELLO_LEN + PROOF_LEN);
             let h = Hello::decode(&consumed[..HELLO_LEN]).expect("proven after a bad HELLO");
             assert_eq!(peer, h.from);
             assert!(h.from != ME && (h.from as usize) < NPEERS && h.to == ME && h.version == VERSION);
-            let good = mac(&keys(), CONNECTOR_LABEL, VERSION, h.from, ME, (&h.nonce_c, &NONCE_A), None);
-            assert_eq!(&consumed[HELLO_LEN..HELLO_LEN + 8], PROOF_MAGIC);
-            assert_eq!(&consumed[HELLO_LEN + 8..], &good[..], "proven without a valid proof");
+            let p = &consumed[HELLO_LEN..];
+            let (generation, received) = (u32_at(p, 8), u64_at(p, 16));
+            let good = mac(&keys(), CONNECTOR_LABEL, VERSION, h.from, ME, (&h.nonce_c, &NONCE_A), None, Some(generation), received);
+            assert_eq!(&p[..8], PROOF_MAGIC);
+            assert_eq!(&p[12..16], &[0; 4]);
+            assert_eq!(&p[24..], &good[..], "proven without a valid proof");
         } else if let Some(Outcome::Established { .. }) = outcome {
             panic!("an acceptor established without a decision");
         }
@@ -877,7 +1000,7 @@ pub mod fuzzing {
                 welcome(Status::Ok, NONCE_A),
                 welcome(Status::WrongPeer, [0; 16]),
                 welcome(Status::WrongVersion, [0; 16]),
-                [welcome(Status::Ok, NONCE_A), Verdict { status: Status::BadProof, mac: [0; 32] }.encode()].concat(),
+                [welcome(Status::Ok, NONCE_A), Verdict { status: Status::BadProof, received: 0, mac: [0; 32] }.encode()].concat(),
             ];
             assert!(allowed.contains(&sent), "an unproven caller was sent {sent:?}");
         }
@@ -927,7 +1050,7 @@ pub mod fuzzing {
                             Some(p) => {
                                 assert_eq!(p.peer(), PEER);
                                 assert!(intact(&c_sent, &a_got, a_took), "proven by altered bytes");
-                                p.decide(Link { established: !admit, connecting: false });
+                                p.decide(Link { established: !admit, connecting: false, generation: 1, received: 0 });
                             }
                             None => break,
                         }
@@ -1032,7 +1155,7 @@ mod tests {
         let mut c3 = Connector::new(id(1, 9), 2, [1; 16]);
         c3.handle_bytes(&welcome);
         let nonces = (&[1u8; 16], &[2u8; 16]);
-        let forged = Verdict { status: Status::Ok, mac: mac(&keys(8), ACCEPTOR_LABEL, 5, 1, 2, nonces, Some(Status::Ok)) };
+        let forged = Verdict { status: Status::Ok, received: 0, mac: mac(&keys(8), ACCEPTOR_LABEL, 5, 1, 2, nonces, Some(Status::Ok), None, 0) };
         c3.handle_bytes(&forged.encode());
         assert_eq!(c3.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
     }
@@ -1148,7 +1271,7 @@ mod tests {
         assert_eq!(c.outcome(), Some(&Outcome::Failed(Failure::VersionMismatch { theirs: 4 })));
         // Reserved VERDICT field, and an unknown verdict status.
         let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
-        converse(&mut c, &mut a, Link { established: false, connecting: false });
+        converse(&mut c, &mut a, Link::default());
         for (at, v, what) in [(12, 1u8, "reserved VERDICT field"), (8, 2, "VERDICT status")] {
             let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
             a.handle_bytes(&c.poll_transmit().unwrap());
@@ -1180,7 +1303,9 @@ mod tests {
         assert_eq!(a2.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
         // Replaying a HELLO where the PROOF belongs fails too.
         let mut a3 = Acceptor::new(id(2, 9), 4, [2; 16]);
-        a3.handle_bytes(&[hello.clone(), hello.clone()].concat());
+        let mut as_proof = hello.clone();
+        as_proof.resize(PROOF_LEN, 0);
+        a3.handle_bytes(&[hello.clone(), as_proof].concat());
         assert_eq!(a3.outcome(), Some(&Outcome::Failed(Failure::NotGridMpi)));
         // Replaying the acceptor's first message where its verdict belongs.
         let (mut c4, mut a4) = pair(id(1, 9), 2, id(2, 9));
@@ -1201,18 +1326,63 @@ mod tests {
 
     #[test]
     fn the_verdict_rule() {
-        let l = |established, connecting| Link { established, connecting };
-        assert_eq!(verdict(1, 2, l(false, false)), Decision::Admit);
-        assert_eq!(verdict(1, 2, l(true, false)), Decision::Duplicate);
+        let l = |established, connecting, generation| Link { established, connecting, generation, received: 0 };
+        assert_eq!(verdict(1, 2, l(false, false, 0), 1), Decision::Admit);
+        assert_eq!(verdict(1, 2, l(true, false, 1), 1), Decision::Duplicate);
         // Both calling: the lower pid's connection wins at both ends.
-        assert_eq!(verdict(1, 2, l(false, true)), Decision::Duplicate);
-        assert_eq!(verdict(2, 1, l(false, true)), Decision::Admit);
+        assert_eq!(verdict(1, 2, l(false, true, 0), 1), Decision::Duplicate);
+        assert_eq!(verdict(2, 1, l(false, true, 0), 1), Decision::Admit);
+        // A caller that lost our connection replaces it; a stale attempt
+        // (for the connection we use) is refused.
+        assert_eq!(verdict(1, 2, l(true, false, 3), 4), Decision::Admit);
+        assert_eq!(verdict(1, 2, l(true, false, 3), 3), Decision::Duplicate);
+        // Both reconnecting after a break: the pid rule again.
+        assert_eq!(verdict(1, 2, l(false, true, 3), 4), Decision::Duplicate);
+        assert_eq!(verdict(2, 1, l(false, true, 3), 4), Decision::Admit);
+    }
+
+    #[test]
+    fn a_resuming_connection_tells_both_positions_under_the_macs() {
+        let mut c = Connector::resuming(id(1, 9), 2, [1; 16], Resume { generation: 5, received: 123_456 });
+        let mut a = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a.handle_bytes(&c.poll_transmit().unwrap());
+        c.handle_bytes(&a.poll_transmit().unwrap());
+        let proof = c.poll_transmit().unwrap();
+        // A position changed in flight breaks the proof.
+        let mut forged = proof.clone();
+        forged[16] ^= 1;
+        let mut a2 = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a2.handle_bytes(&Connector::resuming(id(1, 9), 2, [1; 16], Resume { generation: 5, received: 123_456 }).poll_transmit().unwrap());
+        a2.handle_bytes(&forged);
+        assert_eq!(a2.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        a.handle_bytes(&proof);
+        let p = a.proven().unwrap();
+        assert_eq!(p.asked(), Resume { generation: 5, received: 123_456 });
+        let link = Link { established: true, connecting: false, generation: 4, received: 777 };
+        assert_eq!(p.decide(link), Decision::Admit);
+        assert_eq!(a.caller_resume(), Some(Resume { generation: 5, received: 123_456 }));
+        let mut verdict = a.poll_transmit().unwrap();
+        // And so does one changed in the verdict.
+        let mut c2 = Connector::resuming(id(1, 9), 2, [1; 16], Resume { generation: 5, received: 123_456 });
+        let mut a3 = Acceptor::new(id(2, 9), 4, [2; 16]);
+        a3.handle_bytes(&c2.poll_transmit().unwrap());
+        c2.handle_bytes(&a3.poll_transmit().unwrap());
+        a3.handle_bytes(&c2.poll_transmit().unwrap());
+        a3.proven().unwrap().decide(link);
+        let mut v3 = a3.poll_transmit().unwrap();
+        v3[16] ^= 1;
+        c2.handle_bytes(&v3);
+        assert_eq!(c2.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
+        verdict.extend_from_slice(b"frames");
+        assert_eq!(c.handle_bytes(&verdict), VERDICT_LEN);
+        assert_eq!(c.outcome(), Some(&Outcome::Established { peer: 2 }));
+        assert_eq!(c.peer_received(), Some(777));
     }
 
     #[test]
     fn a_duplicate_verdict_is_authenticated() {
         let (mut c, mut a) = pair(id(1, 9), 2, id(2, 9));
-        converse(&mut c, &mut a, Link { established: true, connecting: false });
+        converse(&mut c, &mut a, Link { established: true, connecting: false, generation: 1, received: 0 });
         assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::Duplicate)));
         assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::Duplicate)));
         // A forged DUPLICATE (status changed in flight) is a bad MAC.
@@ -1238,7 +1408,7 @@ mod tests {
         to_caller.extend(a.poll_transmit().unwrap());
         // WELCOME (magic, status, version, nonce) and a MAC-less verdict.
         let mut expect = Welcome { status: Status::Ok, version: 5, nonce_a: [2; 16] }.encode();
-        expect.extend(Verdict { status: Status::BadProof, mac: [0; 32] }.encode());
+        expect.extend(Verdict { status: Status::BadProof, received: 0, mac: [0; 32] }.encode());
         assert_eq!(to_caller, expect);
     }
 
@@ -1310,7 +1480,7 @@ mod tests {
                     assert_eq!(c.acceptor.handle_bytes(&bytes), n);
                     if let Some(p) = c.acceptor.proven() {
                         let side = sides[to];
-                        let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established };
+                        let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established, generation: side.established as u32, received: 0 };
                         if p.decide(link) == Decision::Admit {
                             if let Some(own) = side.conn {
                                 conns[own].closed = true; // our own attempt: dropped
@@ -1363,7 +1533,7 @@ mod tests {
                         c.acceptor.handle_bytes(&bytes);
                         if let Some(p) = c.acceptor.proven() {
                             let side = sides[to];
-                            let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established };
+                            let link = Link { established: side.established, connecting: side.conn.is_some() && !side.established, generation: side.established as u32, received: 0 };
                             if p.decide(link) == Decision::Admit {
                                 if let Some(own) = side.conn {
                                     conns[own].closed = true;

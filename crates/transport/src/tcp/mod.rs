@@ -7,10 +7,17 @@
 //! at once, the connection made by the lower pid wins. Frames for a peer
 //! queue up until its connection is established, so order is kept.
 //!
+//! A connection that is reset or aborted does not end the job: both sides
+//! make a new one (with the same proof) and the link's streams go on where
+//! the receiver stands ([`stream`]), for as long as the outage budget
+//! allows ([`Tcp::resume_budget`]).
+//!
 //! - [`handshake`]: the handshake as a step machine (no I/O);
 //! - `conn`: a connection's phases, its reads, frames out of bytes;
 //! - `sendq`: the send queue, the paced write budget, writev straight from
 //!   user buffers;
+//! - [`stream`]: a link's byte streams across connections (what to keep,
+//!   acknowledge and write again);
 //! - [`tuning`]: socket options and pacing;
 //! - here: the [`Transport`] itself, connections made and accepted, the
 //!   epoll set, timeouts.
@@ -18,6 +25,7 @@
 mod conn;
 pub mod handshake;
 mod sendq;
+pub mod stream;
 pub mod tuning;
 
 use crate::sys::{self, Epoll};
@@ -27,6 +35,8 @@ use gridmpi_wire::{Pid, Transmit, WIRE_VERSION};
 use handshake::{Acceptor, Connector, Identity, Keys};
 use sendq::OutFrame;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+use stream::{Carry, Incoming, Outgoing};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -67,6 +77,36 @@ struct PeerLink {
     /// While the connection is paced: how many bytes the socket may hold
     /// unsent (see `Tcp::apply_pacing`).
     paced_unsent: Option<u32>,
+    /// The link's streams, which outlive its connections.
+    tx: Outgoing,
+    rx: Incoming,
+    /// The generation of the last established connection (0: none yet).
+    generation: u32,
+    /// The incomplete frame a broken connection left for the next one.
+    carry: Option<Carry>,
+    /// Set while the link is being re-made after a connection broke.
+    broken: Option<Broken>,
+}
+
+/// A link whose connection broke, being re-made.
+struct Broken {
+    since: Instant,
+    why: String,
+    /// Whether anything depends on a new connection (see
+    /// `Tcp::connection_broke`); if not, one is made when a frame is sent.
+    needed: bool,
+    attempts: u32,
+    next_attempt: Instant,
+}
+
+impl Broken {
+    /// The attempt just made failed: the next one after a pause growing
+    /// from 100 ms to 2 s.
+    fn retry_later(&mut self) {
+        self.attempts += 1;
+        let pause = Duration::from_millis(100 << self.attempts.min(5)).min(Duration::from_secs(2));
+        self.next_attempt = Instant::now() + pause;
+    }
 }
 
 pub struct Tcp {
@@ -98,6 +138,9 @@ pub struct Tcp {
     spare_fd: Option<OwnedFd>,
     /// When unproven connections were last looked at.
     reaped_at: std::time::Instant,
+    /// How long a broken connection may take to be re-made before the job
+    /// gives up (the WAN outage budget).
+    pub resume_budget: Duration,
 }
 
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
@@ -174,6 +217,7 @@ impl Tcp {
             tuning: vec![None; npeers],
             spare_fd: spare_fd(),
             reaped_at: std::time::Instant::now(),
+            resume_budget: Duration::from_secs(600),
         })
     }
 
@@ -186,6 +230,22 @@ impl Tcp {
         }
         let c = self.conns.get(l.conn?)?.as_ref()?;
         Some(c.fd.as_raw_fd())
+    }
+
+    /// Reset the connection with `peer` as the network would (`ss -K`):
+    /// the peer gets a reset, and both sides make a new connection. For
+    /// tests; false if there is no established connection.
+    #[doc(hidden)]
+    pub fn abort_connection(&mut self, peer: Pid) -> bool {
+        let Some(fd) = self.peer_fd(peer) else { return false };
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: setting an option on our own socket; closing it (below,
+        // when the connection is dropped) then sends a reset.
+        unsafe {
+            libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &linger as *const _ as *const libc::c_void, std::mem::size_of_val(&linger) as u32)
+        };
+        let idx = self.peers[peer as usize].conn.expect("established");
+        self.connection_broke(idx, "aborted".into(), false).is_ok()
     }
 
     /// The pacing rate asked for on the connection with `peer` (bytes/s;
@@ -224,8 +284,15 @@ impl Tcp {
             return Err(terr(Some(peer), "the peer closed its connection (did it exit?)"));
         }
         sendq::enqueue(&mut link.out, OutFrame::new(t));
-        if link.conn.is_none() {
-            self.connect(peer)?;
+        match link.broken.as_mut() {
+            // A link re-made lazily: now something needs it.
+            Some(b) if !b.needed => {
+                b.needed = true;
+                b.next_attempt = Instant::now();
+            }
+            Some(_) => {}
+            None if link.conn.is_none() => self.connect(peer)?,
+            None => {}
         }
         if self.peers[peer as usize].established {
             self.flush_peer(peer, sink)?;
@@ -245,8 +312,13 @@ impl Tcp {
         self.tune(peer, fd.as_raw_fd());
         let mut nonce_c = [0u8; 16];
         sys::random_bytes(&mut nonce_c).map_err(|e| terr(Some(peer), format!("getrandom: {e}")))?;
-        let machine = Connector::new(self.identity(), peer, nonce_c);
-        let idx = self.insert_conn(Conn::new(fd, Some(peer), Phase::Connecting(machine), addrs));
+        let link = &self.peers[peer as usize];
+        let received = link.rx.position(link.carry.as_ref().map_or(0, |c| c.len()));
+        let resume = handshake::Resume { generation: link.generation + 1, received };
+        let machine = Connector::resuming(self.identity(), peer, nonce_c, resume);
+        let mut conn = Conn::new(fd, Some(peer), Phase::Connecting(machine), addrs);
+        conn.asked_generation = resume.generation;
+        let idx = self.insert_conn(conn);
         self.peers[peer as usize].conn = Some(idx);
         self.start_connect(idx)
     }
@@ -345,9 +417,120 @@ impl Tcp {
         }
         if events & (sys::EPOLLIN | sys::EPOLLHUP | sys::EPOLLERR) != 0 && self.conns[idx].is_some() {
             self.on_readable(idx, sink)?;
+            self.acknowledge(idx, sink)?;
         }
-        self.reap(idx);
+        if self.conns[idx].is_some() {
+            self.reap(idx);
+        }
         Ok(())
+    }
+
+    /// Send an Ack on connection `idx` if its link has received enough
+    /// since the last one.
+    fn acknowledge(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        let Some(c) = self.conns[idx].as_ref() else { return Ok(()) };
+        let (Some(peer), true) = (c.peer, c.is_established()) else { return Ok(()) };
+        let link = &mut self.peers[peer as usize];
+        if let Some(received) = link.rx.ack_due() {
+            sendq::enqueue(&mut link.out, OutFrame::ack(received));
+            self.flush_peer(peer, sink)?;
+        }
+        Ok(())
+    }
+
+    /// The established connection `idx` broke (`closed`: the peer closed
+    /// it, rather than a reset). The link keeps its streams and makes a new
+    /// connection: at once if anything depends on it (frames queued, bytes
+    /// the peer has not acknowledged, half a frame from it), else when a
+    /// frame is next sent. A peer that closed having acknowledged all we
+    /// sent is done with us (it finalized: it acknowledges everything on
+    /// its way out), so the link is closed, as it is while we finalize.
+    fn connection_broke(&mut self, idx: usize, why: String, closed: bool) -> Result<(), TransportError> {
+        let mut c = self.conns[idx].take().expect("a live connection");
+        let _ = self.ep.delete(c.fd.as_raw_fd());
+        let peer = c.peer.expect("an established connection has a peer");
+        self.events.push(ConnEvent::Closed { peer, fd: c.fd.as_raw_fd() });
+        let carry = Tcp::take_carry(&mut c);
+        let finalizing = self.finalizing;
+        let link = &mut self.peers[peer as usize];
+        link.conn = None;
+        link.established = false;
+        // Stale acknowledgments: the next handshake says where we stand.
+        link.out.retain(|f| !f.is_ack());
+        let pending = !link.out.is_empty() || link.tx.unacked() > 0;
+        let partial = carry.len() > 0 || carry.direct.is_some();
+        if finalizing || (closed && !pending && !partial) {
+            link.closed = true;
+            return Ok(());
+        }
+        link.carry = Some(carry);
+        let now = Instant::now();
+        link.broken = Some(Broken { since: now, why, needed: pending || partial, attempts: 0, next_attempt: now });
+        Ok(())
+    }
+
+    /// A connection attempt failed with `e`. For a link being re-made that
+    /// only means trying again later (within the budget); for a first
+    /// connection it is the error.
+    fn attempt_failed(&mut self, e: TransportError) -> Result<(), TransportError> {
+        let Some(peer) = e.peer else { return Err(e) };
+        if self.peers[peer as usize].broken.is_none() || self.finalizing {
+            return Err(e);
+        }
+        if let Some(i) = self.peers[peer as usize].conn {
+            if let Some(c) = self.conns[i].as_mut() {
+                c.phase = Phase::Dead;
+            }
+            self.reap(i);
+        }
+        let link = &mut self.peers[peer as usize];
+        link.conn = None;
+        let b = link.broken.as_mut().expect("checked above");
+        b.retry_later();
+        if b.since.elapsed() > self.resume_budget {
+            return Err(self.gave_up(peer, &e.message));
+        }
+        Ok(())
+    }
+
+    fn gave_up(&self, peer: Pid, last: &str) -> TransportError {
+        let b = self.peers[peer as usize].broken.as_ref().expect("a broken link");
+        terr(
+            Some(peer),
+            format!(
+                "the connection broke ({}) and could not be made again within {} s (GRIDMPI_WAN_OUTAGE_BUDGET; last attempt: {last})",
+                b.why,
+                self.resume_budget.as_secs()
+            ),
+        )
+    }
+
+    /// Start a new connection for every broken link that needs one and
+    /// whose pause is over.
+    fn remake_links(&mut self) -> Result<(), TransportError> {
+        if self.finalizing {
+            return Ok(());
+        }
+        let now = Instant::now();
+        for p in 0..self.peers.len() {
+            let link = &self.peers[p];
+            let Some(b) = &link.broken else { continue };
+            if !b.needed || link.conn.is_some() || b.next_attempt > now {
+                continue;
+            }
+            if b.since.elapsed() > self.resume_budget {
+                return Err(self.gave_up(p as Pid, "none left"));
+            }
+            if let Err(e) = self.connect(p as Pid) {
+                self.attempt_failed(e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some link is being re-made.
+    fn remaking(&self) -> bool {
+        self.peers.iter().any(|l| l.broken.as_ref().is_some_and(|b| b.needed))
     }
 
     /// Drop connection `idx` if it is dead.
@@ -415,7 +598,8 @@ impl Tcp {
         let Some(c) = self.conns[idx].as_mut() else { return };
         let want = !c.hs_out.is_empty()
             || matches!(c.phase, Phase::Connecting(_))
-            || (c.is_established() && c.peer.is_some_and(|p| !self.peers[p as usize].out.is_empty()));
+            || (c.is_established()
+                && c.peer.is_some_and(|p| !self.peers[p as usize].out.is_empty() || self.peers[p as usize].tx.replaying()));
         if want != c.writable_armed {
             let ev = if want { sys::EPOLLIN | sys::EPOLLOUT } else { sys::EPOLLIN };
             let _ = self.ep.modify(c.fd.as_raw_fd(), ev, CONN_TOKEN_BASE + idx as u64);
@@ -431,29 +615,55 @@ impl Tcp {
             return Ok(());
         }
         let fd = c.fd.as_raw_fd();
-        let budget = match self.peers[peer as usize].paced_unsent {
+        let link = &mut self.peers[peer as usize];
+        // After a reconnection, what the peer lacks goes first.
+        if link.tx.replaying() {
+            match sendq::write_replay(fd, &mut link.tx) {
+                Ok(()) => {}
+                Err(e) => return self.send_failed(idx, peer, e),
+            }
+            if link.tx.replaying() {
+                self.update_interest(idx);
+                return Ok(());
+            }
+        }
+        let mut budget = match link.paced_unsent {
             Some(max) => {
                 let room = (max as u64).saturating_sub(socket_unsent(fd).unwrap_or(0) as u64);
-                sendq::stretch_to_frame_end(&self.peers[peer as usize].out, room)
+                sendq::stretch_to_frame_end(&link.out, room)
             }
             None => u64::MAX,
         };
+        if !link.tx.has_room() {
+            budget = budget.min(sendq::closing_run(&link.out));
+        }
         if budget == 0 {
             self.update_interest(idx);
             return Ok(());
         }
-        let mut out = std::mem::take(&mut self.peers[peer as usize].out);
-        let result = sendq::write_frames(fd, &mut out, &mut self.runs, sink, budget);
+        let mut out = std::mem::take(&mut link.out);
+        let result = sendq::write_frames(fd, &mut out, &mut self.runs, &mut link.tx, sink, budget);
         self.peers[peer as usize].out = out;
-        result.map_err(|e| terr(Some(peer), format!("send failed: {e}")))?;
+        if let Err(e) = result {
+            return self.send_failed(idx, peer, e);
+        }
         self.update_interest(idx);
         Ok(())
+    }
+
+    /// Writing to the connection `idx` with `peer` failed.
+    fn send_failed(&mut self, idx: usize, peer: Pid, e: io::Error) -> Result<(), TransportError> {
+        if conn::resumable(&e) {
+            return self.connection_broke(idx, e.to_string(), false);
+        }
+        Err(terr(Some(peer), format!("send failed: {e}")))
     }
 
     /// Try to push out everything queued (called from the progress loop).
     fn flush_all(&mut self, sink: &mut dyn Sink) -> Result<(), TransportError> {
         for p in 0..self.peers.len() {
-            if !self.peers[p].out.is_empty() && self.peers[p].established {
+            let l = &self.peers[p];
+            if (!l.out.is_empty() || l.tx.replaying()) && l.established {
                 self.flush_peer(p as Pid, sink)?;
             }
         }
@@ -511,10 +721,12 @@ impl Tcp {
             }
             if c.connector {
                 let addrs: Vec<String> = c.addrs.iter().map(|a| a.to_string()).collect();
-                return Err(terr(
+                let e = terr(
                     c.peer,
                     format!("no connection after {:?} (trying {}; is the host reachable and the rank alive?)", self.connect_timeout, addrs.join(", ")),
-                ));
+                );
+                self.attempt_failed(e)?;
+                continue;
             }
             c.phase = Phase::Dead;
             self.reap(idx);
@@ -539,8 +751,19 @@ impl Tcp {
         }
     }
 
-    /// Close every connection (at finalize).
+    /// Close every connection (at finalize), first acknowledging all we
+    /// received, so that a peer seeing us close knows we are done rather
+    /// than cut off (see `connection_broke`).
     pub fn close(&mut self, sink: &mut dyn Sink) {
+        for p in 0..self.peers.len() {
+            let Some(fd) = self.peer_fd(p as Pid) else { continue };
+            let link = &mut self.peers[p];
+            if link.out.front().is_some_and(|f| f.started()) || link.tx.replaying() {
+                continue; // an Ack now would land inside a frame
+            }
+            let mut last = VecDeque::from([OutFrame::ack(link.rx.position(0))]);
+            let _ = sendq::write_frames(fd, &mut last, &mut self.runs, &mut link.tx, sink, u64::MAX);
+        }
         self.close_all();
         self.report(sink);
     }
@@ -564,16 +787,16 @@ impl Transport for Tcp {
             }
             if token == LISTEN_TOKEN {
                 self.accept();
-            } else if let Err(e) = self.handle_event(token, ev, sink) {
+            } else if let Err(e) = self.handle_event(token, ev, sink).or_else(|e| self.attempt_failed(e)) {
                 result = Err(e);
             }
         }
         self.ready = ready;
         self.reap_unproven();
-        if result.is_ok() && self.backlog() > 0 {
+        if result.is_ok() && (self.backlog() > 0 || self.remaking()) {
             // Frames wait for a connection or for room: try again, and make
             // sure a connection cannot be waited for forever.
-            if let Err(e) = self.flush_all(sink).and_then(|_| self.check_timeouts()) {
+            if let Err(e) = self.flush_all(sink).and_then(|_| self.check_timeouts()).and_then(|_| self.remake_links()) {
                 result = Err(e);
             }
         }
@@ -598,7 +821,7 @@ impl Transport for Tcp {
     fn next_deadline(&self) -> Option<std::time::Duration> {
         // A connection being made is checked against its timeout; unproven
         // callers against theirs.
-        if self.backlog() > 0 {
+        if self.backlog() > 0 || self.remaking() {
             Some(std::time::Duration::from_millis(100))
         } else if self.unproven() > 0 {
             Some(UNPROVEN_DEADLINE / 4)

@@ -1,10 +1,12 @@
 //! The send queue of a peer: frames waiting to be written, in the order
 //! they may leave (urgent replies pass unstarted payloads), the write budget
 //! of a paced socket, and the writev that sends them straight from user
-//! buffers.
+//! buffers (keeping a copy of what it wrote until the peer acknowledges
+//! it: `stream.rs`).
 
+use super::stream::Outgoing;
 use crate::Sink;
-use gridmpi_wire::{paced_unsent_bytes, Payload, SentToken, Transmit, Urgency, HEADER_LEN};
+use gridmpi_wire::{paced_unsent_bytes, Frame, Header, Kind, Payload, SentToken, Transmit, Urgency, HEADER_LEN};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
@@ -25,8 +27,50 @@ impl OutFrame {
         OutFrame { header: t.header.encode(), payload: t.payload, done: 0, notify: t.notify, prio }
     }
 
+    /// The transport's acknowledgment that `received` stream bytes arrived.
+    pub(super) fn ack(received: u64) -> OutFrame {
+        OutFrame::new(Transmit { peer: 0, header: Header::new(Frame::Ack { received }, 0), payload: Payload::None, notify: None })
+    }
+
+    /// An Ack: the transport's own, outside the link's stream (never kept,
+    /// never written again).
+    pub(super) fn is_ack(&self) -> bool {
+        self.header[0] == Kind::Ack as u8
+    }
+
+    pub(super) fn started(&self) -> bool {
+        self.done > 0
+    }
+
     fn total(&self) -> u64 {
         HEADER_LEN as u64 + self.payload.len()
+    }
+
+    /// Keep a copy of bytes `from..from + len` of the frame in `kept`.
+    fn keep(&self, from: u64, len: u64, kept: &mut Outgoing, runs: &mut Vec<(*mut u8, usize)>) {
+        let end = from + len;
+        let h = HEADER_LEN as u64;
+        if from < h {
+            kept.wrote(&self.header[from as usize..end.min(h) as usize]);
+        }
+        if end <= h {
+            return;
+        }
+        let (a, b) = (from.max(h) - h, end - h);
+        match &self.payload {
+            Payload::None => {}
+            Payload::Owned(v) => kept.wrote(&v[a as usize..b as usize]),
+            Payload::Word(w) => kept.wrote(&w.to_ne_bytes()[a as usize..b as usize]),
+            Payload::User { buf, offset, .. } => {
+                runs.clear();
+                buf.runs(offset + a, b - a, usize::MAX, runs);
+                for &(p, l) in runs.iter() {
+                    // SAFETY: the runs lie in the user buffer of a send not
+                    // yet reported sent, so its memory is valid and unchanged.
+                    kept.wrote(unsafe { std::slice::from_raw_parts(p, l) });
+                }
+            }
+        }
     }
 }
 
@@ -40,6 +84,45 @@ pub(super) fn enqueue(out: &mut VecDeque<OutFrame>, f: OutFrame) {
         at -= 1;
     }
     out.insert(at, f);
+}
+
+/// Write again what the peer lacks after a reconnection (`kept`'s replay)
+/// until the socket would block or all of it is written.
+pub(super) fn write_replay(fd: RawFd, kept: &mut Outgoing) -> io::Result<()> {
+    while let Some((a, b)) = kept.to_replay() {
+        let iov = [
+            libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
+            libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() },
+        ];
+        // SAFETY: a zeroed msghdr is valid; the iovecs point into `kept`.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = if b.is_empty() { 1 } else { 2 };
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(()),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        }
+        kept.replayed(n as u64);
+    }
+    Ok(())
+}
+
+/// While the replay limit is reached: what may still be written, the rest
+/// of a frame already begun and the Acks queued right behind it.
+pub(super) fn closing_run(out: &VecDeque<OutFrame>) -> u64 {
+    let mut n = 0;
+    for (i, f) in out.iter().enumerate() {
+        if !(f.is_ack() || (i == 0 && f.started())) {
+            break;
+        }
+        n += f.total() - f.done;
+    }
+    n
 }
 
 /// The unsent-data bound of a socket paced at `rate` bytes/s (see
@@ -76,12 +159,13 @@ pub(super) fn stretch_to_frame_end(out: &VecDeque<OutFrame>, room: u64) -> u64 {
 }
 
 /// Write frames from the front of `out` until the socket would block or
-/// `budget` bytes are written. Completed frames are popped and their
-/// senders notified.
+/// `budget` bytes are written, keeping a copy of what was written in
+/// `kept`. Completed frames are popped and their senders notified.
 pub(super) fn write_frames(
     fd: RawFd,
     out: &mut VecDeque<OutFrame>,
     runs: &mut Vec<(*mut u8, usize)>,
+    kept: &mut Outgoing,
     sink: &mut dyn Sink,
     mut budget: u64,
 ) -> io::Result<()> {
@@ -160,6 +244,10 @@ pub(super) fn write_frames(
         while n > 0 {
             let f = out.front_mut().expect("wrote more than was queued");
             let left = f.total() - f.done;
+            let wrote = n.min(left);
+            if !f.is_ack() {
+                f.keep(f.done, wrote, kept, runs);
+            }
             if n >= left {
                 n -= left;
                 let f = out.pop_front().unwrap();
@@ -178,7 +266,7 @@ pub(super) fn write_frames(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gridmpi_wire::{Envelope, Frame, Header, Kind};
+    use gridmpi_wire::Envelope;
 
     fn frame(kind: Kind, done: u64) -> OutFrame {
         let env = Envelope { ctx: 0, src: 0, tag: 0 };
@@ -192,6 +280,7 @@ mod tests {
             Kind::Credit => Frame::Credit,
             Kind::RmaOp => Frame::RmaOp { win: 0, offset: 0, reply: None },
             Kind::RmaSync => Frame::RmaSync { win: 0, sync: gridmpi_wire::RmaSync::Flush, arg: 0, req: 0 },
+            Kind::Ack => Frame::Ack { received: 0 },
         };
         OutFrame { header: Header::new(f, 0).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
     }
