@@ -252,14 +252,16 @@ impl Tcp {
             let c = self.conns[idx].as_mut().unwrap();
             let avail = c.rlen - start;
             match c.phase {
-                Phase::Connector(_) | Phase::Acceptor(_) => match self.handshake_step(idx, start, sink) {
+                Phase::Connector(_) | Phase::Acceptor(_) => match self.handshake_step(idx, start) {
                     Ok(used) => {
                         start += used;
-                        if self.conns[idx].as_ref().is_some_and(|c| c.is_established()) {
-                            start = self.continue_carry(idx, start);
+                        let Some(c) = self.conns[idx].as_ref() else { break Ok(()) };
+                        if !c.is_established() {
+                            break Ok(());
                         }
-                        let c = self.conns[idx].as_ref().unwrap();
-                        if !c.is_established() || start == c.rlen {
+                        start = self.continue_carry(idx, start);
+                        let c = self.conns[idx].as_ref().expect("established above");
+                        if start == c.rlen && c.direct.is_none() {
                             break Ok(());
                         }
                     }
@@ -356,7 +358,7 @@ impl Tcp {
     /// Feed the handshake of connection `idx` what was read from `start`,
     /// decide for a caller that proved itself, write the replies and act on
     /// the conclusion. Returns how many bytes were the handshake's.
-    fn handshake_step(&mut self, idx: usize, start: usize, sink: &mut dyn Sink) -> Result<usize, TransportError> {
+    fn handshake_step(&mut self, idx: usize, start: usize) -> Result<usize, TransportError> {
         let me = self.me;
         let c = self.conns[idx].as_mut().unwrap();
         let input = &c.rbuf[start..c.rlen];
@@ -403,11 +405,10 @@ impl Tcp {
         let written = c.write_handshake();
         match concluded {
             None => {}
-            Some(Concluded::Connector(outcome, generation, received)) => self.connector_concluded(idx, outcome, generation, received, sink)?,
-            Some(Concluded::Acceptor(outcome, resume)) => self.acceptor_concluded(idx, outcome, resume, sink)?,
+            Some(Concluded::Connector(outcome, generation, received)) => self.connector_concluded(idx, outcome, generation, received)?,
+            Some(Concluded::Acceptor(outcome, resume)) => self.acceptor_concluded(idx, outcome, resume)?,
         }
-        if let Err(e) = written {
-            let c = self.conns[idx].as_mut().unwrap();
+        if let (Err(e), Some(c)) = (written, self.conns[idx].as_mut()) {
             if c.connector || c.is_established() {
                 return Err(terr(c.peer, format!("send failed during handshake: {e}")));
             }
@@ -424,7 +425,6 @@ impl Tcp {
         outcome: Outcome,
         generation: u32,
         peer_received: Option<u64>,
-        sink: &mut dyn Sink,
     ) -> Result<(), TransportError> {
         let c = self.conns[idx].as_mut().unwrap();
         let peer = c.peer.expect("a connector knows its peer");
@@ -432,7 +432,7 @@ impl Tcp {
             Outcome::Established { .. } => {
                 c.phase = Phase::Established;
                 let fd = c.fd.as_raw_fd();
-                self.established(peer, idx, fd, generation, peer_received.expect("told when established"), sink)
+                self.established(peer, idx, fd, generation, peer_received.expect("told when established"))
             }
             Outcome::Refused(Refusal::Duplicate) => {
                 // The peer's own connection to us wins; ours goes away and
@@ -475,7 +475,6 @@ impl Tcp {
         idx: usize,
         outcome: Outcome,
         resume: Option<handshake::Resume>,
-        sink: &mut dyn Sink,
     ) -> Result<(), TransportError> {
         let Outcome::Established { peer } = outcome else {
             self.conns[idx].as_mut().unwrap().phase = Phase::Dead;
@@ -498,13 +497,13 @@ impl Tcp {
         c.phase = Phase::Established;
         let fd = c.fd.as_raw_fd();
         self.tune(peer, fd);
-        self.established(peer, idx, fd, resume.generation, resume.received, sink)
+        self.established(peer, idx, fd, resume.generation, resume.received)
     }
 
     /// Connection `idx` on `fd` is now generation `generation` of the link
     /// with `peer`, which has received `peer_received` bytes of our stream:
     /// what it lacks is written first.
-    fn established(&mut self, peer: Pid, idx: usize, fd: i32, generation: u32, peer_received: u64, sink: &mut dyn Sink) -> Result<(), TransportError> {
+    fn established(&mut self, peer: Pid, idx: usize, fd: i32, generation: u32, peer_received: u64) -> Result<(), TransportError> {
         debug_assert_eq!(self.peers[peer as usize].conn, Some(idx));
         self.events.push(ConnEvent::Opened { peer, fd });
         let link = &mut self.peers[peer as usize];
@@ -520,7 +519,12 @@ impl Tcp {
         if self.peers[peer as usize].pace.is_some() {
             self.apply_pacing(peer);
         }
-        self.flush_peer(peer, sink)
+        // Queued frames and what the peer lacks are written once the socket
+        // says it is writable, not from here: this runs while the
+        // handshake's last bytes are parsed, and a write failing now would
+        // break the connection under the parser's feet.
+        self.update_interest(idx);
+        Ok(())
     }
 
     /// A connection just established continues its link's incomplete frame:

@@ -425,14 +425,18 @@ impl Tcp {
         Ok(())
     }
 
-    /// Send an Ack on connection `idx` if its link has received enough
-    /// since the last one.
+    /// After reading from connection `idx`: send an Ack if its link has
+    /// received enough since the last one, and write what waits (a
+    /// connection established by the bytes just read writes its queued
+    /// frames and what the peer lacks only now, outside the parser).
     fn acknowledge(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let Some(c) = self.conns[idx].as_ref() else { return Ok(()) };
         let (Some(peer), true) = (c.peer, c.is_established()) else { return Ok(()) };
         let link = &mut self.peers[peer as usize];
         if let Some(received) = link.rx.ack_due() {
             sendq::enqueue(&mut link.out, OutFrame::ack(received));
+        }
+        if !link.out.is_empty() || link.tx.replaying() {
             self.flush_peer(peer, sink)?;
         }
         Ok(())
