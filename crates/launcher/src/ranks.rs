@@ -13,6 +13,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use crate::binding::{self, Bind};
 use crate::link::{RankSpec, Stream, Up};
 use crate::sys::{self, ExitStatus};
 
@@ -46,13 +47,29 @@ impl LocalRanks {
     /// `MPI_LOCALNRANKS`.
     pub fn spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) {
         match self.try_spawn(spec, local_rank, local_size) {
-            Ok(pid) => (self.sink)(Up::Started { rank: spec.rank, pid }),
+            Ok((pid, cpus)) => (self.sink)(Up::Started { rank: spec.rank, pid, cpus }),
             Err(error) => (self.sink)(Up::SpawnFailed { rank: spec.rank, error }),
         }
     }
 
-    fn try_spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) -> Result<u32, String> {
+    /// Start the rank; its pid and the CPU list it is bound to ("" if none).
+    fn try_spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) -> Result<(u32, String), String> {
         let program = spec.argv.first().ok_or("no program")?;
+        let bind = if spec.bind.is_empty() { Bind::None } else { Bind::parse(&spec.bind)? };
+        let cpus = binding::cpus_for(bind, local_rank);
+        if local_rank == 0 && bind != Bind::None {
+            let units = binding::unit_count(bind);
+            if (local_size as usize) > units {
+                eprintln!(
+                    "gridmpirun: warning: {local_size} ranks on host {} share its {units} {}{} (--bind-to {})",
+                    sys::hostname(),
+                    bind.name(),
+                    if units == 1 { "" } else { "s" },
+                    bind.name()
+                );
+            }
+        }
+        let mask = cpus.as_deref().map(binding::mask);
         if !spec.cwd.is_empty() && !Path::new(&spec.cwd).is_dir() {
             return Err(format!("working directory {} does not exist", spec.cwd));
         }
@@ -76,8 +93,15 @@ impl LocalRanks {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: child_setup only makes async-signal-safe syscalls.
+        // sched_setaffinity likewise (the mask was built before the fork).
         unsafe {
-            cmd.pre_exec(move || sys::child_setup(Some(fd)));
+            cmd.pre_exec(move || {
+                sys::child_setup(Some(fd))?;
+                match &mask {
+                    Some(m) => binding::apply(m),
+                    None => Ok(()),
+                }
+            });
         }
         let mut child = cmd.spawn().map_err(|e| describe_spawn_error(program, &e))?;
         drop(theirs);
@@ -134,7 +158,7 @@ impl LocalRanks {
         adopt(pid);
         self.ranks.insert(rank, LocalRank { pid, pmi: ours, exited: false });
         self.by_pid.insert(pid, rank);
-        Ok(pid)
+        Ok((pid, cpus.map(|c| binding::format_list(&c)).unwrap_or_default()))
     }
 
     /// Reply bytes for a rank's PMI connection.
