@@ -260,7 +260,8 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     let info = JobInfo {
         size,
         kvsname: format!("kvs_{}_0", std::process::id()),
-        appnum: 0,
+        // For programs of other MPIs; ours read GRIDMPI_APPNUM.
+        appnum_of_rank: app_of_rank.iter().map(|&a| a as i32).collect(),
         universe_size: universe,
         node_of_rank: placement.clone(),
     };

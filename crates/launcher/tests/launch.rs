@@ -487,6 +487,16 @@ fn compiler_wrappers() {
         format!("c++ -I{p}/include x.cc -L{p}/lib -Wl,-rpath,{p}/lib -lmpi")
     );
     assert_eq!(show(&prefix.join("bin/mpicc"), &["-compile_info", "a.c"], None), format!("cc -I{p}/include a.c"));
+    // mpifort likewise (a compiler that is not gfortran gets no gfortran flag).
+    let mpifort = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fortran/scripts/mpifort");
+    std::fs::copy(mpifort, prefix.join("bin/mpifort")).unwrap();
+    let fort = |args: &[&str]| {
+        let out = Command::new(prefix.join("bin/mpifort")).args(args).env("GRIDMPI_FC", "myfc").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(fort(&["-compile_info"]), format!("myfc -I{p}/include"));
+    assert_eq!(fort(&["-link_info", "f.f90"]), format!("myfc -I{p}/include f.f90 -L{p}/lib -Wl,-rpath,{p}/lib -lmpifort -lmpi"));
 
     if !Path::new(MPICH).join("mpicc").exists() {
         eprintln!("skipped the build: MPICH not installed");
@@ -545,14 +555,11 @@ fn mpmd_runs_each_program_on_its_ranks() {
     assert!(err.contains("--bind-to applies to the whole job"), "{err}");
 }
 
-/// MPI_APPNUM as our library reports it, in an MPMD job of one program
-/// with two argument lists (needs `make build`).
+/// MPI_APPNUM in an MPMD job of one program with several argument lists:
+/// as our library reports it (GRIDMPI_APPNUM; needs `make build`), and as
+/// MPICH's does (PMI's appnum; needs MPICH in /opt/peers/mpich).
 #[test]
 fn mpi_appnum_is_the_program_index() {
-    let Some(build) = built() else {
-        eprintln!("skipped: build/ has no mpicc and libmpi (run make build)");
-        return;
-    };
     let dir = tempdir("appnum");
     let src = dir.join("appnum.c");
     std::fs::write(
@@ -572,23 +579,31 @@ int main(int argc, char **argv) {
 "#,
     )
     .unwrap();
-    let exe = dir.join("appnum");
-    let st = Command::new(build.join("bin/mpicc")).arg(&src).arg("-o").arg(&exe).status().unwrap();
-    assert!(st.success(), "mpicc failed");
-    let exe = exe.to_str().unwrap();
-    let (code, out, err) = run(&mut gridmpirun(&["-n", "2", exe, "red", ":", "-n", "1", exe, "blue", ":", exe, "green"]));
-    assert_eq!(code, 0, "{err}");
-    let mut lines: Vec<&str> = out.lines().collect();
-    lines.sort();
-    assert_eq!(
-        lines,
-        vec![
-            "rank 0 of 4 appnum 0 arg red",
-            "rank 1 of 4 appnum 0 arg red",
-            "rank 2 of 4 appnum 1 arg blue",
-            "rank 3 of 4 appnum 2 arg green",
-        ]
-    );
+    let wrappers = [
+        built().map(|b| ("GridMPI", b.join("bin/mpicc"))),
+        Some(("MPICH", Path::new(MPICH).join("mpicc"))).filter(|(_, p)| p.exists()),
+    ];
+    for (mpi, mpicc) in wrappers.into_iter().flatten() {
+        let exe = dir.join(format!("appnum-{mpi}"));
+        let st = Command::new(&mpicc).arg(&src).arg("-o").arg(&exe).status().unwrap();
+        assert!(st.success(), "{mpi}: mpicc failed");
+        let exe = exe.to_str().unwrap();
+        let (code, out, err) = run(&mut gridmpirun(&["-n", "2", exe, "red", ":", "-n", "1", exe, "blue", ":", exe, "green"]));
+        assert_eq!(code, 0, "{mpi}: {err}");
+        let mut lines: Vec<&str> = out.lines().collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                "rank 0 of 4 appnum 0 arg red",
+                "rank 1 of 4 appnum 0 arg red",
+                "rank 2 of 4 appnum 1 arg blue",
+                "rank 3 of 4 appnum 2 arg green",
+            ],
+            "{mpi}"
+        );
+        eprintln!("{mpi}: checked");
+    }
 }
 
 #[test]
