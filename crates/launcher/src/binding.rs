@@ -115,30 +115,22 @@ fn fallback_group(bind: Bind, found: Option<String>) -> Option<String> {
     }
 }
 
-/// The CPUs of the `local_rank`-th rank of this host under `bind`: `None`
-/// for no binding (or no CPU known).
-pub fn cpus_for(bind: Bind, local_rank: u32) -> Option<Vec<usize>> {
+/// This host's units of `bind` (empty for no binding), read once per
+/// batch of ranks.
+pub fn host_units(bind: Bind) -> Vec<Vec<usize>> {
     if bind == Bind::None {
-        return None;
+        return Vec::new();
     }
-    let allowed = allowed_cpus();
-    let units = units(&allowed, &|cpu| fallback_group(bind, sysfs_group(bind, cpu)));
-    pick(&units, local_rank)
+    units(&allowed_cpus(), &|cpu| fallback_group(bind, sysfs_group(bind, cpu)))
 }
 
-fn pick(units: &[Vec<usize>], local_rank: u32) -> Option<Vec<usize>> {
+/// The CPUs of the `local_rank`-th rank of the host: `None` for no
+/// binding (no units).
+pub fn pick(units: &[Vec<usize>], local_rank: u32) -> Option<Vec<usize>> {
     if units.is_empty() {
         return None;
     }
     Some(units[local_rank as usize % units.len()].clone())
-}
-
-/// How many units of `bind` this host offers (to warn of sharing).
-pub fn unit_count(bind: Bind) -> usize {
-    if bind == Bind::None {
-        return 0;
-    }
-    units(&allowed_cpus(), &|cpu| fallback_group(bind, sysfs_group(bind, cpu))).len()
 }
 
 /// A mask ready for [`apply`], built before fork (the child may not allocate).
@@ -223,12 +215,16 @@ mod tests {
         let allowed = allowed_cpus();
         assert!(!allowed.is_empty());
         for bind in [Bind::HwThread, Bind::Core, Bind::Socket, Bind::Numa] {
-            let cpus = cpus_for(bind, 0).expect("a unit");
+            let units = host_units(bind);
+            let cpus = pick(&units, 0).expect("a unit");
             assert!(!cpus.is_empty() && cpus.iter().all(|c| allowed.contains(c)), "{bind:?}: {cpus:?} of {allowed:?}");
-            assert!(unit_count(bind) >= 1);
+            // Every allowed CPU is in exactly one unit.
+            let mut all: Vec<usize> = units.concat();
+            all.sort();
+            assert_eq!(all, allowed, "{bind:?}");
         }
-        assert_eq!(cpus_for(Bind::HwThread, 0).unwrap().len(), 1);
-        assert_eq!(cpus_for(Bind::None, 0), None);
+        assert_eq!(host_units(Bind::HwThread).len(), allowed.len());
+        assert_eq!(pick(&host_units(Bind::None), 0), None);
     }
 
     #[test]

@@ -104,6 +104,7 @@ fn app_env(job: &[(String, String)], cmdline_set: &[String], app: &App, appnum: 
     let mut env = job.to_vec();
     let mut cmdline_set = cmdline_set.to_vec();
     overlay(&mut env, &mut cmdline_set, &app.env);
+    env.retain(|(k, _)| !matches!(k.as_str(), "GRIDMPI_CMDLINE_SET" | "GRIDMPI_APPNUM"));
     if !cmdline_set.is_empty() {
         env.push(("GRIDMPI_CMDLINE_SET".into(), cmdline_set.join(",")));
     }

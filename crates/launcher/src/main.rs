@@ -57,7 +57,7 @@ fn main() {
             }
         },
         Mode::Run => {
-            warn_unknown_variables();
+            warn_unknown_variables(&opts);
             let config = match Config::load() {
                 Ok(c) => c,
                 Err(e) => {
@@ -86,13 +86,17 @@ fn main() {
     std::process::exit(code);
 }
 
-/// Name every `GRIDMPI_*` variable of our environment that no part of
-/// GridMPI reads (a misspelled setting would otherwise do nothing), with
-/// the setting it probably meant.
-fn warn_unknown_variables() {
-    let env: Vec<(String, String)> = std::env::vars().collect();
-    for unknown in gridmpi_config::names::unknown_variables(&env) {
-        eprintln!("gridmpirun: warning: {unknown}");
+/// Name every `GRIDMPI_*` variable of our environment or command line
+/// (`-genv`, `-x`...) that no part of GridMPI reads (a misspelled setting
+/// would otherwise do nothing), with the setting it probably meant.
+fn warn_unknown_variables(opts: &options::Options) {
+    let mut vars: Vec<(String, String)> = std::env::vars().collect();
+    vars.extend(opts.env.iter().chain(opts.apps.iter().flat_map(|a| &a.env)).cloned());
+    let mut named = std::collections::BTreeSet::new();
+    for unknown in gridmpi_config::names::unknown_variables(&vars) {
+        if named.insert(unknown.name.clone()) {
+            eprintln!("gridmpirun: warning: {unknown}");
+        }
     }
 }
 

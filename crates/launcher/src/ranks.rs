@@ -32,6 +32,9 @@ pub struct LocalRanks {
     ranks: HashMap<u32, LocalRank>,
     by_pid: HashMap<u32, u32>,
     stdin_tx: Option<mpsc::Sender<Vec<u8>>>,
+    /// This host's CPU units for `--bind-to`, read when the first rank of
+    /// a batch starts.
+    units: Option<(Bind, Vec<Vec<usize>>)>,
 }
 
 /// Variables a launcher above us may have set that must not reach our ranks.
@@ -39,7 +42,7 @@ const FOREIGN_PMI_VARS: &[&str] = &["PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAW
 
 impl LocalRanks {
     pub fn new(size: u32, sink: Sink) -> LocalRanks {
-        LocalRanks { sink, size, ranks: HashMap::new(), by_pid: HashMap::new(), stdin_tx: None }
+        LocalRanks { sink, size, ranks: HashMap::new(), by_pid: HashMap::new(), stdin_tx: None, units: None }
     }
 
     /// Start one rank. Emits `Started` (then its output, PMI bytes and exit)
@@ -56,19 +59,21 @@ impl LocalRanks {
     fn try_spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) -> Result<(u32, String), String> {
         let program = spec.argv.first().ok_or("no program")?;
         let bind = if spec.bind.is_empty() { Bind::None } else { Bind::parse(&spec.bind)? };
-        let cpus = binding::cpus_for(bind, local_rank);
-        if local_rank == 0 && bind != Bind::None {
-            let units = binding::unit_count(bind);
-            if (local_size as usize) > units {
+        if local_rank == 0 || self.units.as_ref().is_none_or(|(b, _)| *b != bind) {
+            let units = binding::host_units(bind);
+            if bind != Bind::None && (local_size as usize) > units.len() {
                 eprintln!(
-                    "gridmpirun: warning: {local_size} ranks on host {} share its {units} {}{} (--bind-to {})",
+                    "gridmpirun: warning: {local_size} ranks on host {} share its {} {}{} (--bind-to {})",
                     sys::hostname(),
+                    units.len(),
                     bind.name(),
-                    if units == 1 { "" } else { "s" },
+                    if units.len() == 1 { "" } else { "s" },
                     bind.name()
                 );
             }
+            self.units = Some((bind, units));
         }
+        let cpus = self.units.as_ref().and_then(|(_, u)| binding::pick(u, local_rank));
         let mask = cpus.as_deref().map(binding::mask);
         if !spec.cwd.is_empty() && !Path::new(&spec.cwd).is_dir() {
             return Err(format!("working directory {} does not exist", spec.cwd));

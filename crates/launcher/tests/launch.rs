@@ -630,6 +630,10 @@ fn unknown_gridmpi_variables_are_named() {
         "{err}"
     );
     assert_eq!(err.matches("warning").count(), 1, "internal and known names pass: {err}");
+    // Given on the command line, the same.
+    let (code, _, err) = run(&mut gridmpirun(&["-genv", "GRIDMPI_EAGER_LIMT", "1k", "-n", "1", "true"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("GRIDMPI_EAGER_LIMT is not a GridMPI setting; did you mean GRIDMPI_EAGER_LIMIT?"), "{err}");
 }
 
 fn cpu_list(text: &str) -> Vec<usize> {
