@@ -44,12 +44,12 @@ fn positive(n: &str) -> Option<u32> {
     n.parse::<u32>().ok().filter(|&n| n > 0)
 }
 
-/// A host name, an IPv4 address or an IPv6 literal: nothing a shell or
-/// the launch agent would read as something else.
+/// A host name (`user@host` too, for ssh), an IPv4 address or an IPv6
+/// literal: nothing a shell or the launch agent would read as something else.
 fn check_host_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && !name.starts_with('-')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-._:%".contains(c));
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-._:%@".contains(c));
     if ok {
         Ok(())
     } else {
@@ -285,6 +285,8 @@ mod tests {
         assert_eq!(h[3], HostEntry::new("::1", None));
         assert!(parse_host_list("a:0").is_err());
         assert!(parse_host_list("a;rm").unwrap_err().contains("not a host name"));
+        assert!(parse_host_list("-oProxyCommand=x").unwrap_err().contains("not a host name"));
+        assert_eq!(parse_host_list("me@b:2").unwrap()[0], HostEntry::new("me@b", Some(2)));
     }
 
     #[test]
