@@ -8,6 +8,9 @@ RELEASE  := target/release
 PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
+# For the pkg-config files: our version, and the MPICH version whose ABI we provide
+VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
+MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
 .PHONY: all build test test-unit test-c test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
@@ -30,6 +33,8 @@ build:
 	ln -sf gridmpirun $(BUILD)/bin/mpiexec
 	ln -sf gridmpirun $(BUILD)/bin/mpirun
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
+	@# mpi.pc, gridmpi.pc, mpich.pc: pkg-config finds us (PKG_CONFIG_PATH=build/lib/pkgconfig)
+	sh crates/launcher/pkgconfig/write-pc.sh $(BUILD) $(VERSION) $(MPICH_VERSION)
 	install -m 755 crates/fortran/scripts/mpifort $(BUILD)/bin/
 	ln -sf mpifort $(BUILD)/bin/mpif90
 	ln -sf mpifort $(BUILD)/bin/mpif77

@@ -18,6 +18,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod names;
 mod registry;
 pub mod units;
 pub use registry::SETTINGS;

@@ -19,6 +19,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "set by gridmpirun for each job: the start of the job's /dev/shm names, so it can remove what ranks leave behind (empty: a name derived from the job)",
     },
     Setting {
+        name: "GRIDMPI_APPNUM",
+        kind: Kind::Int,
+        default: "auto",
+        scope: Scope::Library,
+        help: "set by gridmpirun for each rank: the index of its program in an MPMD command line (`a : b`), read back as MPI_APPNUM (auto: what the PMI server says)",
+    },
+    Setting {
         name: "GRIDMPI_SPIN_US",
         kind: Kind::Micros,
         default: "auto",
@@ -229,7 +236,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "",
         scope: Scope::Launcher,
-        help: "hostfile used when neither -hosts nor -f is given",
+        help: "hostfile used when neither -hosts nor -f is given (it comes before the nodes of a Slurm or PBS allocation)",
     },
     Setting {
         name: "GRIDMPI_KILL_GRACE",

@@ -10,6 +10,15 @@ pub struct HostEntry {
     /// The cluster (site) the host is in (`cluster=NAME` in a hostfile):
     /// its ranks get `GRIDMPI_CLUSTER=NAME`.
     pub cluster: Option<String>,
+    /// At most this many ranks on the host (`max_slots=N`); without it a
+    /// host takes more ranks than slots when there are more ranks than slots.
+    pub max_slots: Option<u32>,
+}
+
+impl HostEntry {
+    pub fn new(name: &str, slots: Option<u32>) -> HostEntry {
+        HostEntry { name: name.to_string(), slots, cluster: None, max_slots: None }
+    }
 }
 
 /// `h1,h2:4,h3` (the `-hosts` syntax).
@@ -21,49 +30,96 @@ fn parse_host_colon(item: &str) -> Result<HostEntry, String> {
     // host:slots, but leave IPv6 literals ("::1", "[fe80::1]") alone.
     if let Some((h, n)) = item.rsplit_once(':') {
         if !h.is_empty() && !h.contains(':') && n.chars().all(|c| c.is_ascii_digit()) && !n.is_empty() {
-            let slots: u32 = n.parse().map_err(|_| format!("bad slot count in {item:?}"))?;
-            if slots == 0 {
-                return Err(format!("host {h:?} has 0 slots"));
-            }
-            return Ok(HostEntry { name: h.to_string(), slots: Some(slots), cluster: None });
+            check_host_name(h)?;
+            let slots = positive(n).ok_or_else(|| format!("host {h:?} needs a positive slot count, got {n:?}"))?;
+            return Ok(HostEntry::new(h, Some(slots)));
         }
     }
-    Ok(HostEntry { name: item.trim_matches(['[', ']']).to_string(), slots: None, cluster: None })
+    let name = item.trim_matches(['[', ']']);
+    check_host_name(name)?;
+    Ok(HostEntry::new(name, None))
 }
 
-/// A hostfile: one host per line, `host`, `host:N`, or `host slots=N`,
-/// optionally with `cluster=NAME` (`max_slots=` and other words are
-/// ignored); `#` starts a comment.
+fn positive(n: &str) -> Option<u32> {
+    n.parse::<u32>().ok().filter(|&n| n > 0)
+}
+
+/// A host name (`user@host` too, for ssh), an IPv4 address or an IPv6
+/// literal: nothing a shell or the launch agent would read as something else.
+fn check_host_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with('-')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-._:%@".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{name:?} is not a host name"))
+    }
+}
+
+/// A hostfile: one host per line, in the forms MPICH (`host`, `host:N`)
+/// and Open MPI (`host slots=N max_slots=M`) use, optionally with
+/// `cluster=NAME`; `#` starts a comment. Anything else on a line is an
+/// error naming the line: a typo must not become a host.
 pub fn parse_hostfile(text: &str) -> Result<Vec<HostEntry>, String> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        let mut words = line.split_whitespace();
-        let first = words.next().expect("non-empty line has a word");
-        let mut entry = parse_host_colon(first).map_err(|e| format!("line {}: {e}", i + 1))?;
-        for w in words {
-            if let Some(n) = w.strip_prefix("slots=").or_else(|| w.strip_prefix("cpu=")) {
-                let slots: u32 = n.parse().map_err(|_| format!("line {}: bad slot count {w:?}", i + 1))?;
-                if slots == 0 {
-                    return Err(format!("line {}: host {:?} has 0 slots", i + 1, entry.name));
-                }
-                entry.slots = Some(slots);
-            } else if let Some(c) = w.strip_prefix("cluster=") {
-                if c.is_empty() || c.contains(',') {
-                    return Err(format!("line {}: bad cluster name {w:?}", i + 1));
-                }
-                entry.cluster = Some(c.to_string());
-            }
-        }
-        out.push(entry);
+        let at = |e: String| format!("line {}: {e} (in {:?})", i + 1, line);
+        out.push(parse_hostfile_line(line).map_err(at)?);
     }
     if out.is_empty() {
         return Err("no hosts in it".into());
     }
     Ok(out)
+}
+
+fn parse_hostfile_line(line: &str) -> Result<HostEntry, String> {
+    let mut words = line.split_whitespace();
+    let first = words.next().expect("non-empty line has a word");
+    if first.contains('=') {
+        return Err(format!("a line starts with the host name, not {first:?}"));
+    }
+    let mut entry = parse_host_colon(first)?;
+    let colon_slots = entry.slots.is_some();
+    let mut seen: Vec<&str> = Vec::new();
+    for w in words {
+        let Some((key, value)) = w.split_once('=') else {
+            return Err(format!("{w:?} is not a hostfile word (after the host name: slots=N, max_slots=N, cluster=NAME)"));
+        };
+        let key = if key == "max-slots" { "max_slots" } else { key };
+        if seen.contains(&key) {
+            return Err(format!("{key} is given twice"));
+        }
+        seen.push(key);
+        match key {
+            "slots" | "cpu" => {
+                if colon_slots {
+                    return Err(format!("slots given twice (host:N and {w})"));
+                }
+                entry.slots = Some(positive(value).ok_or_else(|| format!("{w:?}: the slot count must be a positive number"))?);
+            }
+            "max_slots" => {
+                entry.max_slots = Some(positive(value).ok_or_else(|| format!("{w:?}: max_slots must be a positive number"))?);
+            }
+            "cluster" => {
+                if value.is_empty() || value.contains(',') {
+                    return Err(format!("bad cluster name {w:?}"));
+                }
+                entry.cluster = Some(value.to_string());
+            }
+            _ => return Err(format!("unknown hostfile word {w:?} (known: slots=N, max_slots=N, cluster=NAME)")),
+        }
+    }
+    if let (Some(s), Some(m)) = (entry.slots, entry.max_slots) {
+        if m < s {
+            return Err(format!("max_slots={m} is less than slots={s}"));
+        }
+    }
+    Ok(entry)
 }
 
 /// A distinct machine of the job.
@@ -75,11 +131,14 @@ pub struct Node {
     pub local: bool,
     /// Slots from the host list (1 per mention when not given).
     pub slots: u32,
+    /// The most ranks it takes (`max_slots`), `None` for no limit.
+    pub max_slots: Option<u32>,
     pub cluster: Option<String>,
 }
 
 /// Merge host entries naming the same machine (every name of this machine
-/// is one node), keeping first-mention order.
+/// is one node), keeping first-mention order. Slots add up; so do
+/// `max_slots`, unless a mention has none (then there is no limit).
 /// A host named twice with different clusters is an error.
 pub fn nodes_from_entries(entries: &[HostEntry], is_local: &dyn Fn(&str) -> bool) -> Result<Vec<Node>, String> {
     let mut nodes: Vec<Node> = Vec::new();
@@ -89,6 +148,7 @@ pub fn nodes_from_entries(entries: &[HostEntry], is_local: &dyn Fn(&str) -> bool
         match nodes.iter_mut().find(|n| if local { n.local } else { n.name == e.name }) {
             Some(n) => {
                 n.slots += slots;
+                n.max_slots = n.max_slots.zip(e.max_slots).map(|(a, b)| a + b);
                 match (&n.cluster, &e.cluster) {
                     (Some(a), Some(b)) if a != b => {
                         return Err(format!("host {} is given in two clusters, {a} and {b}", e.name));
@@ -97,32 +157,90 @@ pub fn nodes_from_entries(entries: &[HostEntry], is_local: &dyn Fn(&str) -> bool
                     _ => {}
                 }
             }
-            None => nodes.push(Node { name: e.name.clone(), local, slots, cluster: e.cluster.clone() }),
+            None => nodes.push(Node { name: e.name.clone(), local, slots, max_slots: e.max_slots, cluster: e.cluster.clone() }),
         }
     }
     Ok(nodes)
 }
 
-/// Place `n` ranks on nodes: fill each node's slots (or `ppn` per node)
-/// in order, and go round again when every slot is taken.
-/// Returns the node index of each rank.
-pub fn place(nodes: &[Node], n: u32, ppn: Option<u32>) -> Vec<u32> {
-    let mut out = Vec::with_capacity(n as usize);
-    if nodes.is_empty() {
-        return out;
-    }
-    while out.len() < n as usize {
-        for (i, node) in nodes.iter().enumerate() {
-            let block = ppn.unwrap_or(node.slots).max(1);
-            for _ in 0..block {
-                if out.len() == n as usize {
-                    return out;
-                }
-                out.push(i as u32);
+/// How ranks are spread over the hosts (`--map-by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MapBy {
+    /// Fill each host's slots in order, then the next host.
+    #[default]
+    Slot,
+    /// One rank per host in turn.
+    Node,
+}
+
+/// Parse a `--map-by` value: `slot` or `node`, the units Open MPI and
+/// MPICH know (`core`, `socket`, `numa`, `hwthread`, ...: they fill a host
+/// before the next, as `slot` does; within a host `--bind-to` says which
+/// CPUs a rank gets), or `ppr:N:node` (N ranks per host, as `-ppn N`).
+/// Open MPI's modifiers `oversubscribe`, `nooversubscribe` and `span` are
+/// accepted. Returns the policy and the ranks per host `ppr` asked for.
+pub fn parse_map_by(value: &str) -> Result<(MapBy, Option<u32>), String> {
+    let lower = value.to_ascii_lowercase();
+    let mut parts = lower.split(':');
+    let unit = parts.next().unwrap_or("");
+    let mut ppn = None;
+    let map = match unit {
+        "slot" | "slots" | "core" | "cores" | "socket" | "sockets" | "package" | "numa" | "hwthread" | "hwthreads" | "l3cache"
+        | "board" => MapBy::Slot,
+        "node" | "nodes" => MapBy::Node,
+        "ppr" => {
+            let n = parts.next().and_then(positive);
+            let per = parts.next();
+            match (n, per) {
+                (Some(n), Some("node")) => ppn = Some(n),
+                _ => return Err(format!("--map-by {value}: ppr is written ppr:N:node (N ranks per host)")),
             }
+            MapBy::Slot
+        }
+        _ => return Err(format!("--map-by {value}: expected slot, node, core, socket, numa, hwthread or ppr:N:node")),
+    };
+    for m in parts {
+        if m.starts_with("pe=") {
+            return Err(format!("--map-by {value}: pe= (several CPUs per rank) is not supported; use --bind-to socket or numa"));
+        }
+        if !matches!(m, "oversubscribe" | "nooversubscribe" | "span") {
+            return Err(format!("--map-by {value}: unknown modifier {m:?} (known: oversubscribe, span)"));
         }
     }
-    out
+    Ok((map, ppn))
+}
+
+/// Place `n` ranks on nodes. `Slot`: fill each node's slots (or `ppn`
+/// per node) in order, and go round again when every slot is taken;
+/// `Node`: one rank per node in turn. A node never gets more than its
+/// `max_slots`. Returns the node index of each rank.
+pub fn place(nodes: &[Node], n: u32, ppn: Option<u32>, map: MapBy) -> Result<Vec<u32>, String> {
+    let mut out = Vec::with_capacity(n as usize);
+    if nodes.is_empty() {
+        return Ok(out);
+    }
+    let mut placed = vec![0u32; nodes.len()];
+    while out.len() < n as usize {
+        let before = out.len();
+        for (i, node) in nodes.iter().enumerate() {
+            let block = match map {
+                MapBy::Slot => ppn.unwrap_or(node.slots).max(1),
+                MapBy::Node => 1,
+            };
+            for _ in 0..block {
+                if out.len() == n as usize || node.max_slots.is_some_and(|m| placed[i] >= m) {
+                    break;
+                }
+                out.push(i as u32);
+                placed[i] += 1;
+            }
+        }
+        if out.len() == before {
+            let cap: u32 = nodes.iter().filter_map(|n| n.max_slots).sum();
+            return Err(format!("{n} ranks do not fit on the hosts: they take at most {cap} (max_slots in the hostfile)"));
+        }
+    }
+    Ok(out)
 }
 
 /// Whether `name` is this machine: localhost, our host name, or a name
@@ -161,24 +279,52 @@ mod tests {
     #[test]
     fn host_lists() {
         let h = parse_host_list("a,b:4, c ,::1").unwrap();
-        assert_eq!(h[0], HostEntry { name: "a".into(), slots: None, cluster: None });
-        assert_eq!(h[1], HostEntry { name: "b".into(), slots: Some(4), cluster: None });
+        assert_eq!(h[0], HostEntry::new("a", None));
+        assert_eq!(h[1], HostEntry::new("b", Some(4)));
         assert_eq!(h[2].name, "c");
-        assert_eq!(h[3], HostEntry { name: "::1".into(), slots: None, cluster: None });
+        assert_eq!(h[3], HostEntry::new("::1", None));
         assert!(parse_host_list("a:0").is_err());
+        assert!(parse_host_list("a;rm").unwrap_err().contains("not a host name"));
+        assert!(parse_host_list("-oProxyCommand=x").unwrap_err().contains("not a host name"));
+        assert_eq!(parse_host_list("me@b:2").unwrap()[0], HostEntry::new("me@b", Some(2)));
     }
 
     #[test]
     fn hostfiles() {
         let text = "# cluster A\nnode1\nnode2:2\nnode3 slots=4 max_slots=8\n\n  node4  # trailing\n";
         let h = parse_hostfile(text).unwrap();
-        let got: Vec<_> = h.iter().map(|e| (e.name.as_str(), e.slots)).collect();
-        assert_eq!(got, vec![("node1", None), ("node2", Some(2)), ("node3", Some(4)), ("node4", None)]);
+        let got: Vec<_> = h.iter().map(|e| (e.name.as_str(), e.slots, e.max_slots)).collect();
+        assert_eq!(
+            got,
+            vec![("node1", None, None), ("node2", Some(2), None), ("node3", Some(4), Some(8)), ("node4", None, None)]
+        );
         assert!(parse_hostfile("# nothing\n").is_err());
         assert!(parse_hostfile("n slots=x\n").is_err());
         let h = parse_hostfile("a slots=2 cluster=siteA\nb cluster=siteB\n").unwrap();
         assert_eq!((h[0].cluster.as_deref(), h[1].cluster.as_deref()), (Some("siteA"), Some("siteB")));
         assert!(parse_hostfile("a cluster=\n").is_err());
+        // Older spellings.
+        let h = parse_hostfile("x cpu=3\ny max-slots=2\n10.0.0.1:2\n").unwrap();
+        assert_eq!((h[0].slots, h[1].max_slots, h[2].slots), (Some(3), Some(2), Some(2)));
+    }
+
+    #[test]
+    fn a_bad_hostfile_line_is_an_error_naming_the_line() {
+        let e = parse_hostfile("good\nthis is bad\n").unwrap_err();
+        assert!(e.starts_with("line 2: ") && e.contains("\"is\"") && e.contains("this is bad"), "{e}");
+        let e = parse_hostfile("a\n\n# c\nb slot=2\n").unwrap_err();
+        assert!(e.starts_with("line 4: unknown hostfile word \"slot=2\""), "{e}");
+        for (text, want) in [
+            ("slots=2\n", "starts with the host name"),
+            ("a:2 slots=3\n", "slots given twice"),
+            ("a slots=2 slots=3\n", "given twice"),
+            ("a slots=4 max_slots=2\n", "less than"),
+            ("a max_slots=0\n", "positive"),
+            ("a|b\n", "not a host name"),
+        ] {
+            let e = parse_hostfile(text).unwrap_err();
+            assert!(e.starts_with("line 1: ") && e.contains(want), "{text:?}: {e}");
+        }
     }
 
     #[test]
@@ -196,15 +342,41 @@ mod tests {
     fn placement_fills_slots_then_wraps() {
         let local = |n: &str| n == "me";
         let nodes = nodes_from_entries(&parse_host_list("a:2,b:2").unwrap(), &local).unwrap();
-        assert_eq!(place(&nodes, 6, None), vec![0, 0, 1, 1, 0, 0]);
-        assert_eq!(place(&nodes, 3, Some(1)), vec![0, 1, 0]);
+        assert_eq!(place(&nodes, 6, None, MapBy::Slot).unwrap(), vec![0, 0, 1, 1, 0, 0]);
+        assert_eq!(place(&nodes, 3, Some(1), MapBy::Slot).unwrap(), vec![0, 1, 0]);
         // Every name of this machine is one node.
         let nodes = nodes_from_entries(&parse_host_list("me:2,b,me").unwrap(), &local).unwrap();
         assert_eq!(nodes.len(), 2);
         assert_eq!((nodes[0].local, nodes[0].slots), (true, 3));
         // Duplicate lines add slots.
         let nodes = nodes_from_entries(&parse_hostfile("x\nx\ny\n").unwrap(), &local).unwrap();
-        assert_eq!(place(&nodes, 3, None), vec![0, 0, 1]);
+        assert_eq!(place(&nodes, 3, None, MapBy::Slot).unwrap(), vec![0, 0, 1]);
+    }
+
+    #[test]
+    fn placement_by_node_and_limits() {
+        let local = |_: &str| false;
+        let nodes = nodes_from_entries(&parse_host_list("a:2,b:2,c:2").unwrap(), &local).unwrap();
+        assert_eq!(place(&nodes, 5, None, MapBy::Node).unwrap(), vec![0, 1, 2, 0, 1]);
+        let nodes = nodes_from_entries(&parse_hostfile("a slots=1 max_slots=2\nb slots=1\n").unwrap(), &local).unwrap();
+        assert_eq!(place(&nodes, 5, None, MapBy::Slot).unwrap(), vec![0, 1, 0, 1, 1], "a stops at its max_slots");
+        let nodes = nodes_from_entries(&parse_hostfile("a max_slots=1\nb slots=2 max_slots=2\n").unwrap(), &local).unwrap();
+        let e = place(&nodes, 4, None, MapBy::Node).unwrap_err();
+        assert!(e.contains("4 ranks do not fit") && e.contains("at most 3"), "{e}");
+    }
+
+    #[test]
+    fn map_by_values() {
+        assert_eq!(parse_map_by("slot").unwrap(), (MapBy::Slot, None));
+        assert_eq!(parse_map_by("node").unwrap(), (MapBy::Node, None));
+        assert_eq!(parse_map_by("core").unwrap(), (MapBy::Slot, None));
+        assert_eq!(parse_map_by("socket:span").unwrap(), (MapBy::Slot, None));
+        assert_eq!(parse_map_by("node:OVERSUBSCRIBE").unwrap(), (MapBy::Node, None));
+        assert_eq!(parse_map_by("ppr:2:node").unwrap(), (MapBy::Slot, Some(2)));
+        for bad in ["diagonal", "ppr:2:socket", "core:pe=2", "slot:sideways"] {
+            let e = parse_map_by(bad).unwrap_err();
+            assert!(e.starts_with(&format!("--map-by {bad}:")), "{e}");
+        }
     }
 
     #[test]

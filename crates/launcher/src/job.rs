@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 use gridmpi_config::Config;
 use gridmpi_pmi::server::{Event as PmiEvent, JobInfo, Server};
 
+use crate::allocation::{self, Allocation};
+use crate::binding::Bind;
 use crate::hosts::{self, HostEntry, Node};
 use crate::link::{self, Down, RankSpec, Up};
-use crate::options::Options;
+use crate::options::{App, Options};
 use crate::output::Output;
 use crate::ranks::{self, LocalRanks};
 use crate::sys::{self, ExitStatus};
@@ -45,10 +47,14 @@ pub struct Setup {
     pub default_hostfile: Option<PathBuf>,
     /// Variables every rank gets (GRIDMPI_*, -genv, -x).
     pub rank_env: Vec<(String, String)>,
+    /// Settings given on the command line for every rank (GRIDMPI_CMDLINE_SET).
+    pub cmdline_set: Vec<String>,
     pub cwd: PathBuf,
     /// The job's shared-memory names begin with this (GRIDMPI_SHM_PREFIX);
     /// what is left of them is removed when the job ends.
     pub shm_prefix: String,
+    /// The Slurm or PBS allocation gridmpirun runs in, if any.
+    pub allocation: Option<Allocation>,
 }
 
 impl Setup {
@@ -67,20 +73,15 @@ impl Setup {
         };
         let kill_grace = Duration::from_micros(config.micros("GRIDMPI_KILL_GRACE").unwrap_or(3_000_000));
         let default_hostfile = Some(config.text("GRIDMPI_HOSTFILE")).filter(|s| !s.is_empty()).map(PathBuf::from);
-        let mut rank_env: Vec<(String, String)> =
-            env.iter().filter(|(k, _)| k.starts_with("GRIDMPI_")).cloned().collect();
-        let mut from_cmdline = Vec::new();
-        for (k, v) in &opts.env {
-            rank_env.retain(|(n, _)| n != k);
-            rank_env.push((k.clone(), v.clone()));
-            if k.starts_with("GRIDMPI_") && gridmpi_config::find(k).is_some() {
-                from_cmdline.push(k.clone());
-            }
-        }
-        if !from_cmdline.is_empty() {
-            rank_env.retain(|(n, _)| n != "GRIDMPI_CMDLINE_SET");
-            rank_env.push(("GRIDMPI_CMDLINE_SET".into(), from_cmdline.join(",")));
-        }
+        // What the launcher sets per rank is not inherited from a launcher
+        // above us (a gridmpirun run as a rank of another job).
+        let mut rank_env: Vec<(String, String)> = env
+            .iter()
+            .filter(|(k, _)| k.starts_with("GRIDMPI_") && !matches!(k.as_str(), "GRIDMPI_CMDLINE_SET" | "GRIDMPI_APPNUM"))
+            .cloned()
+            .collect();
+        let mut cmdline_set = Vec::new();
+        overlay(&mut rank_env, &mut cmdline_set, &opts.env);
         let here = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
         let cwd = match &opts.wdir {
             Some(d) => here.join(d),
@@ -91,29 +92,88 @@ impl Setup {
         let shm_prefix = sys::new_shm_prefix();
         rank_env.retain(|(n, _)| n != "GRIDMPI_SHM_PREFIX");
         rank_env.push(("GRIDMPI_SHM_PREFIX".into(), shm_prefix.clone()));
-        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cwd, shm_prefix })
+        let getenv = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let allocation = allocation::detect(&getenv)?;
+        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cmdline_set, cwd, shm_prefix, allocation })
     }
 }
 
-/// The nodes of the job and the node of each rank.
-pub fn plan(opts: &Options, setup: &Setup) -> Result<(Vec<Node>, Vec<u32>, i32), String> {
+/// The environment of the ranks of program `appnum` of the command line:
+/// the job's (`job`), then the program's own (`-env`, `-x` after a `:`).
+fn app_env(job: &[(String, String)], cmdline_set: &[String], app: &App, appnum: usize) -> Vec<(String, String)> {
+    let mut env = job.to_vec();
+    let mut cmdline_set = cmdline_set.to_vec();
+    overlay(&mut env, &mut cmdline_set, &app.env);
+    env.retain(|(k, _)| !matches!(k.as_str(), "GRIDMPI_CMDLINE_SET" | "GRIDMPI_APPNUM"));
+    if !cmdline_set.is_empty() {
+        env.push(("GRIDMPI_CMDLINE_SET".into(), cmdline_set.join(",")));
+    }
+    env.push(("GRIDMPI_APPNUM".into(), appnum.to_string()));
+    env
+}
+
+/// Set `vars` over `env` (later wins), noting settings among them as given
+/// on the command line.
+fn overlay(env: &mut Vec<(String, String)>, cmdline_set: &mut Vec<String>, vars: &[(String, String)]) {
+    for (k, v) in vars {
+        env.retain(|(n, _)| n != k);
+        env.push((k.clone(), v.clone()));
+        if k.starts_with("GRIDMPI_") && gridmpi_config::find(k).is_some() && !cmdline_set.contains(k) {
+            cmdline_set.push(k.clone());
+        }
+    }
+}
+
+/// Where the job runs.
+pub struct Plan {
+    pub nodes: Vec<Node>,
+    /// The node of each rank.
+    pub placement: Vec<u32>,
+    /// The program (index in the command line) of each rank.
+    pub app_of_rank: Vec<usize>,
+    pub universe: i32,
+    /// Where the hosts came from, when not from the command line.
+    pub hosts_from: Option<String>,
+}
+
+/// The nodes of the job, the node and program of each rank. Hosts come
+/// from -hosts and -f, else GRIDMPI_HOSTFILE, else the allocation we run
+/// in, else this machine alone.
+pub fn plan(opts: &Options, setup: &Setup) -> Result<Plan, String> {
     let mut entries: Vec<HostEntry> = opts.hosts.clone();
+    let mut hosts_from = None;
     let hostfile = opts.hostfile.clone().or_else(|| if entries.is_empty() { setup.default_hostfile.clone() } else { None });
     if let Some(path) = &hostfile {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
         entries.extend(hosts::parse_hostfile(&text).map_err(|e| format!("hostfile {}: {e}", path.display()))?);
+        if opts.hostfile.is_none() {
+            hosts_from = Some(format!("GRIDMPI_HOSTFILE {}", path.display()));
+        }
+    } else if let (true, Some(a)) = (entries.is_empty(), &setup.allocation) {
+        entries = a.hosts.clone();
+        hosts_from = Some(a.source.clone());
     }
     let explicit_hosts = !entries.is_empty();
+    let single = opts.apps.len() == 1;
     let nodes = if explicit_hosts {
         hosts::nodes_from_entries(&entries, &hosts::is_local_host)?
     } else {
-        vec![Node { name: sys::hostname(), local: true, slots: opts.np.unwrap_or(1), cluster: None }]
+        let np: u32 = opts.apps.iter().map(|a| a.np.unwrap_or(1)).sum();
+        vec![Node { name: sys::hostname(), local: true, slots: np, max_slots: None, cluster: None }]
     };
     let total_slots: u32 = nodes.iter().map(|n| opts.ppn.unwrap_or(n.slots)).sum();
-    let np = opts.np.unwrap_or(if explicit_hosts { total_slots } else { 1 });
-    let placement = hosts::place(&nodes, np, opts.ppn);
+    // A job of one program fills the hosts' slots unless told -n; each
+    // program of an MPMD line runs 1 rank unless told.
+    let counts: Vec<u32> = if single {
+        vec![opts.apps[0].np.unwrap_or(if explicit_hosts { total_slots } else { 1 })]
+    } else {
+        opts.apps.iter().map(|a| a.np.unwrap_or(1)).collect()
+    };
+    let np: u32 = counts.iter().sum();
+    let placement = hosts::place(&nodes, np, opts.ppn, opts.map_by)?;
+    let app_of_rank = counts.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat(k).take(n as usize)).collect();
     let universe = if explicit_hosts { total_slots.max(np) } else { np };
-    Ok((nodes, placement, universe as i32))
+    Ok(Plan { nodes, placement, app_of_rank, universe: universe as i32, hosts_from })
 }
 
 struct RankState {
@@ -149,17 +209,22 @@ struct Job {
     kill_grace: Duration,
     warned_unsupported: BTreeSet<String>,
     verbose: bool,
+    /// `--report-bindings`: the `--bind-to` policy to report.
+    report_bindings: Option<Bind>,
 }
 
 /// Run a job; returns gridmpirun's exit code.
 pub fn run(opts: Options, setup: Setup) -> i32 {
-    let (nodes, placement, universe) = match plan(&opts, &setup) {
+    let Plan { nodes, placement, app_of_rank, universe, hosts_from } = match plan(&opts, &setup) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("gridmpirun: {e}");
             return 2;
         }
     };
+    if let (true, Some(from)) = (opts.verbose, &hosts_from) {
+        eprintln!("gridmpirun: hosts from {from}: {}", nodes.iter().map(|n| format!("{}:{}", n.name, n.slots)).collect::<Vec<_>>().join(","));
+    }
     let size = placement.len() as u32;
     let (tx, rx) = mpsc::channel::<Event>();
 
@@ -196,7 +261,8 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     let info = JobInfo {
         size,
         kvsname: format!("kvs_{}_0", std::process::id()),
-        appnum: 0,
+        // For programs of other MPIs; ours read GRIDMPI_APPNUM.
+        appnum_of_rank: app_of_rank.iter().map(|&a| a as i32).collect(),
         universe_size: universe,
         node_of_rank: placement.clone(),
     };
@@ -236,6 +302,7 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         kill_grace: setup.kill_grace,
         warned_unsupported: BTreeSet::new(),
         verbose: opts.verbose,
+        report_bindings: opts.report_bindings.then_some(opts.bind),
     };
 
     // Every rank on this host: their TCP listeners need not be reachable
@@ -245,21 +312,25 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
         rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));
     }
+    let app_env: Vec<Vec<(String, String)>> =
+        opts.apps.iter().enumerate().map(|(k, app)| app_env(&rank_env, &setup.cmdline_set, app, k)).collect();
+    let bind = if opts.bind == Bind::None { String::new() } else { opts.bind.name().to_string() };
     // A host's cluster, from the hostfile, is its ranks' GRIDMPI_CLUSTER.
-    let spec = |rank: u32| RankSpec {
-        rank,
-        argv: opts.program.clone(),
-        env: match &nodes[placement[rank as usize] as usize].cluster {
-            Some(c) => {
-                let mut env = rank_env.clone();
-                env.retain(|(k, _)| k != "GRIDMPI_CLUSTER");
-                env.push(("GRIDMPI_CLUSTER".into(), c.clone()));
-                env
-            }
-            None => rank_env.clone(),
-        },
-        cwd: setup.cwd.to_string_lossy().into_owned(),
-        stdin: rank == 0,
+    let spec = |rank: u32| {
+        let app = app_of_rank[rank as usize];
+        let mut env = app_env[app].clone();
+        if let Some(c) = &nodes[placement[rank as usize] as usize].cluster {
+            env.retain(|(k, _)| k != "GRIDMPI_CLUSTER");
+            env.push(("GRIDMPI_CLUSTER".into(), c.clone()));
+        }
+        RankSpec {
+            rank,
+            argv: opts.apps[app].program.clone(),
+            env,
+            cwd: setup.cwd.to_string_lossy().into_owned(),
+            bind: bind.clone(),
+            stdin: rank == 0,
+        }
     };
 
     // Remote hosts: one proxy each, started through the launch agent.
@@ -583,9 +654,13 @@ impl Job {
                     self.out.note(&format!("host {} answered (it calls itself {hostname})", self.hosts[host].name));
                 }
             }
-            Up::Started { rank, pid } => {
+            Up::Started { rank, pid, cpus } => {
                 if let Some(r) = self.ranks.get_mut(rank as usize) {
                     r.pid = Some(pid);
+                }
+                if let Some(bind) = self.report_bindings {
+                    let what = if cpus.is_empty() { "not bound".to_string() } else { format!("bound to CPUs {cpus} (--bind-to {})", bind.name()) };
+                    self.out.note(&format!("rank {rank} on host {}: {what}", self.hosts[host].name));
                 }
             }
             Up::SpawnFailed { rank, error } => {

@@ -10,7 +10,9 @@ use std::io::{self, Read, Write};
 
 use crate::sys::ExitStatus;
 
-pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-1\n";
+// The number changes with the frames' format: a proxy of another version
+// is then "never answered", not a garbled launch.
+pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-2\n";
 const MAX_FRAME: usize = 64 << 20;
 
 /// A rank to start.
@@ -22,6 +24,9 @@ pub struct RankSpec {
     /// Variables to set on top of the environment the rank inherits.
     pub env: Vec<(String, String)>,
     pub cwd: String,
+    /// What to bind the rank to (`--bind-to`, by name: "none", "core"...);
+    /// the host it runs on picks the CPUs.
+    pub bind: String,
     /// Whether the rank's stdin comes from gridmpirun (rank 0) or /dev/null.
     pub stdin: bool,
 }
@@ -48,7 +53,8 @@ pub enum Down {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Up {
     Hello { hostname: String },
-    Started { rank: u32, pid: u32 },
+    /// `cpus`: the CPU list it is bound to (`0-1,4`), empty if unbound.
+    Started { rank: u32, pid: u32, cpus: String },
     SpawnFailed { rank: u32, error: String },
     Pmi { rank: u32, data: Vec<u8> },
     PmiClosed { rank: u32 },
@@ -154,7 +160,7 @@ impl Down {
             Down::Launch { size, ranks, kill_grace_ms } => {
                 let mut e = Enc::new(1).u32(*size).u64(*kill_grace_ms).u32(ranks.len() as u32);
                 for r in ranks {
-                    e = e.u32(r.rank).str(&r.cwd).u32(r.stdin as u32).u32(r.argv.len() as u32);
+                    e = e.u32(r.rank).str(&r.cwd).str(&r.bind).u32(r.stdin as u32).u32(r.argv.len() as u32);
                     for a in &r.argv {
                         e = e.str(a);
                     }
@@ -183,12 +189,13 @@ impl Down {
                 for _ in 0..n {
                     let rank = d.u32()?;
                     let cwd = d.str()?;
+                    let bind = d.str()?;
                     let stdin = d.flag()?;
                     let argc = d.u32()?;
                     let argv = (0..argc).map(|_| d.str()).collect::<io::Result<_>>()?;
                     let envc = d.u32()?;
                     let env = (0..envc).map(|_| Ok((d.str()?, d.str()?))).collect::<io::Result<_>>()?;
-                    ranks.push(RankSpec { rank, argv, env, cwd, stdin });
+                    ranks.push(RankSpec { rank, argv, env, cwd, bind, stdin });
                 }
                 Down::Launch { size, ranks, kill_grace_ms }
             }
@@ -206,7 +213,7 @@ impl Up {
     pub fn encode(&self) -> Vec<u8> {
         match self {
             Up::Hello { hostname } => Enc::new(1).str(hostname).finish(),
-            Up::Started { rank, pid } => Enc::new(2).u32(*rank).u32(*pid).finish(),
+            Up::Started { rank, pid, cpus } => Enc::new(2).u32(*rank).u32(*pid).str(cpus).finish(),
             Up::SpawnFailed { rank, error } => Enc::new(3).u32(*rank).str(error).finish(),
             Up::Pmi { rank, data } => Enc::new(4).u32(*rank).bytes(data).finish(),
             Up::PmiClosed { rank } => Enc::new(5).u32(*rank).finish(),
@@ -226,7 +233,7 @@ impl Up {
         let mut d = Dec(frame);
         let up = match d.u8()? {
             1 => Up::Hello { hostname: d.str()? },
-            2 => Up::Started { rank: d.u32()?, pid: d.u32()? },
+            2 => Up::Started { rank: d.u32()?, pid: d.u32()?, cpus: d.str()? },
             3 => Up::SpawnFailed { rank: d.u32()?, error: d.str()? },
             4 => Up::Pmi { rank: d.u32()?, data: d.bytes()? },
             5 => Up::PmiClosed { rank: d.u32()? },
@@ -382,7 +389,7 @@ pub mod fuzzing {
         if up {
             let u = match s.u8() % 8 {
                 0 => Up::Hello { hostname: s.string() },
-                1 => Up::Started { rank: s.u32(), pid: s.u32() },
+                1 => Up::Started { rank: s.u32(), pid: s.u32(), cpus: s.string() },
                 2 => Up::SpawnFailed { rank: s.u32(), error: s.string() },
                 3 => Up::Pmi { rank: s.u32(), data: s.bytes() },
                 4 => Up::PmiClosed { rank: s.u32() },
@@ -404,6 +411,7 @@ pub mod fuzzing {
                         .map(|_| RankSpec {
                             rank: s.u32(),
                             cwd: s.string(),
+                            bind: s.string(),
                             stdin: s.u8() & 1 != 0,
                             argv: (0..s.u8() % 4).map(|_| s.string()).collect(),
                             env: (0..s.u8() % 4).map(|_| (s.string(), s.string())).collect(),
@@ -432,6 +440,7 @@ pub mod fuzzing {
                     argv: vec!["./a.out".into(), "x y".into()],
                     env: vec![("GRIDMPI_X".into(), "1".into())],
                     cwd: "/tmp".into(),
+                    bind: "core".into(),
                     stdin: true,
                 }],
             },
@@ -442,7 +451,7 @@ pub mod fuzzing {
         ];
         let ups = [
             Up::Hello { hostname: "h1".into() },
-            Up::Started { rank: 2, pid: 99 },
+            Up::Started { rank: 2, pid: 99, cpus: "0-1,4".into() },
             Up::SpawnFailed { rank: 2, error: "nope".into() },
             Up::Pmi { rank: 2, data: b"cmd=init\n".to_vec() },
             Up::PmiClosed { rank: 2 },
@@ -474,6 +483,7 @@ mod tests {
                     argv: vec!["./a.out".into(), "x y".into()],
                     env: vec![("GRIDMPI_X".into(), "1".into())],
                     cwd: "/tmp".into(),
+                    bind: "core".into(),
                     stdin: true,
                 }],
                 kill_grace_ms: 3000,
@@ -497,7 +507,7 @@ mod tests {
 
         let ups = vec![
             Up::Hello { hostname: "h1".into() },
-            Up::Started { rank: 2, pid: 99 },
+            Up::Started { rank: 2, pid: 99, cpus: "0-1,4".into() },
             Up::SpawnFailed { rank: 2, error: "nope".into() },
             Up::Pmi { rank: 2, data: b"cmd=init\n".to_vec() },
             Up::PmiClosed { rank: 2 },
@@ -535,7 +545,7 @@ mod tests {
         let launch = Down::Launch {
             size: 1,
             kill_grace_ms: 0,
-            ranks: vec![RankSpec { rank: 0, argv: vec![], env: vec![], cwd: String::new(), stdin: true }],
+            ranks: vec![RankSpec { rank: 0, argv: vec![], env: vec![], cwd: String::new(), bind: String::new(), stdin: true }],
         };
         let mut frame = launch.encode();
         let at = frame.len() - 9; // stdin, then argc and envc

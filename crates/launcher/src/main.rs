@@ -2,12 +2,16 @@
 //! locally, on remote hosts through a launch agent, and across clusters,
 //! and serves PMI-1 and PMI-2 to their ranks.
 //!
-//! Layout: `options` (command line), `hosts` (host lists, placement),
-//! `job` (the launcher's event loop), `ranks` (starting ranks on this
-//! machine), `proxy` (the remote side), `link` (launcher <-> proxy frames),
-//! `output` (whole-line output), `check` (the `--pmi-check` test rank),
-//! `sys` (POSIX calls). The PMI protocol itself is the gridmpi-pmi crate.
+//! Layout: `options` (command line), `hosts` (host lists, hostfiles,
+//! placement), `allocation` (the nodes of a Slurm or PBS job), `job` (the
+//! launcher's event loop), `ranks` (starting ranks on this machine),
+//! `binding` (which CPUs a rank gets), `proxy` (the remote side), `link`
+//! (launcher <-> proxy frames), `output` (whole-line output), `check` (the
+//! `--pmi-check` test rank), `sys` (POSIX calls). The PMI protocol itself
+//! is the gridmpi-pmi crate.
 
+mod allocation;
+mod binding;
 mod check;
 mod hosts;
 mod job;
@@ -53,6 +57,7 @@ fn main() {
             }
         },
         Mode::Run => {
+            warn_unknown_variables(&opts);
             let config = match Config::load() {
                 Ok(c) => c,
                 Err(e) => {
@@ -79,6 +84,20 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// Name every `GRIDMPI_*` variable of our environment or command line
+/// (`-genv`, `-x`...) that no part of GridMPI reads (a misspelled setting
+/// would otherwise do nothing), with the setting it probably meant.
+fn warn_unknown_variables(opts: &options::Options) {
+    let mut vars: Vec<(String, String)> = std::env::vars().collect();
+    vars.extend(opts.env.iter().chain(opts.apps.iter().flat_map(|a| &a.env)).cloned());
+    let mut named = std::collections::BTreeSet::new();
+    for unknown in gridmpi_config::names::unknown_variables(&vars) {
+        if named.insert(unknown.name.clone()) {
+            eprintln!("gridmpirun: warning: {unknown}");
+        }
+    }
 }
 
 /// `--trace DIR`: create DIR here and remove the rank files of an earlier

@@ -2,11 +2,21 @@
 //! `-genv NAME VALUE`, `-x NAME[=VALUE]`, single or double dashes, and
 //! `--name=value` for the long ones. Options end at the program name.
 //!
+//! MPMD: `gridmpirun -n 1 a : -n 2 b ARGS` runs several programs in one
+//! job, as MPICH and Open MPI write it. A lone `:` always ends a program's
+//! arguments. Each part has its own rank count and environment
+//! ([`Scope::Program`] options); the others apply to the whole job and
+//! come before the first program (after a `:` they are an error, never
+//! silently applied to something else). `-x` and `-envlist` given before
+//! the first program pass to every rank, as they always did; given in a
+//! later part, to that part's ranks.
+//!
 //! To add an option: one entry in [`OPTIONS`].
 
 use std::path::PathBuf;
 
-use crate::hosts::{parse_host_list, HostEntry};
+use crate::binding::Bind;
+use crate::hosts::{parse_host_list, parse_map_by, HostEntry, MapBy};
 
 /// What gridmpirun was asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,10 +31,24 @@ pub enum Mode {
     PmiCheck(Vec<String>),
 }
 
+/// One program of the job (one part of an MPMD line).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct App {
+    /// `-n`: how many ranks run it (default: the slots of the host list
+    /// for a job of one program, else 1).
+    pub np: Option<u32>,
+    /// Program and its arguments.
+    pub program: Vec<String>,
+    /// Environment for this program's ranks only, after the job's.
+    pub env: Vec<(String, String)>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     pub mode: Mode,
-    pub np: Option<u32>,
+    /// The programs, in rank order: the first gets ranks 0.., the next
+    /// the ranks after those. Never empty.
+    pub apps: Vec<App>,
     pub hosts: Vec<HostEntry>,
     pub hostfile: Option<PathBuf>,
     pub ppn: Option<u32>,
@@ -36,15 +60,21 @@ pub struct Options {
     pub verbose: bool,
     /// `--trace DIR` (absolute): every rank records its TCP history there.
     pub trace: Option<PathBuf>,
-    /// Program and its arguments.
-    pub program: Vec<String>,
+    /// `--bind-to`: what each rank is bound to on its host.
+    pub bind: Bind,
+    /// `--map-by`: how ranks are spread over the hosts.
+    pub map_by: MapBy,
+    /// `--oversubscribe`: accepted; more ranks than slots is always allowed.
+    pub oversubscribe: bool,
+    /// `--report-bindings`: say on stderr where each rank is bound.
+    pub report_bindings: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             mode: Mode::Run,
-            np: None,
+            apps: vec![App::default()],
             hosts: Vec::new(),
             hostfile: None,
             ppn: None,
@@ -54,9 +84,19 @@ impl Default for Options {
             wdir: None,
             verbose: false,
             trace: None,
-            program: Vec::new(),
+            bind: Bind::None,
+            map_by: MapBy::Slot,
+            oversubscribe: false,
+            report_bindings: false,
         }
     }
+}
+
+/// Whether an option belongs to one program of an MPMD line or to the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Job,
+    Program,
 }
 
 type Handler = fn(&mut Options, &[String], &dyn Fn(&str) -> Option<String>) -> Result<(), String>;
@@ -67,6 +107,7 @@ pub struct OptionSpec {
     pub values: usize,
     pub metavar: &'static str,
     pub help: &'static str,
+    pub scope: Scope,
     handler: Handler,
 }
 
@@ -88,14 +129,31 @@ fn check_env_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// The part of the command line being read: the last program's.
+fn current(o: &mut Options) -> &mut App {
+    o.apps.last_mut().expect("there is always a program being read")
+}
+
+/// Where `-x` and `-envlist` put a variable: before the first program,
+/// every rank (Open MPI's meaning, and what they always did here); after a
+/// `:`, that program's ranks.
+fn env_target(o: &mut Options) -> &mut Vec<(String, String)> {
+    if o.apps.len() == 1 {
+        &mut o.env
+    } else {
+        &mut current(o).env
+    }
+}
+
 pub static OPTIONS: &[OptionSpec] = &[
     OptionSpec {
         names: &["-n", "-np", "-c", "--n", "--np"],
         values: 1,
         metavar: "N",
-        help: "number of ranks (default: the slots of the host list, else 1)",
+        help: "number of ranks of the program that follows (default: the slots of the host list, else 1; in an MPMD line 1 per program)",
+        scope: Scope::Program,
         handler: |o, v, _| {
-            o.np = Some(count("-n", &v[0])?);
+            current(o).np = Some(count("-n", &v[0])?);
             Ok(())
         },
     },
@@ -104,6 +162,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "H1,H2:SLOTS,...",
         help: "hosts to run on, each with an optional slot count",
+        scope: Scope::Job,
         handler: |o, v, _| {
             o.hosts.extend(parse_host_list(&v[0]).map_err(|e| format!("-hosts: {e}"))?);
             Ok(())
@@ -113,7 +172,8 @@ pub static OPTIONS: &[OptionSpec] = &[
         names: &["-f", "-hostfile", "--hostfile", "-machinefile", "--machinefile"],
         values: 1,
         metavar: "FILE",
-        help: "file of hosts: one per line, `host`, `host:N` or `host slots=N`",
+        help: "file of hosts, one per line: `host`, `host:N`, or `host slots=N max_slots=M`, optionally `cluster=NAME`; # comments",
+        scope: Scope::Job,
         handler: |o, v, _| {
             o.hostfile = Some(PathBuf::from(&v[0]));
             Ok(())
@@ -124,16 +184,18 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "N",
         help: "ranks per host (overrides slot counts)",
+        scope: Scope::Job,
         handler: |o, v, _| {
             o.ppn = Some(count("-ppn", &v[0])?);
             Ok(())
         },
     },
     OptionSpec {
-        names: &["-genv", "--genv", "-env", "--env"],
+        names: &["-genv", "--genv"],
         values: 2,
         metavar: "NAME VALUE",
         help: "set NAME=VALUE in every rank's environment",
+        scope: Scope::Job,
         handler: |o, v, _| {
             check_env_name(&v[0])?;
             o.env.push((v[0].clone(), v[1].clone()));
@@ -141,10 +203,23 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["-env", "--env"],
+        values: 2,
+        metavar: "NAME VALUE",
+        help: "set NAME=VALUE in the environment of the program that follows (every rank's in a job of one program)",
+        scope: Scope::Program,
+        handler: |o, v, _| {
+            check_env_name(&v[0])?;
+            current(o).env.push((v[0].clone(), v[1].clone()));
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["-x", "--x"],
         values: 1,
         metavar: "NAME[=VALUE]",
-        help: "pass NAME (with this VALUE, or its value here) to every rank",
+        help: "pass NAME (with this VALUE, or its value here) to every rank; after a `:`, to that program's ranks",
+        scope: Scope::Program,
         handler: |o, v, getenv| {
             let (name, value) = match v[0].split_once('=') {
                 Some((n, val)) => (n.to_string(), val.to_string()),
@@ -154,15 +229,16 @@ pub static OPTIONS: &[OptionSpec] = &[
                 }
             };
             check_env_name(&name)?;
-            o.env.push((name, value));
+            env_target(o).push((name, value));
             Ok(())
         },
     },
     OptionSpec {
-        names: &["-genvlist", "--genvlist", "-envlist", "--envlist"],
+        names: &["-genvlist", "--genvlist"],
         values: 1,
         metavar: "NAME1,NAME2,...",
         help: "pass these variables, with their values here, to every rank",
+        scope: Scope::Job,
         handler: |o, v, getenv| {
             for name in v[0].split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 check_env_name(name)?;
@@ -174,10 +250,78 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["-envlist", "--envlist"],
+        values: 1,
+        metavar: "NAME1,NAME2,...",
+        help: "as -genvlist; after a `:`, for that program's ranks",
+        scope: Scope::Program,
+        handler: |o, v, getenv| {
+            for name in v[0].split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                check_env_name(name)?;
+                if let Some(val) = getenv(name) {
+                    env_target(o).push((name.to_string(), val));
+                }
+            }
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--bind-to", "-bind-to"],
+        values: 1,
+        metavar: "core|socket|numa|hwthread|none",
+        help: "bind each rank to one core (socket, NUMA node, hardware thread) of those its host lets gridmpirun use, taken round-robin by the ranks of the host (default: none)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.bind = Bind::parse(&v[0])?;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--map-by", "-map-by"],
+        values: 1,
+        metavar: "slot|node|ppr:N:node|...",
+        help: "spread ranks over the hosts: slot fills each host's slots before the next (so do core, socket, numa, hwthread); node puts one rank on each host in turn; ppr:N:node is -ppn N",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            let (map, ppn) = parse_map_by(&v[0])?;
+            o.map_by = map;
+            if ppn.is_some() {
+                o.ppn = ppn;
+            }
+            if v[0].to_ascii_lowercase().split(':').any(|m| m == "oversubscribe") {
+                o.oversubscribe = true;
+            }
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--oversubscribe", "-oversubscribe"],
+        values: 0,
+        metavar: "",
+        help: "allow more ranks than slots (accepted for Open MPI command lines: gridmpirun always allows it, up to a hostfile's max_slots)",
+        scope: Scope::Job,
+        handler: |o, _, _| {
+            o.oversubscribe = true;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--report-bindings", "-report-bindings"],
+        values: 0,
+        metavar: "",
+        help: "print each rank's host and CPU list on stderr when it starts",
+        scope: Scope::Job,
+        handler: |o, _, _| {
+            o.report_bindings = true;
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["--tag-output", "-tag-output", "-l", "-prepend-rank", "--prepend-rank"],
         values: 0,
         metavar: "",
         help: "prefix every output line with [rank]",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.tag_output = true;
             Ok(())
@@ -188,6 +332,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "CMD",
         help: "launch agent for remote hosts, run as `CMD HOST COMMAND...` (default: $GRIDMPI_LAUNCHER, ssh)",
+        scope: Scope::Job,
         handler: |o, v, _| {
             o.launcher = Some(v[0].clone());
             Ok(())
@@ -198,6 +343,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "DIR",
         help: "working directory of the ranks (default: the current one)",
+        scope: Scope::Job,
         handler: |o, v, _| {
             o.wdir = Some(PathBuf::from(&v[0]));
             Ok(())
@@ -208,6 +354,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 0,
         metavar: "",
         help: "say what is launched where",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.verbose = true;
             Ok(())
@@ -218,6 +365,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "DIR",
         help: "every rank records the TCP history of its connections into DIR/rank-N.trace (GRIDMPI_TRACE); read it with gridmpi-trace",
+        scope: Scope::Job,
         handler: |o, v, _| {
             let dir = absolute(&v[0], "--trace")?;
             o.env.retain(|(k, _)| k != "GRIDMPI_TRACE");
@@ -231,6 +379,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 1,
         metavar: "FILE",
         help: "the clusters and the WAN between them (GRIDMPI_TOPOLOGY; format in docs/grid.md); FILE must be readable at the same path on every host",
+        scope: Scope::Job,
         handler: |o, v, _| {
             let path = absolute(&v[0], "--topology")?;
             std::fs::metadata(&path).map_err(|e| format!("--topology {}: {e}", path.display()))?;
@@ -244,6 +393,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 0,
         metavar: "",
         help: "print every GridMPI setting with its value and where it came from",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.mode = Mode::Info;
             Ok(())
@@ -254,6 +404,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 0,
         metavar: "",
         help: "this help",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.mode = Mode::Help;
             Ok(())
@@ -264,6 +415,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 0,
         metavar: "",
         help: "print the version",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.mode = Mode::Version;
             Ok(())
@@ -274,6 +426,7 @@ pub static OPTIONS: &[OptionSpec] = &[
         values: 0,
         metavar: "",
         help: "",
+        scope: Scope::Job,
         handler: |o, _, _| {
             o.mode = Mode::Proxy;
             Ok(())
@@ -305,17 +458,35 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
-        if arg == "--" {
-            o.program = args[i + 1..].to_vec();
-            break;
+        if arg == ":" {
+            return Err(if o.apps.len() == 1 {
+                "':' before any program (MPMD is: gridmpirun [options] -n N PROGRAM [ARGS] : -n M PROGRAM [ARGS])".into()
+            } else {
+                format!("':' with no program before it (program {} of the MPMD line is missing)", o.apps.len())
+            });
         }
-        if arg == "--pmi-check" {
+        if arg == "--" || !arg.starts_with('-') || arg == "-" {
+            // The program and its arguments, up to a lone ':' (which
+            // starts the next program of an MPMD line).
+            let from = if arg == "--" { i + 1 } else { i };
+            let end = args[from..].iter().position(|a| a == ":").map_or(args.len(), |k| from + k);
+            current(&mut o).program = args[from..end].to_vec();
+            if current(&mut o).program.is_empty() {
+                return Err("no program after -- (usage: gridmpirun [options] PROGRAM [ARGS...])".into());
+            }
+            if end == args.len() {
+                break;
+            }
+            o.apps.push(App::default());
+            i = end + 1;
+            if i == args.len() {
+                return Err("nothing after the last ':' (each ':' is followed by [options] PROGRAM [ARGS])".into());
+            }
+            continue;
+        }
+        if arg == "--pmi-check" && o.apps.len() == 1 {
             o.mode = Mode::PmiCheck(args[i + 1..].to_vec());
             return Ok(o);
-        }
-        if !arg.starts_with('-') || arg == "-" {
-            o.program = args[i..].to_vec();
-            break;
         }
         // --name=value
         let (name, inline) = match arg.split_once('=') {
@@ -334,6 +505,11 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
                 _ => return Err(format!("unknown option {arg} (see gridmpirun --help)")),
             },
         };
+        if spec.scope == Scope::Job && o.apps.len() > 1 {
+            return Err(format!(
+                "{name} applies to the whole job: give it before the first program, not after a ':' (options after a ':' are -n, -env, -x, -envlist)"
+            ));
+        }
         let mut values = Vec::new();
         if let Some(v) = inline {
             if spec.values != 1 {
@@ -342,7 +518,7 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             values.push(v);
         } else {
             for k in 0..spec.values {
-                let v = args.get(i + 1 + k).ok_or_else(|| {
+                let v = args.get(i + 1 + k).filter(|v| *v != ":").ok_or_else(|| {
                     format!("{name} needs {} value{} ({})", spec.values, if spec.values > 1 { "s" } else { "" }, spec.metavar)
                 })?;
                 values.push(v.clone());
@@ -352,8 +528,13 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
         (spec.handler)(&mut o, &values, getenv)?;
         i += 1;
     }
-    if o.mode == Mode::Run && o.program.is_empty() {
-        return Err("no program to run (usage: gridmpirun [options] PROGRAM [ARGS...]; see --help)".into());
+    if o.mode == Mode::Run {
+        if o.apps.len() == 1 && o.apps[0].program.is_empty() {
+            return Err("no program to run (usage: gridmpirun [options] PROGRAM [ARGS...]; see --help)".into());
+        }
+        if let Some(k) = o.apps.iter().position(|a| a.program.is_empty()) {
+            return Err(format!("program {} of the MPMD line is missing: its options are not followed by a program", k + 1));
+        }
     }
     Ok(o)
 }
@@ -361,10 +542,14 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
 pub fn usage() -> String {
     let mut s = String::from(
         "usage: gridmpirun [options] PROGRAM [ARGS...]\n\
+         \x20      gridmpirun [options] -n N PROGRAM [ARGS...] : -n M PROGRAM2 [ARGS...] : ...\n\
          \n\
          Starts PROGRAM as an MPI job: locally, on remote hosts through a launch\n\
          agent (ssh, gridmpi-testbed exec, ...), or across clusters. It is a PMI-1 and\n\
          PMI-2 server, so programs built with MPICH-compatible MPIs run under it.\n\
+         \n\
+         MPMD: programs separated by ':' run in one job, in rank order; each has its\n\
+         own -n, -env and -x (after the ':'), and MPI_APPNUM is its index (0, 1, ...).\n\
          \n\
          options:\n",
     );
@@ -374,8 +559,12 @@ pub fn usage() -> String {
         s.push_str(&format!("  {left}\n      {}\n", o.help));
     }
     s.push_str(
-        "\nenvironment: every GRIDMPI_* setting is passed to the ranks; see --info.\n\
+        "\nenvironment: every GRIDMPI_* setting is passed to the ranks; see --info. A GRIDMPI_*\n\
+         variable that is no setting is named in a warning (a misspelling does nothing).\n\
          GRIDMPI_LAUNCHER sets the launch agent, GRIDMPI_HOSTFILE a default hostfile.\n\
+         Hosts, when neither -hosts, -f nor GRIDMPI_HOSTFILE names them: the nodes of the\n\
+         Slurm allocation (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE) or PBS job\n\
+         (PBS_NODEFILE) gridmpirun runs in, else this machine.\n\
          \n\
          check the PMI plumbing: gridmpirun -n 4 gridmpirun --pmi-check\n",
     );
@@ -394,22 +583,75 @@ mod tests {
     #[test]
     fn mpi_style_options() {
         let o = p("-np 4 -hosts a,b:2 -ppn 2 -genv A 1 -x HOME -x B=2 --tag-output ./prog -n 3 x").unwrap();
-        assert_eq!(o.np, Some(4));
+        assert_eq!(o.apps.len(), 1);
+        assert_eq!(o.apps[0].np, Some(4));
         assert_eq!(o.hosts.len(), 2);
         assert_eq!(o.ppn, Some(2));
         assert_eq!(o.env, vec![("A".into(), "1".into()), ("HOME".into(), "/home/u".into()), ("B".into(), "2".into())]);
         assert!(o.tag_output);
-        assert_eq!(o.program, vec!["./prog", "-n", "3", "x"]);
+        assert_eq!(o.apps[0].program, ["./prog", "-n", "3", "x"]);
+        // -env belongs to the program (the only one here).
+        let o = p("-env A 1 prog").unwrap();
+        assert_eq!(o.apps[0].env, vec![("A".into(), "1".into())]);
     }
 
     #[test]
     fn long_forms_and_glued() {
         let o = p("--np=8 --hostfile=hf --launcher=gridmpi-testbed -n2 prog").unwrap();
-        assert_eq!(o.np, Some(2));
+        assert_eq!(o.apps[0].np, Some(2));
         assert_eq!(o.hostfile, Some(PathBuf::from("hf")));
         assert_eq!(o.launcher.as_deref(), Some("gridmpi-testbed"));
         let o = p("-n 1 -- -weird-program").unwrap();
-        assert_eq!(o.program, vec!["-weird-program"]);
+        assert_eq!(o.apps[0].program, ["-weird-program"]);
+    }
+
+    #[test]
+    fn mpmd_in_both_forms() {
+        // MPICH: -n and -env per program, -genv for all.
+        let o = p("-genv G 1 -n 1 -env A a ./a x : -n 2 -env B b ./b y z").unwrap();
+        assert_eq!(o.apps.len(), 2);
+        assert_eq!((o.apps[0].np, o.apps[0].program.clone()), (Some(1), vec!["./a".to_string(), "x".into()]));
+        assert_eq!(o.apps[0].env, vec![("A".into(), "a".into())]);
+        assert_eq!((o.apps[1].np, o.apps[1].program.clone()), (Some(2), vec!["./b".to_string(), "y".into(), "z".into()]));
+        assert_eq!(o.apps[1].env, vec![("B".into(), "b".into())]);
+        assert_eq!(o.env, vec![("G".into(), "1".into())]);
+        // Open MPI: -np and -x; -x before the first program is for all.
+        let o = p("-x X=1 -np 2 a : -np 1 -x Y=2 b : c").unwrap();
+        assert_eq!(o.apps.len(), 3);
+        assert_eq!(o.env, vec![("X".into(), "1".into())]);
+        assert_eq!(o.apps[1].env, vec![("Y".into(), "2".into())]);
+        assert_eq!((o.apps[1].np, o.apps[2].np), (Some(1), None));
+        assert_eq!(o.apps[2].program, ["c"]);
+        let o = p("-n 1 -- -a : -n 1 -- -b").unwrap();
+        assert_eq!((o.apps[0].program.clone(), o.apps[1].program.clone()), (vec!["-a".to_string()], vec!["-b".to_string()]));
+    }
+
+    #[test]
+    fn a_colon_never_becomes_an_argument() {
+        for (args, want) in [
+            ("-n 1 a :", "nothing after the last ':'"),
+            (": -n 1 b", "':' before any program"),
+            ("-n 1 a : : b", "':' with no program before it"),
+            ("-n 1 a : -n 2", "program 2 of the MPMD line is missing"),
+            ("-n 1 a : -hosts x b", "-hosts applies to the whole job"),
+            ("-n 1 a : --bind-to core b", "--bind-to applies to the whole job"),
+            ("-n : a", "-n needs 1 value"),
+        ] {
+            let e = p(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn binding_and_mapping() {
+        let o = p("--bind-to core --map-by node --report-bindings --oversubscribe prog").unwrap();
+        assert_eq!((o.bind, o.map_by, o.report_bindings, o.oversubscribe), (Bind::Core, MapBy::Node, true, true));
+        let o = p("-bind-to=socket -map-by ppr:2:node prog").unwrap();
+        assert_eq!((o.bind, o.ppn), (Bind::Socket, Some(2)));
+        assert!(p("--map-by slot:oversubscribe prog").unwrap().oversubscribe);
+        assert!(p("--bind-to board prog").unwrap_err().starts_with("--bind-to board:"));
+        assert!(p("--map-by diagonal prog").unwrap_err().starts_with("--map-by diagonal:"));
+        assert!(p("--bind-to").unwrap_err().contains("--bind-to needs 1 value"));
     }
 
     #[test]

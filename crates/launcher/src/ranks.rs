@@ -13,6 +13,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use crate::binding::{self, Bind};
 use crate::link::{RankSpec, Stream, Up};
 use crate::sys::{self, ExitStatus};
 
@@ -31,6 +32,9 @@ pub struct LocalRanks {
     ranks: HashMap<u32, LocalRank>,
     by_pid: HashMap<u32, u32>,
     stdin_tx: Option<mpsc::Sender<Vec<u8>>>,
+    /// This host's CPU units for `--bind-to`, read when the first rank of
+    /// a batch starts.
+    units: Option<(Bind, Vec<Vec<usize>>)>,
 }
 
 /// Variables a launcher above us may have set that must not reach our ranks.
@@ -38,7 +42,7 @@ const FOREIGN_PMI_VARS: &[&str] = &["PMI_PORT", "PMI_ID", "PMI_JOBID", "PMI_SPAW
 
 impl LocalRanks {
     pub fn new(size: u32, sink: Sink) -> LocalRanks {
-        LocalRanks { sink, size, ranks: HashMap::new(), by_pid: HashMap::new(), stdin_tx: None }
+        LocalRanks { sink, size, ranks: HashMap::new(), by_pid: HashMap::new(), stdin_tx: None, units: None }
     }
 
     /// Start one rank. Emits `Started` (then its output, PMI bytes and exit)
@@ -46,13 +50,31 @@ impl LocalRanks {
     /// `MPI_LOCALNRANKS`.
     pub fn spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) {
         match self.try_spawn(spec, local_rank, local_size) {
-            Ok(pid) => (self.sink)(Up::Started { rank: spec.rank, pid }),
+            Ok((pid, cpus)) => (self.sink)(Up::Started { rank: spec.rank, pid, cpus }),
             Err(error) => (self.sink)(Up::SpawnFailed { rank: spec.rank, error }),
         }
     }
 
-    fn try_spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) -> Result<u32, String> {
+    /// Start the rank; its pid and the CPU list it is bound to ("" if none).
+    fn try_spawn(&mut self, spec: &RankSpec, local_rank: u32, local_size: u32) -> Result<(u32, String), String> {
         let program = spec.argv.first().ok_or("no program")?;
+        let bind = if spec.bind.is_empty() { Bind::None } else { Bind::parse(&spec.bind)? };
+        if local_rank == 0 || self.units.as_ref().is_none_or(|(b, _)| *b != bind) {
+            let units = binding::host_units(bind);
+            if bind != Bind::None && (local_size as usize) > units.len() {
+                eprintln!(
+                    "gridmpirun: warning: {local_size} ranks on host {} share its {} {}{} (--bind-to {})",
+                    sys::hostname(),
+                    units.len(),
+                    bind.name(),
+                    if units.len() == 1 { "" } else { "s" },
+                    bind.name()
+                );
+            }
+            self.units = Some((bind, units));
+        }
+        let cpus = self.units.as_ref().and_then(|(_, u)| binding::pick(u, local_rank));
+        let mask = cpus.as_deref().map(binding::mask);
         if !spec.cwd.is_empty() && !Path::new(&spec.cwd).is_dir() {
             return Err(format!("working directory {} does not exist", spec.cwd));
         }
@@ -76,8 +98,15 @@ impl LocalRanks {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: child_setup only makes async-signal-safe syscalls.
+        // sched_setaffinity likewise (the mask was built before the fork).
         unsafe {
-            cmd.pre_exec(move || sys::child_setup(Some(fd)));
+            cmd.pre_exec(move || {
+                sys::child_setup(Some(fd))?;
+                match &mask {
+                    Some(m) => binding::apply(m),
+                    None => Ok(()),
+                }
+            });
         }
         let mut child = cmd.spawn().map_err(|e| describe_spawn_error(program, &e))?;
         drop(theirs);
@@ -134,7 +163,7 @@ impl LocalRanks {
         adopt(pid);
         self.ranks.insert(rank, LocalRank { pid, pmi: ours, exited: false });
         self.by_pid.insert(pid, rank);
-        Ok(pid)
+        Ok((pid, cpus.map(|c| binding::format_list(&c)).unwrap_or_default()))
     }
 
     /// Reply bytes for a rank's PMI connection.

@@ -16,7 +16,17 @@ fn gridmpirun(args: &[&str]) -> Command {
     c.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // Settings of whoever runs the tests must not leak in.
     c.env_remove("GRIDMPI_LAUNCHER").env_remove("GRIDMPI_HOSTFILE").env_remove("PMI_VERSION");
+    // Nor the allocation they may run in (its nodes would be used).
+    for v in ["SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE", "PBS_NODEFILE"] {
+        c.env_remove(v);
+    }
     c
+}
+
+/// The repository's `make build` output, when it has been built.
+fn built() -> Option<PathBuf> {
+    let build = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../build").canonicalize().ok()?;
+    (build.join("bin/mpicc").exists() && build.join("lib/libmpi.so").exists()).then_some(build)
 }
 
 /// Wait for a child, killing it if it takes longer than `limit`.
@@ -466,6 +476,27 @@ fn compiler_wrappers() {
         format!("c++ -I{p}/include x.cc -L{p}/lib -Wl,-rpath,{p}/lib -lmpi")
     );
     assert_eq!(show(&prefix.join("bin/mpicc"), &["-showme:compile"], None), format!("-I{p}/include"));
+    // MPICH's -compile_info and -link_info: the whole command (CMake reads it).
+    assert_eq!(show(&prefix.join("bin/mpicc"), &["-compile_info"], None), format!("cc -I{p}/include"));
+    assert_eq!(
+        show(&prefix.join("bin/mpicc"), &["-link_info"], Some("gcc")),
+        format!("gcc -I{p}/include -L{p}/lib -Wl,-rpath,{p}/lib -lmpi")
+    );
+    assert_eq!(
+        show(&prefix.join("bin/mpicxx"), &["-link_info", "x.cc"], None),
+        format!("c++ -I{p}/include x.cc -L{p}/lib -Wl,-rpath,{p}/lib -lmpi")
+    );
+    assert_eq!(show(&prefix.join("bin/mpicc"), &["-compile_info", "a.c"], None), format!("cc -I{p}/include a.c"));
+    // mpifort likewise (a compiler that is not gfortran gets no gfortran flag).
+    let mpifort = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fortran/scripts/mpifort");
+    std::fs::copy(mpifort, prefix.join("bin/mpifort")).unwrap();
+    let fort = |args: &[&str]| {
+        let out = Command::new(prefix.join("bin/mpifort")).args(args).env("GRIDMPI_FC", "myfc").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(fort(&["-compile_info"]), format!("myfc -I{p}/include"));
+    assert_eq!(fort(&["-link_info", "f.f90"]), format!("myfc -I{p}/include f.f90 -L{p}/lib -Wl,-rpath,{p}/lib -lmpifort -lmpi"));
 
     if !Path::new(MPICH).join("mpicc").exists() {
         eprintln!("skipped the build: MPICH not installed");
@@ -488,4 +519,238 @@ fn compiler_wrappers() {
     let (code, out, err) = run(&mut gridmpirun(&["-n", "3", exe.to_str().unwrap()]));
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("max 2").count(), 3, "{out}");
+}
+
+/// MPMD: `a : b` runs each program on its ranks, with its own arguments
+/// and environment, and GRIDMPI_APPNUM its index; a ':' is never an argument.
+#[test]
+fn mpmd_runs_each_program_on_its_ranks() {
+    let show = "echo $0 rank=$PMI_RANK size=$PMI_SIZE app=$GRIDMPI_APPNUM g=$G a=$A b=$B x=$X args=$*";
+    let (code, out, err) = run(&mut gridmpirun(&[
+        "-genv", "G", "all", "-x", "X=everyone", "-n", "1", "-env", "A", "only-a", "sh", "-c", show, "first", "one",
+        ":", "-np", "2", "-x", "B=only-b", "sh", "-c", show, "second", "two", "three",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            "first rank=0 size=3 app=0 g=all a=only-a b= x=everyone args=one",
+            "second rank=1 size=3 app=1 g=all a= b=only-b x=everyone args=two three",
+            "second rank=2 size=3 app=1 g=all a= b=only-b x=everyone args=two three",
+        ]
+    );
+    // The PMI side is one job of three ranks.
+    let (code, out, err) = run(&mut gridmpirun(&["-n", "1", G, "--pmi-check", ":", "-n", "2", G, "--pmi-check"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ok_lines(&out), 3, "{out}");
+    assert_eq!(out.matches(" of 3 ok").count(), 3, "{out}");
+    // What used to run one rank with ": -n 1 b" as its arguments.
+    let (code, _, err) = run(&mut gridmpirun(&["-n", "1", "true", ":"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("nothing after the last ':'"), "{err}");
+    let (code, _, err) = run(&mut gridmpirun(&["-n", "1", "true", ":", "-n", "1", "--bind-to", "core", "true"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("--bind-to applies to the whole job"), "{err}");
+}
+
+/// MPI_APPNUM in an MPMD job of one program with several argument lists:
+/// as our library reports it (GRIDMPI_APPNUM; needs `make build`), and as
+/// MPICH's does (PMI's appnum; needs MPICH in /opt/peers/mpich).
+#[test]
+fn mpi_appnum_is_the_program_index() {
+    let dir = tempdir("appnum");
+    let src = dir.join("appnum.c");
+    std::fs::write(
+        &src,
+        r#"#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, flag, *appnum;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    printf("rank %d of %d appnum %d arg %s\n", rank, size, flag ? *appnum : -1, argc > 1 ? argv[1] : "-");
+    MPI_Finalize();
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let wrappers = [
+        built().map(|b| ("GridMPI", b.join("bin/mpicc"))),
+        Some(("MPICH", Path::new(MPICH).join("mpicc"))).filter(|(_, p)| p.exists()),
+    ];
+    for (mpi, mpicc) in wrappers.into_iter().flatten() {
+        let exe = dir.join(format!("appnum-{mpi}"));
+        let st = Command::new(&mpicc).arg(&src).arg("-o").arg(&exe).status().unwrap();
+        assert!(st.success(), "{mpi}: mpicc failed");
+        let exe = exe.to_str().unwrap();
+        let (code, out, err) = run(&mut gridmpirun(&["-n", "2", exe, "red", ":", "-n", "1", exe, "blue", ":", exe, "green"]));
+        assert_eq!(code, 0, "{mpi}: {err}");
+        let mut lines: Vec<&str> = out.lines().collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            vec![
+                "rank 0 of 4 appnum 0 arg red",
+                "rank 1 of 4 appnum 0 arg red",
+                "rank 2 of 4 appnum 1 arg blue",
+                "rank 3 of 4 appnum 2 arg green",
+            ],
+            "{mpi}"
+        );
+        eprintln!("{mpi}: checked");
+    }
+}
+
+#[test]
+fn a_bad_hostfile_line_is_an_error_naming_file_and_line() {
+    let dir = tempdir("badhostfile");
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, "# mine\nlocalhost slots=2\nthis is bad\n").unwrap();
+    let (code, out, err) = run(&mut gridmpirun(&["-f", hostfile.to_str().unwrap(), "echo", "ran"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(!out.contains("ran"), "nothing runs: {out}");
+    assert!(err.contains(&format!("hostfile {}: line 3: ", hostfile.display())) && err.contains("\"is\""), "{err}");
+}
+
+#[test]
+fn unknown_gridmpi_variables_are_named() {
+    let (code, _, err) = run(gridmpirun(&["-n", "1", "true"])
+        .env("GRIDMPI_WAN_OUTAGE_BUGDET", "5m")
+        .env("GRIDMPI_CMDLINE_SET", "GRIDMPI_SPIN_US")
+        .env("GRIDMPI_APPNUM", "3")
+        .env("GRIDMPI_SPIN_US", "10"));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("gridmpirun: warning: GRIDMPI_WAN_OUTAGE_BUGDET is not a GridMPI setting; did you mean GRIDMPI_WAN_OUTAGE_BUDGET?"),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning").count(), 1, "internal and known names pass: {err}");
+    // Given on the command line, the same.
+    let (code, _, err) = run(&mut gridmpirun(&["-genv", "GRIDMPI_EAGER_LIMT", "1k", "-n", "1", "true"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("GRIDMPI_EAGER_LIMT is not a GridMPI setting; did you mean GRIDMPI_EAGER_LIMIT?"), "{err}");
+}
+
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        out.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap());
+    }
+    out
+}
+
+/// --bind-to: each rank runs on the CPUs the report names, within ours.
+#[test]
+fn bind_to_core_binds_and_reports() {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mine = cpu_list(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap());
+    for policy in ["core", "hwthread"] {
+        let (code, out, err) = run(&mut gridmpirun(&[
+            "-n",
+            "2",
+            "--bind-to",
+            policy,
+            "--report-bindings",
+            "sh",
+            "-c",
+            "echo rank=$PMI_RANK $(grep Cpus_allowed_list /proc/self/status)",
+        ]));
+        assert_eq!(code, 0, "{err}");
+        let mut seen = Vec::new();
+        for rank in 0..2 {
+            let line = out.lines().find(|l| l.starts_with(&format!("rank={rank} "))).unwrap_or_else(|| panic!("{out}"));
+            let cpus = cpu_list(line.rsplit(':').next().unwrap());
+            assert!(!cpus.is_empty() && cpus.iter().all(|c| mine.contains(c)), "{policy}: {cpus:?} not within {mine:?}");
+            let report = err
+                .lines()
+                .find(|l| l.starts_with(&format!("gridmpirun: rank {rank} on host ")))
+                .unwrap_or_else(|| panic!("no report for rank {rank}: {err}"));
+            let reported = report.split("bound to CPUs ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("{report}"));
+            assert_eq!(cpu_list(reported), cpus, "{report}");
+            assert!(report.ends_with(&format!("(--bind-to {policy})")), "{report}");
+            seen.push(cpus);
+        }
+        if policy == "hwthread" {
+            assert_eq!(seen[0].len(), 1);
+            if mine.len() >= 2 {
+                assert_ne!(seen[0], seen[1], "two hardware threads for two ranks");
+            }
+        }
+    }
+    // Unbound ranks are reported as such.
+    let (code, _, err) = run(&mut gridmpirun(&["-n", "1", "--report-bindings", "true"]));
+    assert_eq!(code, 0);
+    assert!(err.contains("gridmpirun: rank 0 on host ") && err.contains(": not bound"), "{err}");
+}
+
+/// Inside a Slurm allocation with no host named, its nodes are the hosts;
+/// --map-by node spreads ranks over them one at a time.
+#[test]
+fn slurm_allocation_and_map_by_node() {
+    let dir = tempdir("slurm");
+    let agent = fake_agent(&dir);
+    let (code, out, err) = run(gridmpirun(&[
+        "-v",
+        "--launcher",
+        agent.to_str().unwrap(),
+        "--map-by",
+        "node",
+        "sh",
+        "-c",
+        "echo rank=$PMI_RANK size=$PMI_SIZE",
+    ])
+    .env("SLURM_JOB_NODELIST", "fakeS[1-2]")
+    .env("SLURM_JOB_NUM_NODES", "2")
+    .env("SLURM_TASKS_PER_NODE", "2(x2)"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("size=4").count(), 4, "{out}");
+    assert!(err.contains("hosts from the Slurm allocation (SLURM_JOB_NODELIST): fakeS1:2,fakeS2:2"), "{err}");
+    assert!(err.contains("starting ranks 0,2 on fakeS1") && err.contains("starting ranks 1,3 on fakeS2"), "{err}");
+    // A broken nodelist is an error naming the variable.
+    let (code, _, err) = run(gridmpirun(&["true"]).env("SLURM_JOB_NODELIST", "node[01-"));
+    assert_eq!(code, 2);
+    assert!(err.contains("SLURM_JOB_NODELIST \"node[01-\""), "{err}");
+}
+
+/// `pkg-config --cflags --libs mpi` finds us, as `make build` writes it.
+#[test]
+fn pkg_config_files() {
+    if Command::new("pkg-config").arg("--version").output().is_err() {
+        eprintln!("skipped: pkg-config is not installed");
+        return;
+    }
+    let writer = Path::new(env!("CARGO_MANIFEST_DIR")).join("pkgconfig/write-pc.sh");
+    let dir = tempdir("pkgconfig");
+    let prefix = dir.join("prefix");
+    std::fs::create_dir_all(&prefix).unwrap();
+    let st = Command::new("sh").arg(&writer).arg(&prefix).args(["9.8.7", "4.1.0"]).status().unwrap();
+    assert!(st.success());
+    let p = prefix.canonicalize().unwrap();
+    let p = p.display();
+    let query = |pc_path: &Path, args: &[&str]| {
+        let out = Command::new("pkg-config").args(args).env("PKG_CONFIG_PATH", pc_path).output().unwrap();
+        assert!(out.status.success(), "pkg-config {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let pc = prefix.join("lib/pkgconfig");
+    assert_eq!(query(&pc, &["--cflags", "--libs", "mpi"]), format!("-I{p}/include -L{p}/lib -Wl,-rpath,{p}/lib -lmpi"));
+    assert_eq!(query(&pc, &["--modversion", "gridmpi"]), "9.8.7");
+    assert_eq!(query(&pc, &["--modversion", "mpich"]), "4.1.0");
+    assert_eq!(query(&pc, &["--libs", "mpich"]), query(&pc, &["--libs", "mpi"]));
+    // Every path follows ${prefix}.
+    assert_eq!(query(&pc, &["--define-variable=prefix=/elsewhere", "--cflags", "mpi"]), "-I/elsewhere/include");
+    // And the files make build installed, when it has run.
+    if let Some(build) = built() {
+        let pc = build.join("lib/pkgconfig");
+        let flags = query(&pc, &["--cflags", "--libs", "mpi"]);
+        assert!(flags.contains(&format!("-I{}/include", build.display())) && flags.ends_with("-lmpi"), "{flags}");
+    } else {
+        eprintln!("build/ not checked: run make build");
+    }
 }

@@ -125,7 +125,12 @@ fn start() -> R<()> {
     let me = rt.me;
     let size = rt.size;
     let universe_size = rt.pmi.universe_size();
-    let appnum = rt.pmi.appnum();
+    // gridmpirun says which program of an MPMD line a rank runs in
+    // GRIDMPI_APPNUM; other launchers (hydra, Slurm) say it through PMI.
+    let appnum = match config.int("GRIDMPI_APPNUM") {
+        Some(n) => i32::try_from(n).map_err(|_| err(MPI_ERR_OTHER, format!("GRIDMPI_APPNUM {n} is out of range")))?,
+        None => rt.pmi.appnum(),
+    };
     let world_group = Arc::new(Group::new((0..size).collect()));
     let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
     world.name = "MPI_COMM_WORLD".into();

@@ -168,7 +168,13 @@ pub fn round_trip(data: &[u8]) {
 /// closing now and then: it never panics, and everything it asks the
 /// launcher to write is well-formed PMI.
 pub fn server(data: &[u8]) {
-    let info = JobInfo { size: 4, kvsname: "kvs_fuzz".into(), appnum: 0, universe_size: 4, node_of_rank: vec![0, 0, 1, 1] };
+    let info = JobInfo {
+        size: 4,
+        kvsname: "kvs_fuzz".into(),
+        appnum_of_rank: Vec::new(),
+        universe_size: 4,
+        node_of_rank: vec![0, 0, 1, 1],
+    };
     let mut s = Server::new(info);
     let mut c = Cursor(data);
     while !c.is_empty() {

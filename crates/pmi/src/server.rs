@@ -42,7 +42,9 @@ pub struct JobInfo {
     pub size: u32,
     /// Name of the job's key-value space (PMI-2 calls it the job id).
     pub kvsname: String,
-    pub appnum: i32,
+    /// `MPI_APPNUM` of each rank: which program of an MPMD command line it
+    /// runs (empty: 0 for every rank).
+    pub appnum_of_rank: Vec<i32>,
     /// `MPI_UNIVERSE_SIZE`; -1 for unknown.
     pub universe_size: i32,
     /// Node index of each rank (ranks with equal index share a host).
@@ -50,12 +52,17 @@ pub struct JobInfo {
 }
 
 impl JobInfo {
+    /// The appnum of `rank`.
+    pub fn appnum(&self, rank: u32) -> i32 {
+        self.appnum_of_rank.get(rank as usize).copied().unwrap_or(0)
+    }
+
     /// A job of `size` ranks all on one node.
     pub fn single_node(size: u32, kvsname: &str) -> JobInfo {
         JobInfo {
             size,
             kvsname: kvsname.to_string(),
-            appnum: 0,
+            appnum_of_rank: Vec::new(),
             universe_size: size as i32,
             node_of_rank: vec![0; size as usize],
         }
@@ -278,7 +285,7 @@ impl Server {
             }
             "initack" => {
                 let id = msg.get_int("pmiid").unwrap_or(rank as i64);
-                let (size, appnum) = (info.size, info.appnum);
+                let (size, appnum) = (info.size, info.appnum(rank));
                 // PMI-1 lines always have an encoding.
                 let line = |m: Message| m.encode().expect("a PMI-1 line");
                 let mut bytes = line(r("initack").with("rc", 0).with("rank", id).with("size", size).with("appnum", appnum).with("debug", 0));
@@ -298,7 +305,7 @@ impl Server {
                 self.reply(rank, m)
             }
             "get_appnum" => {
-                let m = r("appnum").with("rc", 0).with("appnum", info.appnum);
+                let m = r("appnum").with("rc", 0).with("appnum", info.appnum(rank));
                 self.reply(rank, m)
             }
             "get_my_kvsname" => {
@@ -390,7 +397,7 @@ impl Server {
                     .with("pmi-subversion", 0)
                     .with("rank", rank)
                     .with("size", self.info.size)
-                    .with("appnum", self.info.appnum)
+                    .with("appnum", self.info.appnum(rank))
                     .with("debugged", "FALSE")
                     .with("pmiverbose", 0);
                 self.reply(rank, m)
@@ -703,11 +710,23 @@ mod tests {
     }
 
     #[test]
+    fn each_rank_is_told_its_program() {
+        let mut info = JobInfo::single_node(3, "k");
+        info.appnum_of_rank = vec![0, 1, 1];
+        let mut s = Server::new(info);
+        s.receive(2, b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_appnum\n");
+        s.receive(0, b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_appnum\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!((r[1].0, r[1].1.as_str()), (2, "cmd=appnum rc=0 appnum=1\n"));
+        assert_eq!((r[3].0, r[3].1.as_str()), (0, "cmd=appnum rc=0 appnum=0\n"));
+    }
+
+    #[test]
     fn group_barriers() {
         let info = JobInfo {
             size: 4,
             kvsname: "k".into(),
-            appnum: 0,
+            appnum_of_rank: Vec::new(),
             universe_size: 4,
             node_of_rank: vec![0, 0, 1, 1],
         };
@@ -743,7 +762,7 @@ mod tests {
         let mk = |nodes: Vec<u32>| JobInfo {
             size: nodes.len() as u32,
             kvsname: "k".into(),
-            appnum: 0,
+            appnum_of_rank: Vec::new(),
             universe_size: -1,
             node_of_rank: nodes,
         };

@@ -15,7 +15,7 @@ fn serve(n: u32, server_ends: Vec<UnixStream>) -> thread::JoinHandle<Vec<Event>>
         let mut server = Server::new(JobInfo {
             size: n,
             kvsname: "kvs_test".into(),
-            appnum: 0,
+            appnum_of_rank: Vec::new(),
             universe_size: n as i32,
             node_of_rank: (0..n).map(|r| r / 2).collect(),
         });
