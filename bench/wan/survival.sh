@@ -11,7 +11,7 @@
 # time one iteration took.
 #
 #   sudo bash bench/wan/survival.sh            # about 20 minutes
-#   CUT=60 RESETS=10 bash bench/wan/survival.sh   # shorter
+#   CUT=60 RESETS=10 PEERS= bash bench/wan/survival.sh   # shorter, GridMPI only
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TB=$ROOT/build/bin/gridmpi-testbed
@@ -20,6 +20,7 @@ HOSTS=h0,h1,h2,h3,h4,h5,h6,h7
 CUT=${CUT:-600}
 RESETS=${RESETS:-20}
 LOSS=${LOSS:-5%}
+PEERS=${PEERS:-mpich openmpi}
 MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
 OMPI=${OMPI_PREFIX:-/opt/peers/openmpi}
 WORK=$(mktemp -d /tmp/gridmpi-survival.XXXXXX)
@@ -85,7 +86,7 @@ echo "|---|---|---|---|---|"
 cut_run gridmpi "$CUT"
 reset_run gridmpi "$RESETS"
 loss_run
-for impl in mpich openmpi; do
+for impl in $PEERS; do
     [ -x "$WORK/outage-$impl" ] || continue
     reset_run "$impl" "$RESETS"
     cut_run "$impl" 60

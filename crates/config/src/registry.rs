@@ -174,11 +174,18 @@ pub static SETTINGS: &[Setting] = &[
         help: "maximum retransmission timeout of WAN connections (auto: max(1s, 20 RTT), so traffic resumes soon after an outage)",
     },
     Setting {
+        name: "GRIDMPI_TCP_RESUME",
+        kind: Kind::Choice(&["wan", "all", "off"]),
+        default: "wan",
+        scope: Scope::Library,
+        help: "which TCP connections survive a reset (a NAT or firewall losing its state): a new connection takes over and resends what the peer did not receive. wan: connections between clusters; all: every one (costs a memory copy of every byte sent); off: none (a reset ends the job)",
+    },
+    Setting {
         name: "GRIDMPI_WAN_OUTAGE_BUDGET",
         kind: Kind::Duration,
         default: "600s",
         scope: Scope::Library,
-        help: "how long a WAN connection may go without its data being acknowledged (a link down) before the job ends (TCP_USER_TIMEOUT of WAN connections; 0: the kernel's retry count decides, about 15 s with the short RTO_MAX above)",
+        help: "how long a WAN connection may go without its data being acknowledged (a link down) before the job ends (TCP_USER_TIMEOUT of WAN connections; 0: the kernel's retry count decides, about 15 s with the short RTO_MAX above), and how long a broken (reset) connection may take to be made again",
     },
     Setting {
         name: "GRIDMPI_TCP_NOTSENT_LOWAT",

@@ -132,8 +132,12 @@ impl Runtime {
         // Messages to ourselves are copied directly by the engine.
         engine.set_peer_params(me, PeerParams { eager_limit: 64 * 1024, ..PeerParams::default() });
         if let Some(t) = tcp.as_mut() {
+            let resume = config.text("GRIDMPI_TCP_RESUME");
             for r in (0..size).filter(|&r| routes[r as usize] == Route::Tcp) {
                 t.set_peer_addrs(r, bootstrap::peer_addrs(&cards, me, r));
+                // Links that survive a reset keep a copy of what they send.
+                let across = map.cluster_of(me) != map.cluster_of(r);
+                t.set_resumable(r, resume == "all" || (resume == "wan" && across));
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);
                 }

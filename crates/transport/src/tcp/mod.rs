@@ -232,6 +232,13 @@ impl Tcp {
         Some(c.fd.as_raw_fd())
     }
 
+    /// Whether the link with `peer` survives a broken connection (the
+    /// default): its sender keeps a copy of what the peer has not
+    /// acknowledged. Without it, a reset connection ends the job.
+    pub fn set_resumable(&mut self, peer: Pid, on: bool) {
+        self.peers[peer as usize].tx.keep = on;
+    }
+
     /// Reset the connection with `peer` as the network would (`ss -K`):
     /// the peer gets a reset, and both sides make a new connection. For
     /// tests; false if there is no established connection.
@@ -466,6 +473,12 @@ impl Tcp {
         if finalizing || (closed && !pending && !partial) {
             link.closed = true;
             return Ok(());
+        }
+        if !link.tx.keep {
+            link.closed = true;
+            let hint = "; GRIDMPI_TCP_RESUME=all makes connections inside a cluster survive this";
+            let what = if closed { "the peer closed the connection unexpectedly (did it exit or crash?)".to_string() } else { format!("the connection broke ({why}){hint}") };
+            return Err(terr(Some(peer), what));
         }
         link.carry = Some(carry);
         let now = Instant::now();

@@ -29,8 +29,10 @@ pub(super) const ACK_EVERY: u64 = 512 * 1024;
 pub(super) const REPLAY_LIMIT: u64 = 64 << 20;
 
 /// What was sent on a link and not yet acknowledged.
-#[derive(Default)]
 pub(super) struct Outgoing {
+    /// Whether a copy is kept, so that the link can survive a broken
+    /// connection (the copy costs a memory copy of every byte sent).
+    pub(super) keep: bool,
     /// Stream bytes written, over all connections.
     written: u64,
     /// Stream bytes the receiver acknowledged.
@@ -42,11 +44,19 @@ pub(super) struct Outgoing {
     replay: Option<u64>,
 }
 
+impl Default for Outgoing {
+    fn default() -> Outgoing {
+        Outgoing { keep: true, written: 0, acked: 0, kept: VecDeque::new(), replay: None }
+    }
+}
+
 impl Outgoing {
     /// Stream bytes just written for the first time.
     pub(super) fn wrote(&mut self, bytes: &[u8]) {
         debug_assert!(self.replay.is_none(), "new bytes while replaying");
-        self.kept.extend(bytes);
+        if self.keep {
+            self.kept.extend(bytes);
+        }
         self.written += bytes.len() as u64;
     }
 
@@ -56,7 +66,7 @@ impl Outgoing {
 
     /// Whether a new frame may be started (see [`REPLAY_LIMIT`]).
     pub(super) fn has_room(&self) -> bool {
-        self.unacked() < REPLAY_LIMIT
+        !self.keep || self.unacked() < REPLAY_LIMIT
     }
 
     /// The receiver has `received` stream bytes: drop their copy.
@@ -67,7 +77,9 @@ impl Outgoing {
                 self.acked, self.written
             ));
         }
-        self.kept.drain(..(received - self.acked) as usize);
+        if self.keep {
+            self.kept.drain(..(received - self.acked) as usize);
+        }
         self.acked = received;
         if self.kept.is_empty() && self.kept.capacity() > (4 << 20) {
             self.kept.shrink_to(0);
@@ -78,6 +90,9 @@ impl Outgoing {
     /// A new connection: the receiver has `received` bytes; what it lacks
     /// is written again before anything new.
     pub(super) fn resume(&mut self, received: u64) -> Result<u64, String> {
+        if !self.keep && received != self.written {
+            return Err(format!("the peer lacks {} bytes and no copy of them was kept", self.written.saturating_sub(received)));
+        }
         self.acknowledged(received).map_err(|e| format!("cannot resume the stream: {e}"))?;
         self.replay = (received < self.written).then_some(received);
         Ok(self.written - received)
@@ -211,6 +226,16 @@ mod tests {
         assert_eq!(inc.ack_due(), None);
         inc.took(20);
         assert_eq!(inc.ack_due(), Some(3 * ACK_EVERY));
+    }
+
+    #[test]
+    fn without_a_copy_only_a_stream_received_whole_can_resume() {
+        let mut out = Outgoing { keep: false, ..Outgoing::default() };
+        out.wrote(&[1; 100]);
+        out.acknowledged(60).unwrap();
+        assert!(out.has_room());
+        assert!(out.resume(80).is_err());
+        assert_eq!(out.resume(100).unwrap(), 0);
     }
 
     #[test]
