@@ -34,6 +34,19 @@ fi
 check "MPICH-built binary under gridmpirun -n 4" env LD_LIBRARY_PATH=$lib build/bin/gridmpirun -n 4 -x LD_LIBRARY_PATH "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec -n 4" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 4 -genv LD_LIBRARY_PATH "$lib" "$work/pi" 200000
 check "MPICH-built binary under MPICH's mpiexec, PMI-2" env LD_LIBRARY_PATH=$lib "$MPICH/bin/mpiexec" -n 3 -genv LD_LIBRARY_PATH "$lib" -genv PMI_VERSION 2 "$work/pi" 200000
+# Under a PMIx server (Open MPI's mpirun, which is PRRTE): our library
+# speaks PMIx through the system's libpmix (libpmix2), so the ranks know
+# their rank and size instead of running as singletons.
+OMPI=${OMPI_PREFIX:-/opt/peers/openmpi}
+if [ -x "$OMPI/bin/mpirun" ]; then
+    build/bin/mpicc -O2 -o "$work/pi-gridmpi" examples/pi.c
+    # (check's markers, and every rank must see the job of 3: a singleton
+    # would print "rank 0 of 1" three times)
+    check "GridMPI-built binary under Open MPI's mpirun (PMIx) -n 3" bash -c \
+        "out=\$('$OMPI/bin/mpirun' --allow-run-as-root --oversubscribe -n 3 '$work/pi-gridmpi' 200000 2>&1); echo \"\$out\"; grep -q 'rank 2 of 3' <<<\"\$out\" && grep -q 'rank 0 of 3' <<<\"\$out\""
+else
+    echo "SKIP  GridMPI under a PMIx server: Open MPI not found at $OMPI"
+fi
 # MPI_T through MPICH's header: its constants, pointer handles and the
 # MPI_T_PVAR_ALL_HANDLES data symbol, resolved to ours.
 "$MPICH/bin/mpicc" -O2 -o "$work/mpit_list" examples/mpit_list.c

@@ -30,6 +30,8 @@ pub enum PmiError {
     NotFound { rank: u32, key: String },
     /// The key cannot be stored (bad characters or too long).
     InvalidKey { key: String, reason: String },
+    /// The PMIx library failed (a job started by a PMIx server).
+    Pmix(String),
 }
 
 impl fmt::Display for PmiError {
@@ -52,6 +54,7 @@ impl fmt::Display for PmiError {
             }
             PmiError::NotFound { rank, key } => write!(f, "PMI key {key:?} of rank {rank} not found (not put before the last fence?)"),
             PmiError::InvalidKey { key, reason } => write!(f, "PMI key {key:?} cannot be used: {reason}"),
+            PmiError::Pmix(why) => write!(f, "PMIx: {why}"),
         }
     }
 }
@@ -162,6 +165,8 @@ fn need_int(during: &'static str, m: &Message, key: &str) -> Result<i64, PmiErro
 enum Mode {
     Singleton { kvs: HashMap<String, String> },
     Connected(Connection),
+    /// Started by a PMIx server: its library speaks for us.
+    Pmix(crate::pmix::Client),
 }
 
 /// A rank's handle on the process manager.
@@ -322,6 +327,8 @@ impl Pmi {
             stream.set_nodelay(true).ok();
             let id = env_int("PMI_ID")?;
             (Box::new(stream), id)
+        } else if env("PMIX_NAMESPACE").is_some() {
+            return Pmi::init_pmix();
         } else {
             return Ok(Pmi::singleton());
         };
@@ -341,6 +348,25 @@ impl Pmi {
             Version::Pmi1 => Pmi::init_v1_with(conn, None, Some(rank as i64), Some(size as i64)),
             Version::Pmi2 => Pmi::init_v2_with(conn, Some(rank as i64)),
         }
+    }
+
+    /// Through the PMIx library, for a process a PMIx server started.
+    fn init_pmix() -> Result<Pmi, PmiError> {
+        let client = crate::pmix::Client::init().map_err(PmiError::Pmix)?;
+        let number = |key: &str| client.job_number(key).map_err(PmiError::Pmix);
+        let size = number("pmix.job.size")?.ok_or_else(|| PmiError::Pmix("the server does not say the job's size (pmix.job.size)".into()))?;
+        let rank = client.rank();
+        check_rank_size(rank as i64, size as i64)?;
+        Ok(Pmi {
+            rank,
+            size,
+            appnum: number("pmix.appnum")?.unwrap_or(0) as i32,
+            universe_size: number("pmix.univ.size")?,
+            kvsname: client.namespace(),
+            max_key: 511,
+            max_value: 64 * 1024,
+            mode: Mode::Pmix(client),
+        })
     }
 
     /// A process not started by a PMI launcher: rank 0 of 1.
@@ -479,10 +505,10 @@ impl Pmi {
     pub fn is_singleton(&self) -> bool {
         matches!(self.mode, Mode::Singleton { .. })
     }
-    /// The protocol in use (`None` for a singleton).
+    /// The PMI protocol in use (`None` for a singleton and under PMIx).
     pub fn version(&self) -> Option<Version> {
         match &self.mode {
-            Mode::Singleton { .. } => None,
+            Mode::Singleton { .. } | Mode::Pmix(_) => None,
             Mode::Connected(c) => Some(c.version),
         }
     }
@@ -532,6 +558,7 @@ impl Pmi {
         let during = "fence";
         match &mut self.mode {
             Mode::Singleton { .. } => Ok(()),
+            Mode::Pmix(p) => p.fence().map_err(PmiError::Pmix),
             Mode::Connected(c) => match c.version {
                 Version::Pmi1 => c.request(during, Message::new(Wire::V1, "barrier_in"), "barrier_out").map(drop),
                 Version::Pmi2 => c.request(during, Message::new(Wire::V2, "kvs-fence"), "kvs-fence-response").map(drop),
@@ -566,7 +593,7 @@ impl Pmi {
         let during = "get";
         let kvsname = self.kvsname.clone();
         match &mut self.mode {
-            Mode::Singleton { .. } => Ok(None),
+            Mode::Singleton { .. } | Mode::Pmix(_) => Ok(None),
             Mode::Connected(c) => match c.version {
                 Version::Pmi1 => {
                     let m = Message::new(Wire::V1, "get").with("kvsname", kvsname).with("key", name);
@@ -591,6 +618,7 @@ impl Pmi {
                 kvs.insert(key.to_string(), value.to_string());
                 Ok(())
             }
+            Mode::Pmix(p) => p.put(key, value).map_err(PmiError::Pmix),
             Mode::Connected(c) => match c.version {
                 Version::Pmi1 => {
                     let m = Message::new(Wire::V1, "put").with("kvsname", kvsname).with("key", key).with("value", value);
@@ -609,6 +637,7 @@ impl Pmi {
         let kvsname = self.kvsname.clone();
         match &mut self.mode {
             Mode::Singleton { kvs } => Ok(kvs.get(key).cloned()),
+            Mode::Pmix(p) => p.get(from_rank, key).map_err(PmiError::Pmix),
             Mode::Connected(c) => match c.version {
                 Version::Pmi1 => {
                     let m = Message::new(Wire::V1, "get").with("kvsname", kvsname).with("key", key);
@@ -642,6 +671,7 @@ impl Pmi {
             Mode::Singleton { .. } => {
                 eprintln!("gridmpi: rank 0 aborted the job (exit code {exit_code}): {message}");
             }
+            Mode::Pmix(p) => p.abort(exit_code, &message),
             Mode::Connected(c) => {
                 let m = match c.version {
                     Version::Pmi1 => Message::new(Wire::V1, "abort").with("exitcode", exit_code).with("message", &message),
@@ -662,6 +692,7 @@ impl Pmi {
     pub fn finalize(self) -> Result<(), PmiError> {
         match self.mode {
             Mode::Singleton { .. } => Ok(()),
+            Mode::Pmix(p) => p.finalize().map_err(PmiError::Pmix),
             Mode::Connected(mut c) => match c.version {
                 Version::Pmi1 => c.request("finalize", Message::new(Wire::V1, "finalize"), "finalize_ack").map(drop),
                 Version::Pmi2 => c.request("finalize", Message::new(Wire::V2, "finalize"), "finalize-response").map(drop),

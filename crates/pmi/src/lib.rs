@@ -19,7 +19,10 @@
 //! | `GRIDMPI_PMI_VERSION`, else `PMI_VERSION` | force `1` or `2` |
 //! | `GRIDMPI_PMI_TIMEOUT` | give up waiting for a reply after this long (`30s`, `500ms`; default: wait forever, but a closed connection is always detected) |
 //!
-//! Without `PMI_FD` or `PMI_PORT` the process is a singleton: rank 0 of 1
+//! Without `PMI_FD` or `PMI_PORT` but with `PMIX_NAMESPACE` (set by a PMIx
+//! server: Open MPI's mpirun, `srun --mpi=pmix`) the process speaks PMIx
+//! through the system's PMIx library, loaded at run time (`pmix`).
+//! Without any of them the process is a singleton: rank 0 of 1
 //! with an in-process store. When PMI-2 is asked for and the server only
 //! speaks PMI-1, the client falls back to PMI-1.
 //!
@@ -38,6 +41,7 @@
 //! MPICH's hydra and by Slurm.
 
 mod client;
+mod pmix;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;
