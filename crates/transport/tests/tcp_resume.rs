@@ -175,3 +175,74 @@ fn resets_lose_and_duplicate_nothing() {
     // came again from the copy kept for them.
     assert!(g[0].resent > 0 && g[1].resent > 0, "no reset caught bytes in flight in both directions");
 }
+
+fn pair() -> (Tcp, Tcp) {
+    let lo = Ipv4Addr::LOCALHOST;
+    let secret = [5u8; 32];
+    let mut a = Tcp::new(0, 2, 43, secret, lo).unwrap();
+    let mut b = Tcp::new(1, 2, 43, secret, lo).unwrap();
+    a.set_peer_addrs(1, vec![SocketAddrV4::new(lo, b.port())]);
+    b.set_peer_addrs(0, vec![SocketAddrV4::new(lo, a.port())]);
+    (a, b)
+}
+
+fn eager(peer: Pid, bytes: &[u8]) -> Transmit {
+    let env = Envelope { ctx: 0, src: 0, tag: 2 };
+    Transmit { peer, header: Header::new(Frame::Eager { env, sync: None }, bytes.len() as u32), payload: Payload::Owned(bytes.to_vec()), notify: None }
+}
+
+/// Poll both until `done` or 10 s.
+fn settle(a: &mut Tcp, ga: &mut Got, b: &mut Tcp, gb: &mut Got, done: impl Fn(&Got, &Got) -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !done(ga, gb) && Instant::now() < end {
+        a.poll(ga).unwrap();
+        b.poll(gb).unwrap();
+    }
+}
+
+/// A peer that finalizes acknowledges everything on its way out: its
+/// closing is the end of the link, not a break to repair, and sending to it
+/// afterwards is an error naming what happened.
+#[test]
+fn a_peer_that_finished_closes_its_link_for_good() {
+    let (mut a, mut b) = pair();
+    let (mut ga, mut gb) = (Got::new(0), Got::new(0));
+    b.send(eager(0, &[7; 3000]), &mut gb).unwrap();
+    settle(&mut a, &mut ga, &mut b, &mut gb, |ga, _| ga.eager.len() == 1);
+    a.finalizing = true;
+    a.close(&mut ga);
+    drop(a);
+    let end = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < end {
+        b.poll(&mut gb).unwrap();
+    }
+    assert_eq!(gb.resumed, 0);
+    let e = b.send(eager(0, b"late"), &mut gb).unwrap_err();
+    assert!(e.message.contains("closed"), "{e}");
+}
+
+/// A peer that is gone without a word (its process died) while it still
+/// lacked our bytes: the link is tried again until the budget runs out,
+/// then the error says so.
+#[test]
+fn a_peer_gone_for_good_ends_the_link_within_the_budget() {
+    let (a, mut b) = pair();
+    let (mut a, mut ga, mut gb) = (a, Got::new(0), Got::new(0));
+    b.resume_budget = Duration::from_millis(800);
+    b.send(eager(0, b"first"), &mut gb).unwrap();
+    settle(&mut a, &mut ga, &mut b, &mut gb, |ga, _| !ga.eager.is_empty());
+    // Sent, never read (so never acknowledged) by the peer, which then dies.
+    for _ in 0..10 {
+        b.send(eager(0, &[1; 30_000]), &mut gb).unwrap();
+    }
+    drop(a); // no goodbye: the kernel closes its sockets
+    let start = Instant::now();
+    let err = loop {
+        if let Err(e) = b.poll(&mut gb) {
+            break e;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the broken link was never given up");
+    };
+    assert!(err.message.contains("could not be made again"), "{err}");
+    assert!(start.elapsed() >= Duration::from_millis(700), "gave up after {:?}", start.elapsed());
+}

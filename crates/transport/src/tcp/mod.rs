@@ -455,7 +455,10 @@ impl Tcp {
     /// the peer has not acknowledged, half a frame from it), else when a
     /// frame is next sent. A peer that closed having acknowledged all we
     /// sent is done with us (it finalized: it acknowledges everything on
-    /// its way out), so the link is closed, as it is while we finalize.
+    /// its way out), so the link is closed; so is one that breaks while we
+    /// finalize with nothing left to send it (past the final barrier, peers
+    /// close their connections as they finish). Frames still queued for it
+    /// mean it has not finished: the link is re-made even then.
     fn connection_broke(&mut self, idx: usize, why: String, closed: bool) -> Result<(), TransportError> {
         let mut c = self.conns[idx].take().expect("a live connection");
         let _ = self.ep.delete(c.fd.as_raw_fd());
@@ -470,7 +473,7 @@ impl Tcp {
         link.out.retain(|f| !f.is_ack());
         let pending = !link.out.is_empty() || link.tx.unacked() > 0;
         let partial = carry.len() > 0 || carry.direct.is_some();
-        if finalizing || (closed && !pending && !partial) {
+        if (finalizing && link.out.is_empty()) || (closed && !pending && !partial) {
             link.closed = true;
             return Ok(());
         }
@@ -491,7 +494,7 @@ impl Tcp {
     /// connection it is the error.
     fn attempt_failed(&mut self, e: TransportError) -> Result<(), TransportError> {
         let Some(peer) = e.peer else { return Err(e) };
-        if self.peers[peer as usize].broken.is_none() || self.finalizing {
+        if self.peers[peer as usize].broken.is_none() {
             return Err(e);
         }
         if let Some(i) = self.peers[peer as usize].conn {
@@ -525,9 +528,6 @@ impl Tcp {
     /// Start a new connection for every broken link that needs one and
     /// whose pause is over.
     fn remake_links(&mut self) -> Result<(), TransportError> {
-        if self.finalizing {
-            return Ok(());
-        }
         let now = Instant::now();
         for p in 0..self.peers.len() {
             let link = &self.peers[p];
