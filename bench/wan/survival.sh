@@ -20,7 +20,7 @@ HOSTS=h0,h1,h2,h3,h4,h5,h6,h7
 CUT=${CUT:-600}
 RESETS=${RESETS:-20}
 LOSS=${LOSS:-5%}
-PEERS=${PEERS:-mpich openmpi}
+PEERS=${PEERS-mpich openmpi}
 MPICH=${MPICH_PREFIX:-/opt/peers/mpich}
 OMPI=${OMPI_PREFIX:-/opt/peers/openmpi}
 WORK=$(mktemp -d /tmp/gridmpi-survival.XXXXXX)
@@ -41,8 +41,8 @@ launch() { # impl seconds bytes -> command line run in h0
 
 row() { # impl what out rc start end
     local result
-    result=$(grep -o 'outage: .*' "$3" | head -1)
-    [ -z "$result" ] && result="died: $(grep -v 'a new one took over\|WAN link' "$3" | grep -i -m1 'error\|fail\|abort\|timed out\|reset\|closed' | cut -c1-150)"
+    result=$(grep -a -o 'outage: .*' "$3" | head -1)
+    [ -z "$result" ] && result="died: $(grep -a -v 'a new one took over\|WAN link' "$3" | grep -a -i -m1 'error\|fail\|abort\|timed out\|reset\|closed' | cut -c1-150)"
     printf '| %s | %s | %s | %s | %.0f s |\n' "$1" "$2" "$4" "$result" "$(echo "$6 - $5" | bc)"
 }
 
