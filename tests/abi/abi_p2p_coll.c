@@ -26,9 +26,8 @@ static int rank, size;
     } while (0)
 
 static MPI_Datatype pair_type; /* two ints, contiguous: the user op's type */
-static int op_calls;
 
-/* Element-wise sum of (a, b) pairs and max of... no: a sums, b takes the max. */
+/* On (a, b) pairs: a sums, b takes the maximum. */
 static void pair_op(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     CHECK(*dt == pair_type, "user op got datatype %p, expected %p", (void *)*dt, (void *)pair_type);
@@ -37,7 +36,6 @@ static void pair_op(void *in, void *inout, int *len, MPI_Datatype *dt)
         b[2 * i] += a[2 * i];
         if (a[2 * i + 1] > b[2 * i + 1]) b[2 * i + 1] = a[2 * i + 1];
     }
-    op_calls++;
 }
 
 int main(int argc, char **argv)
@@ -77,6 +75,9 @@ int main(int argc, char **argv)
         }
         CHECK(seen == ((1 << size) - 2), "senders seen %x", seen);
     }
+
+    /* Later messages must not match the MPI_ANY_TAG receives above. */
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* MPI_PROC_NULL: completes at once, status says so. */
     {
@@ -163,7 +164,6 @@ int main(int argc, char **argv)
         int mine[4] = {1, rank, 2, -rank}, res[4] = {0};
         MPI_Allreduce(mine, res, 2, pair_type, op, MPI_COMM_WORLD);
         CHECK(res[0] == size && res[1] == size - 1 && res[2] == 2 * size && res[3] == 0, "user op result %d %d %d %d", res[0], res[1], res[2], res[3]);
-        CHECK(size == 1 || op_calls > 0 || rank != 0 || 1, "op calls");
         /* The datatype's envelope: a contiguous of MPI_INT. */
         int ni, na, nd, comb;
         MPI_Type_get_envelope(pair_type, &ni, &na, &nd, &comb);

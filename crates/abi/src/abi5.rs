@@ -34,7 +34,9 @@ pub const HANDLE_KINDS: &[&str] =
     &["Comm", "Datatype", "Errhandler", "File", "Group", "Info", "Message", "Op", "Request", "Session", "Win"];
 
 /// Functions crates/mpiabi writes by hand: their callbacks need
-/// trampolines, or (MPI_Win_get_attr) a result needs more than a table.
+/// trampolines, or a result needs more than a table (attributes whose
+/// value is a constant, the constants among a datatype's contents), or
+/// (MPI_Get_version) the standard ABI's answer is not libmpi's.
 pub const MANUAL: &[&str] = &[
     "MPI_Op_create",
     "MPI_Op_create_c",
@@ -51,6 +53,11 @@ pub const MANUAL: &[&str] = &[
     "MPI_Register_datarep",
     "MPI_Register_datarep_c",
     "MPI_Win_get_attr",
+    "MPI_Comm_get_attr",
+    "MPI_Attr_get",
+    "MPI_Type_get_contents",
+    "MPI_Type_get_contents_c",
+    "MPI_Get_version",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -297,6 +304,9 @@ enum Conv {
     Status(bool),
     Statuses(String, bool),
     Buffer,
+    /// Where a detach call stores the buffer's address (which may be
+    /// MPI_BUFFER_AUTOMATIC).
+    BufferAddr,
     Weights,
 }
 
@@ -375,6 +385,12 @@ fn conv_of(f: &Function, p: &Param) -> Result<Conv, String> {
     }
     if base == "MPI_T_cb_safety" {
         return Ok(Conv::Value("t_cb_safety".into()));
+    }
+    if base == "MPI_T_pvar_handle" && stars == 0 {
+        return Ok(Conv::Value("pvar_handle".into())); // MPI_T_PVAR_ALL_HANDLES
+    }
+    if base == "void" && stars == 1 && p.name == "buffer_addr" {
+        return Ok(Conv::BufferAddr);
     }
     if base == "MPI_T_source_order" && stars == 1 {
         return Ok(Conv::Ptr("t_source_order".into(), true));
@@ -457,6 +473,10 @@ pub fn rust_abi_entry_points(funcs: &[Function]) -> Result<String, String> {
                     }
                 }
                 Conv::Buffer => args.push(format!("conv::buffer_in({n})")),
+                Conv::BufferAddr => {
+                    args.push(n.clone());
+                    post.push(format!("conv::buffer_addr_out({n});"));
+                }
                 Conv::Weights => args.push(format!("conv::weights_in({n})")),
             }
         }

@@ -229,35 +229,6 @@ create_keyval!(PMPI_Keyval_create, MPI_Keyval_create, PMPI_Keyval_create, comm_o
 create_keyval!(PMPI_Type_create_keyval, MPI_Type_create_keyval, PMPI_Type_create_keyval, datatype_out);
 create_keyval!(PMPI_Win_create_keyval, MPI_Win_create_keyval, PMPI_Win_create_keyval, win_out);
 
-// ---- MPI_Win_get_attr -------------------------------------------------------
-
-/// The standard's values of MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL, where
-/// the attribute can point to (libmpi's point to libmpi's values).
-static FLAVORS: [c_int; 4] = [311, 312, 313, 314];
-static MODELS: [c_int; 2] = [321, 322];
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_get_attr(win: abi::MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    let rc = real::PMPI_Win_get_attr(win_in(win), keyval_in(win_keyval), attribute_val, flag);
-    if rc == 0 && !flag.is_null() && *flag != 0 && !attribute_val.is_null() {
-        let slot = attribute_val as *mut *const c_int;
-        let (table, value): (&[c_int], fn(c_int) -> c_int) = match win_keyval {
-            604 => (&FLAVORS, flavor_out), // MPI_WIN_CREATE_FLAVOR
-            605 => (&MODELS, model_out),   // MPI_WIN_MODEL
-            _ => return err_out(rc),
-        };
-        let v = value(**slot);
-        if let Some(p) = table.iter().find(|&&x| x == v) {
-            *slot = p;
-        }
-    }
-    err_out(rc)
-}
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_attr(win: abi::MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
-    PMPI_Win_get_attr(win, win_keyval, attribute_val, flag)
-}
-
 // ---- generalized requests ------------------------------------------------------
 
 struct Grequest {

@@ -262,3 +262,22 @@ pub unsafe fn len_at(p: *const c_int) -> isize {
         *p as isize
     }
 }
+
+/// After a detach: the address stored may be libmpi's MPI_BUFFER_AUTOMATIC.
+pub unsafe fn buffer_addr_out(p: *mut std::ffi::c_void) {
+    let slot = p as *mut usize;
+    if !slot.is_null() && *slot == INT_BUFFER_AUTOMATIC {
+        *slot = ABI_BUFFER_AUTOMATIC;
+    }
+}
+
+/// MPI_T_PVAR_ALL_HANDLES: 1 in the standard, a variable's value in libmpi.
+pub fn pvar_handle_in(h: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
+    static ALL: AtomicUsize = AtomicUsize::new(0);
+    if h as usize == 1 {
+        // SAFETY: libmpi's `MPI_T_pvar_handle const MPI_T_PVAR_ALL_HANDLES`: read the pointer.
+        unsafe { *(real::resolve(&ALL, c"MPI_T_PVAR_ALL_HANDLES") as *const *mut std::ffi::c_void) }
+    } else {
+        h
+    }
+}

@@ -8,6 +8,8 @@
 //! - `entry` (generated, crates/abi/src/abi5.rs): the entry points whose
 //!   arguments translate by their type and name;
 //! - `callbacks`: the functions taking user callbacks (trampolines);
+//! - `special`: those whose results need more than a table (constant
+//!   attribute values, a datatype's contents, MPI_Get_version);
 //! - `abi_info`: the functions only the standard ABI has;
 //! - `conv` and `tables` (generated from abi/abi5.txt and abi/mpi.h.in):
 //!   how each kind of value crosses;
@@ -19,6 +21,7 @@ mod abi_info;
 mod callbacks;
 mod conv;
 mod real;
+mod special;
 mod types;
 
 /// The translation tables (generated).
@@ -31,7 +34,7 @@ mod tables {
 /// The generated entry points.
 #[allow(unused_mut, clippy::unnecessary_cast, clippy::useless_conversion)]
 mod entry {
-    use crate::conv::{self, err_in, err_out};
+    use crate::conv::{self, err_in, err_out, pvar_handle_in};
     use crate::real;
     use crate::tables::*;
     use crate::types::abi::*;
