@@ -3,6 +3,9 @@
 # twice, with GridMPI's mpicc_abi and with MPICH's (binary compatibility:
 # MPICH's mpi_abi.h, run on our library), and run under gridmpirun at 1, 2
 # and 4 ranks. Also: every function mpi_abi.h declares is exported.
+#
+# ABI_C_SUITE=1 also runs the whole C suite (tests/c) built with mpicc_abi,
+# some minutes (tests/abi/xfail-c-suite.txt: what the standard ABI lacks).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -57,4 +60,8 @@ for src in tests/abi/*.c; do
         done
     done
 done
+
+if [ "${ABI_C_SUITE:-0}" = 1 ]; then
+    python3 tests/run.py --mpicc build/bin/mpicc_abi --xfail tests/abi/xfail-c-suite.txt -j 1 || fail=1
+fi
 exit $fail

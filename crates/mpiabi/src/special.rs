@@ -26,7 +26,9 @@ static IO: AtomicI32 = AtomicI32::new(0);
 /// After a successful get of `keyval` (the standard's value) whose value is
 /// an `int *`: point it at the standard's constant instead of libmpi's.
 unsafe fn translate_attr(keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
-    if flag.is_null() || *flag == 0 || attribute_val.is_null() {
+    // Only these keyvals' values are pointers to ints; the others are the
+    // user's and never touched.
+    if !matches!(keyval, 502 | 503 | 604 | 605) || flag.is_null() || *flag == 0 || attribute_val.is_null() {
         return;
     }
     let slot = attribute_val as *mut *const c_int;
