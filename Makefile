@@ -55,7 +55,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
