@@ -281,3 +281,58 @@ pub fn pvar_handle_in(h: *mut std::ffi::c_void) -> *mut std::ffi::c_void {
         h
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_round_trip() {
+        // Classes by table, codes with a message shifted, user ones as they are.
+        assert_eq!(err_out(0), 0);
+        for internal in [0, 1, 5, 14, 44, 81, 0x0305, 0x0fff2c, 0x4000_0001, 0x5000_0007] {
+            assert_eq!(err_in(err_out(internal)), internal, "{internal:#x}");
+        }
+        for abi in [0, 6, 13, 62, 1001, 1018, DETAIL_BASE + 0x105] {
+            assert_eq!(err_out(err_in(abi)), abi, "{abi}");
+        }
+        // A code with a message keeps its class in its low byte on libmpi's side.
+        let code = err_out(0x0307); // class 7, message slot 3
+        assert!(code >= DETAIL_BASE && err_in(code) & 0xff == 0x07);
+    }
+
+    #[test]
+    fn handles_round_trip_and_user_handles_stay_clear_of_predefined_ones() {
+        for abi in [ABI_COMM_WORLD, ABI_COMM_SELF, ABI_COMM_NULL] {
+            assert_eq!(comm_out(comm_in(abi)), abi);
+        }
+        for abi in [ABI_INT, ABI_DOUBLE, ABI_2INT, ABI_DOUBLE_INT, ABI_DATATYPE_NULL, ABI_LONG_LONG] {
+            assert_eq!(datatype_out(datatype_in(abi)), abi);
+        }
+        assert_eq!(request_out(request_in(ABI_REQUEST_NULL)), ABI_REQUEST_NULL);
+        assert_eq!(message_out(message_in(ABI_MESSAGE_NULL)), ABI_MESSAGE_NULL);
+        assert_eq!(file_in(ABI_FILE_NULL), 0);
+        // libmpi's user handles (indirect: top bits 11) become pointers >= 0x400.
+        let user = 0xc400_0003u32 as c_int;
+        assert!(comm_out(user) >= 0x400);
+        assert_eq!(comm_in(comm_out(user)), user);
+    }
+
+    #[test]
+    fn status_keeps_count_and_translates_fields() {
+        let i = int::MPI_Status { count_lo: 12, count_hi_and_cancelled: 1, MPI_SOURCE: -1, MPI_TAG: -1, MPI_ERROR: 0 };
+        let a = status_abi(&i);
+        // libmpi's MPI_PROC_NULL (-1) and MPI_ANY_TAG (-1) are the standard's -3 and -2.
+        assert_eq!((a.MPI_SOURCE, a.MPI_TAG, a.MPI_ERROR), (-3, -2, 0));
+        let back = status_int(&a);
+        assert_eq!((back.count_lo, back.count_hi_and_cancelled, back.MPI_SOURCE, back.MPI_TAG), (12, 1, -1, -1));
+    }
+
+    #[test]
+    fn bit_sets_translate_flag_by_flag() {
+        // The standard's MPI_MODE_CREATE (2) | MPI_MODE_WRONLY (256) is libmpi's 1 | 4.
+        assert_eq!(amode_in(2 | 256), 1 | 4);
+        assert_eq!(amode_out(amode_in(2 | 256 | 8)), 2 | 256 | 8);
+        assert_eq!(assert_out(assert_in(1024 | 16384)), 1024 | 16384);
+    }
+}
