@@ -2,7 +2,8 @@
 # The MPI-5 standard ABI (libmpi_abi.so.1): every C program here is built
 # twice, with GridMPI's mpicc_abi and with MPICH's (binary compatibility:
 # MPICH's mpi_abi.h, run on our library), and run under gridmpirun at 1, 2
-# and 4 ranks. Also: every function mpi_abi.h declares is exported.
+# and 4 ranks (MPICH's build also under MPICH's mpiexec, still on our
+# library). Also: every function mpi_abi.h declares is exported.
 #
 # ABI_C_SUITE=1 also runs the whole C suite (tests/c) built with mpicc_abi,
 # some minutes (tests/abi/xfail-c-suite.txt: what the standard ABI lacks).
@@ -58,6 +59,15 @@ for src in tests/abi/*.c; do
                 failed "$name ($b mpicc_abi) -n $n" "$out"
             fi
         done
+        # And under MPICH's own launcher, our library its PMI client.
+        if [ $b = mpich ] && [ -x "$MPICH/bin/mpiexec" ]; then
+            if out=$(LD_LIBRARY_PATH=$lib timeout 60 "$MPICH/bin/mpiexec" -n 2 -genv LD_LIBRARY_PATH "$lib" "$exe" 2>&1) \
+                && grep -q "$name OK (2 ranks)" <<<"$out"; then
+                pass "$name ($b mpicc_abi) under MPICH's mpiexec -n 2, on our library"
+            else
+                failed "$name ($b mpicc_abi) under MPICH's mpiexec -n 2, on our library" "$out"
+            fi
+        fi
     done
 done
 

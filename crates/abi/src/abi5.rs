@@ -147,6 +147,15 @@ fn in_standard_abi(f: &Function) -> bool {
 /// and the table's own.
 pub fn abi_functions(funcs: &[Function], table: &AbiTable) -> Vec<Function> {
     let mut out: Vec<Function> = funcs.iter().filter(|f| in_standard_abi(f)).cloned().collect();
+    // Weights are pointers here: MPI_UNWEIGHTED is a fixed small address,
+    // which compilers warn about when the parameter is declared an array.
+    for p in out.iter_mut().flat_map(|f| f.params.iter_mut()) {
+        if p.name.ends_with("weights") {
+            if let Some(base) = p.c_type.strip_suffix(" []") {
+                p.c_type = format!("{base} *");
+            }
+        }
+    }
     out.extend(table.protos.iter().cloned());
     out
 }
@@ -569,6 +578,7 @@ mod tests {
         assert!(h.contains("int MPI_Abi_get_version(int *abi_major, int *abi_minor);"));
         assert!(h.contains("#define MPI_IN_PLACE                   ((void *)1)"));
         assert!(!h.contains("MPI_Comm_f2c"));
+        assert!(h.contains("const int sources[], const int *sourceweights, int outdegree"), "{h}");
         let rs = rust_abi_entry_points(&funcs).unwrap();
         assert!(rs.contains("pub unsafe extern \"C\" fn PMPI_Recv("), "{rs}");
         let recv = rs.split("fn PMPI_Recv(").nth(1).unwrap().split("\n}").next().unwrap();
