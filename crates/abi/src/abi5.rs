@@ -41,7 +41,6 @@ pub const MANUAL: &[&str] = &[
     "MPI_Op_create",
     "MPI_Op_create_c",
     "MPI_Comm_create_errhandler",
-    "MPI_Errhandler_create",
     "MPI_File_create_errhandler",
     "MPI_Win_create_errhandler",
     "MPI_Session_create_errhandler",
@@ -136,11 +135,28 @@ pub fn parse_abi_table(text: &str) -> Result<AbiTable, String> {
     Ok(t)
 }
 
-/// Whether the standard ABI has this function of functions.txt: the
-/// Fortran handle and status conversions depend on MPI_Fint, so it has not.
+/// Functions of functions.txt that MPI-3.0 removed: libmpi.so.12 keeps
+/// them for old MPICH-ABI binaries, the standard ABI has none of them (a
+/// program built with our mpi_abi.h must run on any libmpi_abi.so.1).
+const REMOVED: &[&str] = &[
+    "MPI_Address",
+    "MPI_Errhandler_create",
+    "MPI_Errhandler_get",
+    "MPI_Errhandler_set",
+    "MPI_Type_extent",
+    "MPI_Type_hindexed",
+    "MPI_Type_hvector",
+    "MPI_Type_lb",
+    "MPI_Type_struct",
+    "MPI_Type_ub",
+];
+
+/// Whether the standard ABI has this function of functions.txt: not the
+/// removed ones, nor the Fortran handle and status conversions (they
+/// depend on MPI_Fint).
 fn in_standard_abi(f: &Function) -> bool {
     let fortran = |t: &str| t.contains("MPI_Fint") || t.contains("MPI_F08_status");
-    !fortran(&f.ret) && !f.params.iter().any(|p| fortran(&p.c_type))
+    !REMOVED.contains(&f.name.as_str()) && !fortran(&f.ret) && !f.params.iter().any(|p| fortran(&p.c_type))
 }
 
 /// The functions of libmpi_abi: functions.txt's (those of the standard ABI)
@@ -577,7 +593,7 @@ mod tests {
         assert!(h.contains("#define MPI_COMM_WORLD                 ((MPI_Comm)0x00000101)"), "{h}");
         assert!(h.contains("int MPI_Abi_get_version(int *abi_major, int *abi_minor);"));
         assert!(h.contains("#define MPI_IN_PLACE                   ((void *)1)"));
-        assert!(!h.contains("MPI_Comm_f2c"));
+        assert!(!h.contains("MPI_Comm_f2c") && !h.contains("MPI_Type_struct"));
         assert!(h.contains("const int sources[], const int *sourceweights, int outdegree"), "{h}");
         let rs = rust_abi_entry_points(&funcs).unwrap();
         assert!(rs.contains("pub unsafe extern \"C\" fn PMPI_Recv("), "{rs}");

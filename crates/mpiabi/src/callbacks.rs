@@ -124,7 +124,7 @@ errh_trampoline!(file_errh_trampoline, FILE_ERRH_FNS, int::MPI_File, file_out, f
 errh_trampoline!(win_errh_trampoline, WIN_ERRH_FNS, int::MPI_Win, win_out, win_in);
 errh_trampoline!(session_errh_trampoline, SESSION_ERRH_FNS, int::MPI_Session, session_out, session_in);
 
-/// `MPI_X_create_errhandler` (and the deprecated MPI_Errhandler_create).
+/// `MPI_X_create_errhandler`.
 macro_rules! create_errhandler {
     ($pname:ident, $name:ident, $real:ident, $fns:ident, $tramps:ident) => {
         #[no_mangle]
@@ -148,7 +148,6 @@ macro_rules! create_errhandler {
     };
 }
 create_errhandler!(PMPI_Comm_create_errhandler, MPI_Comm_create_errhandler, PMPI_Comm_create_errhandler, COMM_ERRH_FNS, COMM_ERRH_TRAMPOLINES);
-create_errhandler!(PMPI_Errhandler_create, MPI_Errhandler_create, PMPI_Errhandler_create, COMM_ERRH_FNS, COMM_ERRH_TRAMPOLINES);
 create_errhandler!(PMPI_File_create_errhandler, MPI_File_create_errhandler, PMPI_File_create_errhandler, FILE_ERRH_FNS, FILE_ERRH_TRAMPOLINES);
 create_errhandler!(PMPI_Win_create_errhandler, MPI_Win_create_errhandler, PMPI_Win_create_errhandler, WIN_ERRH_FNS, WIN_ERRH_TRAMPOLINES);
 create_errhandler!(
