@@ -251,7 +251,9 @@ pub fn rust_translation(table: &AbiTable, internal_template: &str) -> Result<Str
         let _ = writeln!(out, "        _ => {widen},\n    }}\n}}");
     }
     // Integer classes and bit sets.
-    let mut classes: BTreeMap<(String, String), Vec<(String, i64, i64)>> = BTreeMap::new();
+    // (form, class) -> (name, the standard's value, libmpi's value)
+    type Pairs = Vec<(String, i64, i64)>;
+    let mut classes: BTreeMap<(String, String), Pairs> = BTreeMap::new();
     for c in table.consts.iter().filter(|c| (c.form == "int" || c.form == "bits") && c.class != "-") {
         let i = lookup(&c.name)?;
         classes.entry((c.form.clone(), c.class.clone())).or_default().push((c.name.clone(), c.value, i));
@@ -392,7 +394,7 @@ fn conv_of(f: &Function, p: &Param) -> Result<Conv, String> {
     let is_array = t.contains('[');
     let bare = t.trim_start_matches("const ").split('[').next().unwrap().trim();
     let stars = bare.matches('*').count() + usize::from(is_array);
-    let base = bare.trim_end_matches(|c| c == '*' || c == ' ');
+    let base = bare.trim_end_matches(['*', ' ']);
     let need_len = || array_len(f, &p.name).ok_or_else(|| format!("{}: no length known for array {}", f.name, p.name));
     if let Some(kind) = base.strip_prefix("MPI_").filter(|k| HANDLE_KINDS.contains(k)) {
         let class = kind.to_lowercase();

@@ -119,8 +119,10 @@ pub unsafe extern "C" fn PMPI_Abi_get_fortran_info(info: *mut abi::MPI_Info) -> 
 }
 mpi_alias!(MPI_Abi_get_fortran_info => PMPI_Abi_get_fortran_info(info: *mut abi::MPI_Info) -> c_int);
 
-/// The registered LOGICAL size and its .TRUE. and .FALSE. bit patterns.
-static BOOLEANS: Mutex<Option<(c_int, Vec<u8>, Vec<u8>)>> = Mutex::new(None);
+/// A LOGICAL's size and its .TRUE. and .FALSE. bit patterns.
+type Booleans = (c_int, Vec<u8>, Vec<u8>);
+/// What MPI_Abi_set_fortran_booleans registered.
+static BOOLEANS: Mutex<Option<Booleans>> = Mutex::new(None);
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Abi_set_fortran_booleans(logical_size: c_int, logical_true: *mut c_void, logical_false: *mut c_void) -> c_int {

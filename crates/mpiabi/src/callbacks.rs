@@ -24,13 +24,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 // ---- slots ----------------------------------------------------------------
 
-const EMPTY: AtomicUsize = AtomicUsize::new(0);
-static OP_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
-static OP_C_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
-static COMM_ERRH_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
-static FILE_ERRH_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
-static WIN_ERRH_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
-static SESSION_ERRH_FNS: [AtomicUsize; SLOTS] = [EMPTY; SLOTS];
+static OP_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static OP_C_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static COMM_ERRH_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static FILE_ERRH_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static WIN_ERRH_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+static SESSION_ERRH_FNS: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
 /// The slot holding `f`, taking a free one the first time.
 fn slot(fns: &[AtomicUsize; SLOTS], f: usize) -> Option<usize> {
