@@ -5,14 +5,14 @@
 CARGO    ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 BUILD    := build
 RELEASE  := target/release
-PACKAGES := -p gridmpi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace
+PACKAGES := -p gridmpi -p gridmpi-mpiabi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 # For the pkg-config files: our version, and the MPICH version whose ABI we provide
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -25,6 +25,9 @@ build:
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpi.so
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so.12
 	ln -sf libmpi.so.12 $(BUILD)/lib/libmpich.so
+	@# The MPI-5 standard ABI: translates to libmpi.so.12, which it loads from beside itself
+	install -m 755 $(RELEASE)/libmpi_abi.so $(BUILD)/lib/libmpi_abi.so.1
+	ln -sf libmpi_abi.so.1 $(BUILD)/lib/libmpi_abi.so
 	install -m 755 $(RELEASE)/libmpifort.so $(BUILD)/lib/libmpifort.so.12
 	ln -sf libmpifort.so.12 $(BUILD)/lib/libmpifort.so
 	ln -sf libmpifort.so.12 $(BUILD)/lib/libmpichfort.so.12
@@ -35,6 +38,7 @@ build:
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
 	@# mpi.pc, gridmpi.pc, mpich.pc: pkg-config finds us (PKG_CONFIG_PATH=build/lib/pkgconfig)
 	sh crates/launcher/pkgconfig/write-pc.sh $(BUILD) $(VERSION) $(MPICH_VERSION)
+	install -m 755 crates/launcher/scripts/mpicc_abi crates/launcher/scripts/mpicxx_abi $(BUILD)/bin/
 	install -m 755 crates/fortran/scripts/mpifort $(BUILD)/bin/
 	ln -sf mpifort $(BUILD)/bin/mpif90
 	ln -sf mpifort $(BUILD)/bin/mpif77
@@ -56,7 +60,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -79,6 +83,10 @@ fuzz:
 
 test-c: build
 	python3 tests/run.py
+
+# The MPI-5 standard ABI: programs built with our mpicc_abi and MPICH 5's, run on libmpi_abi.so.1.
+test-abi: build
+	bash tests/abi/run.sh
 
 test-fortran: build
 	python3 tests/fortran/run.py

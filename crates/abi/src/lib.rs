@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod abi5;
 pub mod fortran;
 pub mod fortran08;
 pub mod fortran_interfaces;

@@ -1,5 +1,6 @@
 //! `gridmpi-abigen ROOT OUT_INCLUDE_DIR`: writes mpi.h, mpif.h and the
-//! `mpi` and `mpi_f08` module sources (mpi.f90, mpi_f08.f90) from ROOT/abi.
+//! `mpi` and `mpi_f08` module sources (mpi.f90, mpi_f08.f90) from ROOT/abi,
+//! and the standard ABI's mpi_abi.h (also as abi/mpi.h).
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +34,13 @@ fn main() {
     write_if_changed(&out.join("mpif.h"), &mpif);
     let module = gridmpi_abi::fortran::render_mpi_module(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
     write_if_changed(&out.join("mpi.f90"), &module);
+    // The MPI-5 standard ABI's header, as mpi_abi.h and as abi/mpi.h (what
+    // mpicc_abi puts first on the include path, for `#include <mpi.h>`).
+    let abi_table = gridmpi_abi::abi5::parse_abi_table(&read(root.join("abi/abi5.txt"))).unwrap_or_else(|e| fail(e));
+    let abi_h = gridmpi_abi::abi5::render_abi_header(&read(root.join("abi/mpi_abi.h.in")), &abi_table, &funcs, version);
+    write_if_changed(&out.join("mpi_abi.h"), &abi_h);
+    std::fs::create_dir_all(out.join("abi")).expect("create include/abi");
+    write_if_changed(&out.join("abi/mpi.h"), &abi_h);
     let f08 = gridmpi_abi::fortran08::render_mpi_f08_module(&template, &funcs, &ft, version).unwrap_or_else(|e| fail(e));
     write_if_changed(&out.join("mpi_f08.f90"), &f08);
 }
