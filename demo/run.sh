@@ -12,6 +12,9 @@
 #    bottleneck dropped, TCP retransmissions and retransmission timeouts.
 #    Plots go to demo/out/: the WAN link per millisecond (throughput, queue,
 #    drops) for each MPI, and GridMPI's per-connection TCP history.
+# 3. As root: the WAN connections are reset twice (ss -K, as a NAT or
+#    firewall losing its state) while the program runs, under GridMPI and
+#    under MPICH.
 #
 # DEMO_OUT=DIR puts the outputs elsewhere; DEMO_LOCAL_ONLY=1 skips part 2.
 set -euo pipefail
@@ -138,6 +141,28 @@ echo
 echo "GridMPI's TCP connections (gridmpi-trace summary, connections that crossed the WAN first):"
 "$B/bin/gridmpi-trace" summary "$OUT/trace" | sed -n 1,30p  # sed reads it all: no broken pipe under pipefail
 "$B/bin/gridmpi-trace" report "$OUT/trace" -o "$OUT/trace.html" --title "GridMPI TCP history, $TITLE" >/dev/null
+echo
+echo "== part 3: a firewall resets the WAN connections twice during a run"
+# ss -K in hosts of cluster c0 aborts their connections to c1, as a NAT or
+# firewall that loses its state does: the peers see a reset.
+resets() { sleep 2; "$TB" exec h0 -- ss -K dst 10.77.1.0/24 >/dev/null 2>&1; sleep 2; "$TB" exec h1 -- ss -K dst 10.77.1.0/24 >/dev/null 2>&1; }
+resets &
+"$TB" exec h0 -- timeout 120 "$B/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 --topology "$OUT/grid.topo" \
+    "$B/examples/exchange" 262144 20 >"$OUT/resets-gridmpi.txt" 2>&1 || true
+wait
+echo "GridMPI: $(grep -c 'a new one took over' "$OUT/resets-gridmpi.txt") connections re-made, e.g."
+{ grep -m1 'a new one took over' "$OUT/resets-gridmpi.txt" || true; } | sed 's/^/    /'
+{ grep '^MPI_' "$OUT/resets-gridmpi.txt" || echo "(no result: see $OUT/resets-gridmpi.txt)"; } | sed 's/^/    /'
+if [ -x "$B/examples/exchange-mpich" ]; then
+    resets &
+    "$TB" exec h0 -- timeout 60 env MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp \
+        "$MPICH/bin/mpiexec" -launcher ssh -launcher-exec "$AGENT" -hosts $HOSTS -n 8 \
+        "$B/examples/exchange-mpich" 262144 20 >"$OUT/resets-mpich.txt" 2>&1 && mpich_rc=0 || mpich_rc=$?
+    wait
+    echo "MPICH (exit code $mpich_rc):"
+    { grep '^MPI_' "$OUT/resets-mpich.txt" || grep -a -i -m2 'error\|abort' "$OUT/resets-mpich.txt" || true; } | cut -c1-160 | sed 's/^/    /'
+fi
+
 echo
 echo "Plots in $OUT:"
 for n in "${NAMES[@]}"; do echo "  $n.svg      the WAN link per millisecond (throughput, queue, drops)"; done
