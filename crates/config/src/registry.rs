@@ -174,6 +174,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "maximum retransmission timeout of WAN connections (auto: max(1s, 20 RTT), so traffic resumes soon after an outage)",
     },
     Setting {
+        name: "GRIDMPI_TCP_PORTS",
+        kind: Kind::Text,
+        default: "",
+        scope: Scope::Library,
+        help: "the ports ranks listen on for TCP connections, LOW-HIGH (where a firewall opens only a range); empty: any free port",
+    },
+    Setting {
         name: "GRIDMPI_TCP_RESUME",
         kind: Kind::Choice(&["wan", "all", "off"]),
         default: "wan",

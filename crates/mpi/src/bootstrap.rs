@@ -101,8 +101,9 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         [one] if one.is_loopback() => *one,
         _ => Ipv4Addr::UNSPECIFIED,
     };
+    let ports = port_range(config.text("GRIDMPI_TCP_PORTS"))?;
     let mut tcp = if size > 1 {
-        Some(tcp::Tcp::new(me, size as usize, 0, [0; 32], bind).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))?)
+        Some(tcp::Tcp::with_ports(me, size as usize, 0, [0; 32], bind, ports).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))?)
     } else {
         None
     };
@@ -149,6 +150,22 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
     let oversubscribed = local.len() > cpus;
     Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp })
+}
+
+/// `GRIDMPI_TCP_PORTS`: `LOW-HIGH` or one port; empty: any port.
+pub fn port_range(text: &str) -> Result<Option<(u16, u16)>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let bad = || format!("GRIDMPI_TCP_PORTS: {text:?}: expected a port or a range LOW-HIGH of ports from 1 to 65535");
+    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
+    let lo: u16 = lo.trim().parse().map_err(|_| bad())?;
+    let hi: u16 = hi.trim().parse().map_err(|_| bad())?;
+    if lo == 0 || hi < lo {
+        return Err(bad());
+    }
+    Ok(Some((lo, hi)))
 }
 
 /// The addresses to try for `peer`'s listener from this host: loopback
@@ -408,4 +425,19 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
         *o = u8::from_str_radix(s.get(i * 2..i * 2 + 2)?, 16).ok()?;
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_range;
+
+    #[test]
+    fn port_ranges() {
+        assert_eq!(port_range(""), Ok(None));
+        assert_eq!(port_range("40000-40100"), Ok(Some((40000, 40100))));
+        assert_eq!(port_range(" 5000 "), Ok(Some((5000, 5000))));
+        for bad in ["0-10", "20-10", "x", "1-70000", "-5"] {
+            assert!(port_range(bad).unwrap_err().contains("GRIDMPI_TCP_PORTS"), "{bad}");
+        }
+    }
 }

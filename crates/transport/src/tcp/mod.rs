@@ -172,25 +172,60 @@ fn new_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-impl Tcp {
-    pub fn new(me: Pid, npeers: usize, job: u64, secret: [u8; 32], bind: Ipv4Addr) -> io::Result<Tcp> {
+/// A listening socket on `bind`, on the first free port of `ports` (tried
+/// from a point that depends on our process id, so that the ranks of a
+/// host do not all race for the same ports), or on any port.
+fn listen_on(bind: Ipv4Addr, ports: Option<(u16, u16)>) -> io::Result<OwnedFd> {
+    let candidates: Vec<u16> = match ports {
+        None => vec![0],
+        Some((lo, hi)) => {
+            let span = (hi - lo) as u32 + 1;
+            let first = std::process::id() % span;
+            (0..span).map(|i| lo + ((first + i) % span) as u16).collect()
+        }
+    };
+    for port in candidates {
         // SAFETY: plain syscalls on a socket we own; results checked.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
             return Err(last_err());
         }
         let listener = unsafe { OwnedFd::from_raw_fd(fd) };
-        let sa = sockaddr(SocketAddrV4::new(bind, 0));
+        let sa = sockaddr(SocketAddrV4::new(bind, port));
         unsafe {
             let one: libc::c_int = 1;
             libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &one as *const _ as *const libc::c_void, 4);
             if libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of_val(&sa) as u32) < 0 {
-                return Err(last_err());
+                let e = last_err();
+                if e.raw_os_error() == Some(libc::EADDRINUSE) && ports.is_some() {
+                    continue;
+                }
+                return Err(e);
             }
             if libc::listen(fd, 1024) < 0 {
-                return Err(last_err());
+                let e = last_err();
+                if e.raw_os_error() == Some(libc::EADDRINUSE) && ports.is_some() {
+                    continue; // another socket listens there (SO_REUSEADDR let bind pass)
+                }
+                return Err(e);
             }
         }
+        return Ok(listener);
+    }
+    let (lo, hi) = ports.expect("only a range runs out");
+    Err(io::Error::new(io::ErrorKind::AddrInUse, format!("every port of {lo}-{hi} (GRIDMPI_TCP_PORTS) is in use")))
+}
+
+impl Tcp {
+    pub fn new(me: Pid, npeers: usize, job: u64, secret: [u8; 32], bind: Ipv4Addr) -> io::Result<Tcp> {
+        Tcp::with_ports(me, npeers, job, secret, bind, None)
+    }
+
+    /// Listening on a port of `ports` (inclusive), where a firewall opens
+    /// only a range.
+    pub fn with_ports(me: Pid, npeers: usize, job: u64, secret: [u8; 32], bind: Ipv4Addr, ports: Option<(u16, u16)>) -> io::Result<Tcp> {
+        let listener = listen_on(bind, ports)?;
+        let fd = listener.as_raw_fd();
         let mut got: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of_val(&got) as libc::socklen_t;
         if unsafe { libc::getsockname(fd, &mut got as *mut _ as *mut libc::sockaddr, &mut len) } < 0 {
