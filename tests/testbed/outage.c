@@ -10,7 +10,8 @@
  *        on first use, so none is made before the pause ends)
  *
  * Rank 0 prints "outage: N iterations, longest stall S s, data correct" at the
- * end, or "outage: WRONG ..." and exits 1. */
+ * end, or "outage: WRONG ..." and exits 1; under GridMPI also how many
+ * connections were re-made after resets (MPI_T gridmpi_tcp_reconnections). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,35 @@
 static unsigned char pattern(int from, int to, long iter, long i)
 {
     return (unsigned char)(from * 131 + to * 31 + iter * 7 + i * 13);
+}
+
+/* GridMPI's MPI_T counter of connections re-made after a reset, summed
+ * over this rank's peers; -1 where the variable does not exist (other MPIs). */
+static long reconnections(int size)
+{
+    int provided, index;
+    long total = -1;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return -1;
+    if (MPI_T_pvar_get_index("gridmpi_tcp_reconnections", MPI_T_PVAR_CLASS_COUNTER, &index) == MPI_SUCCESS) {
+        MPI_T_pvar_session session;
+        MPI_T_pvar_handle handle;
+        int count;
+        MPI_T_pvar_session_create(&session);
+        if (MPI_T_pvar_handle_alloc(session, index, NULL, &handle, &count) == MPI_SUCCESS && count == size) {
+            unsigned long long *v = calloc((size_t)count, sizeof *v);
+            if (MPI_T_pvar_read(session, handle, v) == MPI_SUCCESS) {
+                total = 0;
+                for (int i = 0; i < count; i++)
+                    total += (long)v[i];
+            }
+            free(v);
+            MPI_T_pvar_handle_free(session, &handle);
+        }
+        MPI_T_pvar_session_free(&session);
+    }
+    MPI_T_finalize();
+    return total;
 }
 
 int main(int argc, char **argv)
@@ -63,11 +93,15 @@ int main(int argc, char **argv)
     }
     long all_wrong = 0;
     MPI_Reduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    long remade = reconnections(size), all_remade = 0;
+    MPI_Reduce(&remade, &all_remade, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         if (all_wrong)
             printf("outage: WRONG: %ld bytes or sums wrong in %ld iterations\n", all_wrong, iter);
         else
             printf("outage: %ld iterations, longest stall %.1f s, data correct\n", iter, stall);
+        if (all_remade >= 0)
+            printf("MPI_T gridmpi_tcp_reconnections, summed over ranks and peers: %ld\n", all_remade);
     }
     free(sendbuf);
     free(recvbuf);

@@ -397,6 +397,11 @@ impl Driver {
         self.tcp.as_ref()?.peer_fd(peer)
     }
 
+    /// Connections with `peer` re-made after a break, and bytes resent.
+    pub fn tcp_resumptions(&self, peer: Pid) -> (u64, u64) {
+        self.tcp.as_ref().map_or((0, 0), |t| t.resumptions(peer))
+    }
+
     /// The pacing rate the engine asked for on the connection with `peer`.
     pub fn tcp_pace(&self, peer: Pid) -> Option<u64> {
         self.tcp.as_ref()?.pace(peer)

@@ -45,6 +45,10 @@ pub enum Origin {
     TcpConnected,
     /// The rate GridMPI paces the connection to (bytes/s, 0: unpaced).
     PacedRate,
+    /// TCP connections re-made after a break, per peer.
+    Reconnections,
+    /// Bytes those connections wrote again, per peer.
+    ResentBytes,
     /// Bytes of frames handed to a transport for each peer.
     BytesSent,
     /// The same summed per cluster of the receiving peers.
@@ -136,6 +140,28 @@ pub static PVARS: &[Pvar] = &[
     },
     tcp("gridmpi_tcp_notsent_bytes", "per peer: bytes written to the socket and not yet sent (tcpi_notsent_bytes)", MPI_T_PVAR_CLASS_LEVEL, "notsent_bytes"),
     Pvar {
+        name: "gridmpi_tcp_reconnections",
+        desc: "per peer: TCP connections that took over from a broken (reset) one, resending what the peer had not received",
+        class: MPI_T_PVAR_CLASS_COUNTER,
+        verbosity: MPI_T_VERBOSITY_USER_BASIC,
+        category: Cat::Tcp,
+        count: Count::Peers,
+        origin: Origin::Reconnections,
+        continuous: true,
+        readonly: true,
+    },
+    Pvar {
+        name: "gridmpi_tcp_resent_bytes",
+        desc: "per peer: bytes written again by connections that took over from a broken one (the peer had not received them)",
+        class: MPI_T_PVAR_CLASS_COUNTER,
+        verbosity: MPI_T_VERBOSITY_USER_DETAIL,
+        category: Cat::Tcp,
+        count: Count::Peers,
+        origin: Origin::ResentBytes,
+        continuous: true,
+        readonly: true,
+    },
+    Pvar {
         name: "gridmpi_bytes_sent",
         desc: "per peer: bytes of messages and protocol frames (headers included) this process handed to a transport for the peer",
         class: MPI_T_PVAR_CLASS_COUNTER,
@@ -197,6 +223,8 @@ fn sample(p: &Pvar, st: &State) -> Vec<u64> {
         }
         Origin::TcpConnected => peers.map(|peer| drv.tcp_fd(peer).is_some() as u64).collect(),
         Origin::PacedRate => peers.map(|peer| drv.tcp_pace(peer).unwrap_or(0)).collect(),
+        Origin::Reconnections => peers.map(|peer| drv.tcp_resumptions(peer).0).collect(),
+        Origin::ResentBytes => peers.map(|peer| drv.tcp_resumptions(peer).1).collect(),
         Origin::BytesSent => drv.sent_bytes().to_vec(),
         Origin::ClusterBytesSent => {
             let mut v = vec![0u64; st.rt.map.clusters()];

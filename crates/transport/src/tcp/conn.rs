@@ -514,6 +514,8 @@ impl Tcp {
         link.rx.told(position);
         let resent = link.tx.resume(peer_received).map_err(|e| terr(Some(peer), e))?;
         if let Some(b) = link.broken.take() {
+            link.resumed += 1;
+            link.resent += resent;
             self.events.push(ConnEvent::Resumed { peer, after: b.since.elapsed(), resent, why: b.why });
         }
         if self.peers[peer as usize].pace.is_some() {

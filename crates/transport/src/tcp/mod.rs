@@ -86,6 +86,10 @@ struct PeerLink {
     carry: Option<Carry>,
     /// Set while the link is being re-made after a connection broke.
     broken: Option<Broken>,
+    /// Connections that took over after a break, and the bytes they wrote
+    /// again (MPI_T's gridmpi_tcp_reconnections, gridmpi_tcp_resent_bytes).
+    resumed: u64,
+    resent: u64,
 }
 
 /// A link whose connection broke, being re-made.
@@ -288,6 +292,12 @@ impl Tcp {
         };
         let idx = self.peers[peer as usize].conn.expect("established");
         self.connection_broke(idx, "aborted".into(), false).is_ok()
+    }
+
+    /// How many connections with `peer` took over from a broken one, and
+    /// how many bytes they wrote again.
+    pub fn resumptions(&self, peer: Pid) -> (u64, u64) {
+        self.peers.get(peer as usize).map_or((0, 0), |l| (l.resumed, l.resent))
     }
 
     /// The pacing rate asked for on the connection with `peer` (bytes/s;
