@@ -190,7 +190,7 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "GRIDMPI_WAN_OUTAGE_BUDGET",
         kind: Kind::Duration,
-        default: "600s",
+        default: "900s",
         scope: Scope::Library,
         help: "how long a WAN connection may go without its data being acknowledged (a link down) before the job ends (TCP_USER_TIMEOUT of WAN connections; 0: the kernel's retry count decides, about 15 s with the short RTO_MAX above), and how long a broken (reset) connection may take to be made again",
     },

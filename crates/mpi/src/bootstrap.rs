@@ -370,7 +370,7 @@ pub fn wan_tuning(config: &Config, map: &ClusterMap, me: Pid, peer: Pid) -> Opti
     let user_timeout_ms = match config.micros("GRIDMPI_WAN_OUTAGE_BUDGET") {
         Some(0) => None,
         Some(us) => Some((us / 1000).clamp(1, u32::MAX as u64) as u32),
-        None => Some(600_000),
+        None => Some(900_000),
     };
     let notsent_lowat = match config.size("GRIDMPI_TCP_NOTSENT_LOWAT") {
         Some(v) => Some(v.min(u32::MAX as u64) as u32),

@@ -256,7 +256,7 @@ impl Tcp {
             tuning: vec![None; npeers],
             spare_fd: spare_fd(),
             reaped_at: std::time::Instant::now(),
-            resume_budget: Duration::from_secs(600),
+            resume_budget: Duration::from_secs(900),
         })
     }
 
