@@ -159,7 +159,7 @@ if [ -x "$B/examples/exchange-mpich" ]; then
         "$MPICH/bin/mpiexec" -launcher ssh -launcher-exec "$AGENT" -hosts $HOSTS -n 8 \
         "$B/examples/exchange-mpich" 262144 20 >"$OUT/resets-mpich.txt" 2>&1 && mpich_rc=0 || mpich_rc=$?
     wait
-    echo "MPICH (exit code $mpich_rc):"
+    echo "MPICH (exit code $mpich_rc; the resets hit its MPI connections and hydra's own link to its proxies):"
     { grep '^MPI_' "$OUT/resets-mpich.txt" || grep -a -i -m2 'error\|abort' "$OUT/resets-mpich.txt" || true; } | cut -c1-160 | sed 's/^/    /'
 fi
 
