@@ -66,7 +66,7 @@ reset_run() { # impl rounds
     for i in $(seq 1 "$2"); do "$TB" exec "h$((i % 4))" -- ss -K dst 10.77.1.0/24 >/dev/null 2>&1; sleep "$gap"; done
     wait $job; rc=$?; end=$(date +%s.%N)
     row "$1" "$2 rounds of ss -K (WAN connections of one host each)" "$out" "$rc" "$start" "$end"
-    [ "$1" = gridmpi ] && echo "|  | connections re-made: $(grep -c 'a new one took over' "$out"); bytes written again: $(grep -o '[0-9]* bytes written again' "$out" | awk '{s+=$1} END {print s+0}') |  |  |  |"
+    [ "$1" = gridmpi ] && echo "|  | connections re-made: $(awk '/a new one took over/ { n++ } / more connections broke and were re-made/ { for (i = 2; i <= NF; i++) if ($i == "more") n += $(i - 1) } END { print n + 0 }' "$out"); bytes written again: $(grep -o '[0-9]* bytes written again' "$out" | awk '{s+=$1} END {print s+0}') |  |  |  |"
 }
 
 loss_run() {

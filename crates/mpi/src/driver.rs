@@ -83,9 +83,60 @@ pub struct PeerName {
     pub cluster: String,
 }
 
+/// What a rank says on stderr about connections re-made after a break:
+/// each one, up to [`ResumeLog::LINES`] a minute (a flapping NAT could
+/// otherwise print thousands), then how many more once the minute is over
+/// (or at the end). `GRIDMPI_DEBUG=conn` says every one.
+pub struct ResumeLog {
+    every: bool,
+    window: std::time::Instant,
+    said: u32,
+    held: u64,
+    held_bytes: u64,
+}
+
+impl ResumeLog {
+    const LINES: u32 = 5;
+    const WINDOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+    pub fn new(every: bool) -> ResumeLog {
+        ResumeLog { every, window: std::time::Instant::now(), said: 0, held: 0, held_bytes: 0 }
+    }
+
+    fn resumed(&mut self, me: Pid, line: String, resent: u64) {
+        if self.window.elapsed() >= Self::WINDOW {
+            self.flush(me);
+            self.window = std::time::Instant::now();
+            self.said = 0;
+        }
+        if self.every || self.said < Self::LINES {
+            self.said += 1;
+            eprintln!("{line}");
+        } else {
+            self.held += 1;
+            self.held_bytes += resent;
+        }
+    }
+
+    /// Say how many were not said one by one.
+    pub fn flush(&mut self, me: Pid) {
+        if self.held > 0 {
+            eprintln!(
+                "gridmpi: rank {me}: {} more connections broke and were re-made within {} s ({} bytes written again; GRIDMPI_DEBUG=conn says each)",
+                self.held,
+                self.window.elapsed().as_secs().max(1),
+                self.held_bytes
+            );
+            self.held = 0;
+            self.held_bytes = 0;
+        }
+    }
+}
+
 /// Where transports report: the engine, and the tracer for connection events.
 struct EngineSink<'a> {
     me: Pid,
+    resume_log: &'a mut ResumeLog,
     engine: &'a mut Engine,
     tracer: Option<&'a mut Tracer>,
     names: &'a [PeerName],
@@ -114,11 +165,12 @@ impl Sink for EngineSink<'_> {
             // should know the network cut a connection.
             let n = &self.names[*peer as usize];
             let place = if n.cluster.is_empty() { n.host.clone() } else { format!("{} in cluster {}", n.host, n.cluster) };
-            eprintln!(
+            let line = format!(
                 "gridmpi: rank {}: the connection with rank {peer} ({place}) broke ({why}); a new one took over after {:.2} s, {resent} bytes written again",
                 self.me,
                 after.as_secs_f64()
             );
+            self.resume_log.resumed(self.me, line, *resent);
         }
         let Some(tr) = self.tracer.as_deref_mut() else { return };
         match ev {
@@ -140,6 +192,7 @@ pub struct Driver {
     poller: Poller,
     names: Vec<PeerName>,
     debug_conn: bool,
+    resume_log: ResumeLog,
     /// Single-copy reads under way, oldest first.
     reads: std::collections::VecDeque<RemoteRead>,
     next_read: u64,
@@ -166,7 +219,8 @@ impl Driver {
         }
         let tcp_routes = routes.contains(&Route::Tcp);
         let sent_bytes = vec![0; routes.len()];
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, reads: Default::default(), next_read: 0, sent_bytes })
+        let resume_log = ResumeLog::new(debug_conn);
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes })
     }
 
     fn fatal(&self, e: TransportError) -> Fatal {
@@ -206,7 +260,7 @@ impl Driver {
             // Only what comes in (or a copy) may need another round: what
             // was just handed out cannot have been answered yet.
             let mut did = false;
-            let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+            let mut sink = EngineSink { me: self.me, resume_log: &mut self.resume_log, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
             let shm = match self.shm.as_mut() {
                 Some(s) => s.poll(&mut sink),
                 None => Ok(false),
@@ -250,7 +304,7 @@ impl Driver {
     }
 
     fn dispatch(&mut self, a: Action, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<(), Fatal> {
-        let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        let mut sink = EngineSink { me: self.me, resume_log: &mut self.resume_log, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         match a {
             Action::Transmit(t) => {
                 self.sent_bytes[t.peer as usize] += t.header.frame_len() as u64;
@@ -416,9 +470,10 @@ impl Driver {
 
     /// Close every connection (after the final barrier).
     pub fn close(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) {
-        let mut sink = EngineSink { me: self.me, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
+        let mut sink = EngineSink { me: self.me, resume_log: &mut self.resume_log, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         if let Some(t) = self.tcp.as_mut() {
             t.close(&mut sink);
         }
+        self.resume_log.flush(self.me);
     }
 }
