@@ -87,19 +87,12 @@ impl Conn {
     /// Write what is left of the handshake bytes.
     pub(super) fn write_handshake(&mut self) -> io::Result<()> {
         while !self.hs_out.is_empty() {
-            // SAFETY: writing from our own buffer.
-            let n = unsafe {
-                libc::send(self.fd.as_raw_fd(), self.hs_out.as_ptr() as *const libc::c_void, self.hs_out.len(), libc::MSG_NOSIGNAL)
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::WouldBlock => return Ok(()),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => return Err(e),
-                }
+            let iov = [libc::iovec { iov_base: self.hs_out.as_ptr() as *mut libc::c_void, iov_len: self.hs_out.len() }];
+            // SAFETY: the iovec covers our own buffer.
+            match unsafe { super::sendq::send_iov(self.fd.as_raw_fd(), &iov)? } {
+                Some(n) => drop(self.hs_out.drain(..n)),
+                None => return Ok(()),
             }
-            self.hs_out.drain(..n as usize);
         }
         Ok(())
     }

@@ -524,7 +524,7 @@ impl Tcp {
         }
         if !link.tx.keep {
             link.closed = true;
-            let hint = "; GRIDMPI_TCP_RESUME=all makes connections inside a cluster survive this";
+            let hint = "; with GRIDMPI_TCP_RESUME=all every connection survives this";
             let what = if closed { "the peer closed the connection unexpectedly (did it exit or crash?)".to_string() } else { format!("the connection broke ({why}){hint}") };
             return Err(terr(Some(peer), what));
         }

@@ -86,6 +86,31 @@ pub(super) fn enqueue(out: &mut VecDeque<OutFrame>, f: OutFrame) {
     out.insert(at, f);
 }
 
+/// `sendmsg` of `iov` without blocking and without SIGPIPE: the bytes
+/// written, or None when the socket is full (an interrupted call is
+/// retried).
+///
+/// # Safety
+/// Every iovec must point at `iov_len` readable bytes.
+pub(super) unsafe fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<Option<usize>> {
+    // SAFETY: a zeroed msghdr is valid; the caller vouches for the iovecs.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = iov.len();
+    loop {
+        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
 /// Write again what the peer lacks after a reconnection (`kept`'s replay)
 /// until the socket would block or all of it is written.
 pub(super) fn write_replay(fd: RawFd, kept: &mut Outgoing) -> io::Result<()> {
@@ -94,20 +119,12 @@ pub(super) fn write_replay(fd: RawFd, kept: &mut Outgoing) -> io::Result<()> {
             libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
             libc::iovec { iov_base: b.as_ptr() as *mut libc::c_void, iov_len: b.len() },
         ];
-        // SAFETY: a zeroed msghdr is valid; the iovecs point into `kept`.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-        msg.msg_iovlen = if b.is_empty() { 1 } else { 2 };
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(()),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(e),
-            }
+        let used = if b.is_empty() { 1 } else { 2 };
+        // SAFETY: the iovecs point into `kept`, unchanged during the call.
+        match unsafe { send_iov(fd, &iov[..used])? } {
+            Some(n) => kept.replayed(n as u64),
+            None => return Ok(()),
         }
-        kept.replayed(n as u64);
     }
     Ok(())
 }
@@ -225,20 +242,9 @@ pub(super) fn write_frames(
             keep += 1;
         }
         iov.truncate(keep);
-        // SAFETY: a zeroed msghdr is valid; the iovecs point into memory owned
-        // by queued frames or into user buffers of pending sends.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iov.as_mut_ptr();
-        msg.msg_iovlen = iov.len();
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => Ok(()),
-                io::ErrorKind::Interrupted => continue,
-                _ => Err(e),
-            };
-        }
+        // SAFETY: the iovecs point into memory owned by queued frames or
+        // into user buffers of pending sends.
+        let Some(n) = (unsafe { send_iov(fd, &iov)? }) else { return Ok(()) };
         let mut n = n as u64;
         budget -= n.min(budget);
         while n > 0 {
