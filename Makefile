@@ -12,7 +12,7 @@ MPIFC    ?= gfortran
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -60,7 +60,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-mpi4py test-hdf5 test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-mpi4py test-hdf5 test-testbed test-trace
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -93,6 +93,10 @@ test-fortran: build
 
 test-hostile: build
 	python3 tests/hostile/run.py
+
+# Jobs formed at a rendezvous from separately started groups (docs/grid.md).
+test-rendezvous: build
+	python3 tests/rendezvous/run.py
 
 # mpi4py's own suite (the wheel in /opt/mpi4py) and Debian's parallel HDF5.
 test-mpi4py: build

@@ -349,6 +349,42 @@ else
     skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
 fi
 
+# ---------------------------------------------------------------- 9b2. one job from two sites' launchers
+# Site A's gridmpirun (on h0) starts h0-h3, site B's (on h4) h4-h7; the two
+# groups meet at a rendezvous server on h0 (docs/grid.md) and run as one
+# job: each group one cluster, the allreduce and the checked all-to-all
+# loop right.
+rendezvous_run() { # program-and-args... ; writes $WORK/rv.out
+    rm -f "$WORK/rv.addr"
+    "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
+        --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/rv-server.out" 2>&1 &
+    local server=$! i
+    for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
+    local port; port=$(sed 's/.*://' "$WORK/rv.addr")
+    "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
+        --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB "$@" >"$WORK/rv-b.out" 2>&1 &
+    local b=$!
+    "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h0,h1,h2,h3 -n 4 \
+        --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteA "$@" >"$WORK/rv-a.out" 2>&1
+    local rc_a=$?
+    wait $b; local rc_b=$?
+    wait $server; local rc_s=$?
+    cat "$WORK/rv-a.out" "$WORK/rv-b.out" "$WORK/rv-server.out" >"$WORK/rv.out"
+    [ $rc_a = 0 ] && [ $rc_b = 0 ] && [ $rc_s = 0 ]
+}
+if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
+    "$ROOT/build/bin/mpicc" -O2 -o "$WORK/outage" "$HERE/outage.c"
+    rendezvous_run "$WORK/cluster_map"
+    cluster_check "one job from two sites' gridmpirun met at a rendezvous on h0" "$WORK/rv.out" Launcher
+    if rendezvous_run "$WORK/outage" 3 && grep -q "data correct" "$WORK/rv.out"; then
+        pass "rendezvous job: all-to-all and allreduce loop across the WAN, $(grep -o '[0-9]* iterations' "$WORK/rv.out")"
+    else
+        fail "rendezvous job, checked loop: $(tail -8 "$WORK/rv.out" | tr '\n' '|')"
+    fi
+else
+    skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
+fi
+
 # ---------------------------------------------------------------- 9c. a WAN outage
 # The WAN link is cut for 20 s under an all-to-all loop with checked data:
 # the job must stall, say which link is down, and finish with every byte

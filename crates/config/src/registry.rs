@@ -273,6 +273,27 @@ pub static SETTINGS: &[Setting] = &[
         scope: Scope::Library,
         help: "give up waiting for a PMI reply (e.g. a fence) after this long; 0: wait as long as the launcher lives",
     },
+    Setting {
+        name: "GRIDMPI_RENDEZVOUS",
+        kind: Kind::Text,
+        default: "",
+        scope: Scope::Library,
+        help: "HOST:PORT of a rendezvous server (gridmpirun --rendezvous-server): the ranks started here are one group of a job formed there; empty: the launcher's ranks are the whole job",
+    },
+    Setting {
+        name: "GRIDMPI_JOB_SECRET_FILE",
+        kind: Kind::Text,
+        default: "",
+        scope: Scope::Library,
+        help: "with GRIDMPI_RENDEZVOUS: the file holding the job secret (mode 600, the same file at every site); empty: ~/.gridmpi/job-secret",
+    },
+    Setting {
+        name: "GRIDMPI_RENDEZVOUS_TIMEOUT",
+        kind: Kind::Duration,
+        default: "60s",
+        scope: Scope::Library,
+        help: "how long a rank keeps trying to reach the rendezvous server (it may start after the ranks)",
+    },
     // ---- tracing (gridmpi-trace) ----------------------------------------
     Setting {
         name: "GRIDMPI_TRACE",

@@ -7,7 +7,8 @@
 //! launcher's event loop), `ranks` (starting ranks on this machine),
 //! `binding` (which CPUs a rank gets), `proxy` (the remote side), `link`
 //! (launcher <-> proxy frames), `output` (whole-line output), `check` (the
-//! `--pmi-check` test rank), `sys` (POSIX calls). The PMI protocol itself
+//! `--pmi-check` test rank), `rendezvous` (where separately started
+//! groups of ranks meet), `sys` (POSIX calls). The PMI protocol itself
 //! is the gridmpi-pmi crate.
 
 mod allocation;
@@ -20,6 +21,7 @@ mod options;
 mod output;
 mod proxy;
 mod ranks;
+mod rendezvous;
 mod sys;
 
 use gridmpi_config::Config;
@@ -45,6 +47,7 @@ fn main() {
             0
         }
         Mode::Proxy => proxy::run(),
+        Mode::RendezvousServer(args) => rendezvous::run(args),
         Mode::PmiCheck(actions) => check::run(actions),
         Mode::Info => match Config::load() {
             Ok(c) => {

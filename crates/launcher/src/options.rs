@@ -29,6 +29,8 @@ pub enum Mode {
     Proxy,
     /// Hidden-ish: act as a PMI test rank (`gridmpirun -n 4 gridmpirun --pmi-check`).
     PmiCheck(Vec<String>),
+    /// `--rendezvous-server`: where separately started groups meet.
+    RendezvousServer(crate::rendezvous::Args),
 }
 
 /// One program of the job (one part of an MPMD line).
@@ -68,6 +70,14 @@ pub struct Options {
     pub oversubscribe: bool,
     /// `--report-bindings`: say on stderr where each rank is bound.
     pub report_bindings: bool,
+    /// `--rendezvous-server ADDR:PORT`: serve a rendezvous there.
+    pub rendezvous_listen: Option<String>,
+    /// `--groups N`: how many groups the rendezvous waits for.
+    pub groups: Option<u32>,
+    /// `--secret-file`: the job secret (the server creates it).
+    pub secret_file: Option<PathBuf>,
+    /// `--address-file`: where the server writes its address.
+    pub address_file: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -88,6 +98,10 @@ impl Default for Options {
             map_by: MapBy::Slot,
             oversubscribe: false,
             report_bindings: false,
+            rendezvous_listen: None,
+            groups: None,
+            secret_file: None,
+            address_file: None,
         }
     }
 }
@@ -422,6 +436,63 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["--rendezvous", "-rendezvous"],
+        values: 1,
+        metavar: "HOST:PORT",
+        help: "join the ranks of this command to a job formed at a rendezvous server (GRIDMPI_RENDEZVOUS); see docs/grid.md",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.env.push(("GRIDMPI_RENDEZVOUS".into(), v[0].clone()));
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--rendezvous-server", "-rendezvous-server"],
+        values: 1,
+        metavar: "ADDR:PORT",
+        help: "be the rendezvous server where --groups separately started groups of ranks meet (no program)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.rendezvous_listen = Some(v[0].clone());
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--groups", "-groups"],
+        values: 1,
+        metavar: "N",
+        help: "with --rendezvous-server: how many groups form the job",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.groups = Some(count("--groups", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--secret-file", "-secret-file"],
+        values: 1,
+        metavar: "PATH",
+        help: "the job secret of a rendezvous (default ~/.gridmpi/job-secret; the server creates it, mode 600; copy it to every site)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            let path = absolute(&v[0], "--secret-file")?;
+            o.env.push(("GRIDMPI_JOB_SECRET_FILE".into(), path.display().to_string()));
+            o.secret_file = Some(path);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--address-file", "-address-file"],
+        values: 1,
+        metavar: "PATH",
+        help: "with --rendezvous-server: write the address listened on there (useful with port 0)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.address_file = Some(absolute(&v[0], "--address-file")?);
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["--proxy"],
         values: 0,
         metavar: "",
@@ -527,6 +598,18 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
         }
         (spec.handler)(&mut o, &values, getenv)?;
         i += 1;
+    }
+    if let Some(listen) = o.rendezvous_listen.clone() {
+        if o.mode == Mode::Run {
+            if !o.apps[0].program.is_empty() {
+                return Err("--rendezvous-server runs no program: start the groups' ranks with --rendezvous HOST:PORT".into());
+            }
+            let groups = o.groups.ok_or("--rendezvous-server needs --groups N (how many groups form the job)")?;
+            let secret_file = o.secret_file.clone().unwrap_or_else(gridmpi_pmi::rendezvous::default_secret_file);
+            o.mode = Mode::RendezvousServer(crate::rendezvous::Args { listen, groups, secret_file, address_file: o.address_file.clone() });
+        }
+    } else if o.groups.is_some() || o.address_file.is_some() {
+        return Err("--groups and --address-file go with --rendezvous-server".into());
     }
     if o.mode == Mode::Run {
         if o.apps.len() == 1 && o.apps[0].program.is_empty() {
@@ -679,6 +762,19 @@ mod tests {
         assert_eq!(p("--info").unwrap().mode, Mode::Info);
         assert_eq!(p("--pmi-check exit=3@1").unwrap().mode, Mode::PmiCheck(vec!["exit=3@1".into()]));
         assert_eq!(p("--proxy").unwrap().mode, Mode::Proxy);
+        match p("--rendezvous-server 0.0.0.0:7000 --groups 2 --secret-file /s").unwrap().mode {
+            Mode::RendezvousServer(a) => {
+                assert_eq!((a.listen.as_str(), a.groups, a.secret_file.to_str()), ("0.0.0.0:7000", 2, Some("/s")));
+            }
+            m => panic!("{m:?}"),
+        }
+        assert!(p("--rendezvous-server :7000").unwrap_err().contains("--groups"));
+        assert!(p("--rendezvous-server :7000 --groups 2 prog").unwrap_err().contains("runs no program"));
+        assert!(p("--groups 2 prog").unwrap_err().contains("--rendezvous-server"));
+        let o = p("--rendezvous h:7000 --secret-file /k -n 2 prog").unwrap();
+        assert_eq!(o.mode, Mode::Run);
+        assert!(o.env.contains(&("GRIDMPI_RENDEZVOUS".into(), "h:7000".into())));
+        assert!(o.env.contains(&("GRIDMPI_JOB_SECRET_FILE".into(), "/k".into())));
         assert!(usage().contains("-genv"));
     }
 }

@@ -27,13 +27,27 @@ pub struct Card {
     pub cluster: String,
     /// The CPUs the rank may run on (sys::affinity_mask; empty if unknown).
     pub cpus: Vec<u64>,
+    /// The shared-memory name prefix its launcher gave (GRIDMPI_SHM_PREFIX;
+    /// empty if none). Ranks of one host may come from different launchers
+    /// (groups of a rendezvous): they all use the first local rank's.
+    pub shm_prefix: String,
 }
 
 impl Card {
     fn encode(&self) -> String {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
         let cpus: Vec<String> = self.cpus.iter().map(|w| format!("{w:x}")).collect();
-        format!("v1;{};{};{};{};{};{};{}", self.host, self.host_key, self.os_pid, self.port, addrs.join(","), self.cluster, cpus.join("."))
+        format!(
+            "v1;{};{};{};{};{};{};{};{}",
+            self.host,
+            self.host_key,
+            self.os_pid,
+            self.port,
+            addrs.join(","),
+            self.cluster,
+            cpus.join("."),
+            self.shm_prefix
+        )
     }
 
     fn decode(s: &str) -> Option<Card> {
@@ -48,7 +62,8 @@ impl Card {
         let addrs = it.next()?.split(',').filter(|a| !a.is_empty()).map(|a| a.parse().ok()).collect::<Option<Vec<_>>>()?;
         let cluster = it.next().unwrap_or("").to_string();
         let cpus = it.next().unwrap_or("").split('.').filter(|w| !w.is_empty()).map(|w| u64::from_str_radix(w, 16).ok()).collect::<Option<Vec<_>>>()?;
-        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus })
+        let shm_prefix = it.next().unwrap_or("").to_string();
+        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus, shm_prefix })
     }
 }
 
@@ -73,12 +88,19 @@ pub struct Boot {
 /// Meet the other processes of the job.
 pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let mut pmi = Pmi::init().map_err(|e| format!("cannot reach the process manager (PMI): {e}"))?;
+    if !config.text("GRIDMPI_RENDEZVOUS").is_empty() {
+        pmi = join(config, pmi)?;
+    }
     let me = pmi.rank();
     let size = pmi.size();
 
-    // The job secret, from rank 0, authenticates every TCP connection.
+    // The job secret authenticates every TCP connection: from rank 0, or
+    // derived from the rendezvous secret (which never crosses the network).
     let mut secret = [0u8; 32];
-    if me == 0 {
+    let joined = pmi.joined().cloned();
+    if let Some(j) = &joined {
+        secret = j.tcp_secret;
+    } else if me == 0 {
         sys::random_bytes(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
         pmi.put("secret", &hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
     }
@@ -113,8 +135,13 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         os_pid: sys::getpid(),
         port: tcp.as_ref().map_or(0, |t| t.port()),
         addrs,
-        cluster: config.text("GRIDMPI_CLUSTER").replace(';', "_"),
+        // A rendezvous group is a site unless the launcher named clusters.
+        cluster: match (config.text("GRIDMPI_CLUSTER"), &joined) {
+            ("", Some(j)) => j.group.name.clone(),
+            (name, _) => name.replace(';', "_"),
+        },
         cpus: sys::affinity_mask(),
+        shm_prefix: config.text("GRIDMPI_SHM_PREFIX").replace(';', "_"),
     };
     let mut cards = vec![card.clone(); size as usize];
     if size > 1 {
@@ -127,8 +154,10 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
             let v = get_when_there(&mut pmi, r, "card")?;
             cards[r as usize] = Card::decode(&v).ok_or_else(|| format!("rank {r} published a malformed address card {v:?}"))?;
         }
-        let s = get_when_there(&mut pmi, 0, "secret")?;
-        secret = unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
+        if joined.is_none() {
+            let s = get_when_there(&mut pmi, 0, "secret")?;
+            secret = unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
+        }
     }
     let job_tag = {
         let h = auth::sha256(format!("{}|{}", pmi.kvs_name(), hex(&secret)).as_bytes());
@@ -150,6 +179,20 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
     let oversubscribed = local.len() > cpus;
     Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp })
+}
+
+/// Join the whole job at the rendezvous server (GRIDMPI_RENDEZVOUS): the
+/// launcher's ranks are one group of it. See gridmpi_pmi::rendezvous.
+fn join(config: &Config, site: Pmi) -> Result<Pmi, String> {
+    use gridmpi_pmi::rendezvous;
+    let path = match config.text("GRIDMPI_JOB_SECRET_FILE") {
+        "" => rendezvous::default_secret_file(),
+        p => p.into(),
+    };
+    let secret = rendezvous::read_secret_file(&path).map_err(|e| format!("GRIDMPI_RENDEZVOUS: {e} (GRIDMPI_JOB_SECRET_FILE)"))?;
+    let name = config.text("GRIDMPI_CLUSTER");
+    let patience = config.get_duration("GRIDMPI_RENDEZVOUS_TIMEOUT");
+    Pmi::join(site, config.text("GRIDMPI_RENDEZVOUS"), &secret, name, patience).map_err(|e| e.to_string())
 }
 
 /// `GRIDMPI_TCP_PORTS`: `LOW-HIGH` or one port; empty: any port.

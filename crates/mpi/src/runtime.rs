@@ -61,8 +61,7 @@ pub struct Runtime {
 /// The prefix of a job's shared-memory names: the one gridmpirun gives
 /// (it removes what is left of them when the job ends), else one derived
 /// from the job.
-fn shm_prefix(config: &Config, job_tag: u64) -> String {
-    let given = config.text("GRIDMPI_SHM_PREFIX");
+fn shm_prefix(given: &str, job_tag: u64) -> String {
     let usable = given.starts_with("gridmpi-") && given.len() <= 64 && given.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if usable {
         given.to_string()
@@ -87,6 +86,9 @@ impl Runtime {
         let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, .. } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
+        // Every rank of the host names shared memory alike: as the first
+        // local rank's launcher said (it removes the leftovers).
+        let shm_names = shm_prefix(&cards[local[0] as usize].shm_prefix, job_tag);
         let spin = spin_time(&config, oversubscribed);
         let yield_for = config.get_duration("GRIDMPI_YIELD_US");
         let mut engine = Engine::new(
@@ -105,7 +107,7 @@ impl Runtime {
                 None => ((32usize << 20) / local.len()).next_power_of_two().clamp(32 * 1024, 256 * 1024),
             };
             let os_pids = cards.iter().map(|c| c.os_pid).collect();
-            let mut shm = Shm::create(&shm_prefix(&config, job_tag), me, local.clone(), os_pids, ring)?;
+            let mut shm = Shm::create(&shm_names, me, local.clone(), os_pids, ring)?;
             bootstrap::barrier(&mut pmi, "shm-created", &local)?;
             shm.map_peers()?;
             // Everyone has mapped everyone: the names can go.
@@ -167,7 +169,6 @@ impl Runtime {
         let names = cards.iter().enumerate().map(|(p, c)| PeerName { host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
-        let shm_names = shm_prefix(&config, job_tag);
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);

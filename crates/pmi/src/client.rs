@@ -2,11 +2,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use crate::rendezvous;
 use crate::wire::{Decoder, Message, Wire};
 
 /// A PMI failure, saying what we were doing when it happened.
@@ -32,6 +33,8 @@ pub enum PmiError {
     InvalidKey { key: String, reason: String },
     /// The PMIx library failed (a job started by a PMIx server).
     Pmix(String),
+    /// Joining the whole job at the rendezvous server failed.
+    Rendezvous { target: String, reason: String },
 }
 
 impl fmt::Display for PmiError {
@@ -55,6 +58,7 @@ impl fmt::Display for PmiError {
             PmiError::NotFound { rank, key } => write!(f, "PMI key {key:?} of rank {rank} not found (not put before the last fence?)"),
             PmiError::InvalidKey { key, reason } => write!(f, "PMI key {key:?} cannot be used: {reason}"),
             PmiError::Pmix(why) => write!(f, "PMIx: {why}"),
+            PmiError::Rendezvous { target, reason } => write!(f, "rendezvous at {target} (GRIDMPI_RENDEZVOUS): {reason}"),
         }
     }
 }
@@ -75,7 +79,7 @@ pub enum Version {
     Pmi2,
 }
 
-trait Stream: Read + Write + Send {
+pub(crate) trait Stream: Read + Write + Send {
     fn set_timeout(&self, t: Option<Duration>) -> io::Result<()>;
 }
 impl Stream for UnixStream {
@@ -171,6 +175,11 @@ enum Mode {
 
 /// A rank's handle on the process manager.
 pub struct Pmi {
+    /// With a rendezvous: the rank's own launcher, kept to finalize and to
+    /// abort through it (`self` then speaks to the rendezvous server).
+    site: Option<Box<Pmi>>,
+    /// With a rendezvous: where the server placed us, and the TCP secret.
+    joined: Option<Joined>,
     rank: u32,
     size: u32,
     appnum: i32,
@@ -358,6 +367,8 @@ impl Pmi {
         let rank = client.rank();
         check_rank_size(rank as i64, size as i64)?;
         Ok(Pmi {
+            site: None,
+            joined: None,
             rank,
             size,
             appnum: number("pmix.appnum")?.unwrap_or(0) as i32,
@@ -372,6 +383,8 @@ impl Pmi {
     /// A process not started by a PMI launcher: rank 0 of 1.
     pub fn singleton() -> Pmi {
         Pmi {
+            site: None,
+            joined: None,
             rank: 0,
             size: 1,
             appnum: 0,
@@ -426,6 +439,8 @@ impl Pmi {
         let rank = rank.unwrap_or(0);
         check_rank_size(rank, size)?;
         Ok(Pmi {
+            site: None,
+            joined: None,
             rank: rank as u32,
             size: size as u32,
             appnum,
@@ -474,6 +489,8 @@ impl Pmi {
             None
         };
         Ok(Pmi {
+            site: None,
+            joined: None,
             rank: rank as u32,
             size: size as u32,
             appnum,
@@ -664,7 +681,9 @@ impl Pmi {
     }
 
     /// Ask the launcher to end the job (it prints `message` naming this rank
-    /// and kills every rank), then exit with `exit_code`.
+    /// and kills every rank), then exit with `exit_code`. After a
+    /// rendezvous, the rendezvous server ends the other groups and this
+    /// rank's own launcher its group.
     pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
         let message = message.replace(['\n', '\r'], " ");
         match &mut self.mode {
@@ -685,11 +704,16 @@ impl Pmi {
                 let _ = c.stream.flush();
             }
         }
+        if let Some(site) = self.site.as_mut() {
+            let rank = self.rank;
+            site.abort(exit_code, &format!("rank {rank} of the whole job: {message}"));
+        }
         std::process::exit(exit_code)
     }
 
     /// Tell the launcher this rank is done with PMI (MPI_Finalize).
-    pub fn finalize(self) -> Result<(), PmiError> {
+    pub fn finalize(mut self) -> Result<(), PmiError> {
+        let site = self.site.take();
         match self.mode {
             Mode::Singleton { .. } => Ok(()),
             Mode::Pmix(p) => p.finalize().map_err(PmiError::Pmix),
@@ -697,8 +721,101 @@ impl Pmi {
                 Version::Pmi1 => c.request("finalize", Message::new(Wire::V1, "finalize"), "finalize_ack").map(drop),
                 Version::Pmi2 => c.request("finalize", Message::new(Wire::V2, "finalize"), "finalize-response").map(drop),
             },
+        }?;
+        match site {
+            Some(site) => site.finalize(),
+            None => Ok(()),
         }
     }
+
+    /// Join the whole job at the rendezvous server `target` (`host:port`):
+    /// `site` is this rank's own launcher, which placed it in its group.
+    /// Waits until every group has arrived; the returned handle speaks to
+    /// the server, with the rank and size of the whole job. Connecting is
+    /// retried for `patience` (the server may start after the ranks).
+    pub fn join(mut site: Pmi, target: &str, secret: &[u8; 32], name: &str, patience: Duration) -> Result<Pmi, PmiError> {
+        let fail = |reason: String| PmiError::Rendezvous { target: target.to_string(), reason };
+        rendezvous::check_name(name).map_err(fail)?;
+        // The group's id and name: rank 0 of the group draws and names it.
+        if site.rank() == 0 {
+            let mut id = [0u8; 8];
+            rendezvous::random_bytes(&mut id).map_err(|e| fail(format!("getrandom: {e}")))?;
+            site.put("rendezvous-group", &format!("{};{name}", rendezvous::hex(&id)))?;
+        }
+        site.fence()?;
+        let group = site.get(0, "rendezvous-group")?;
+        let (group, group_name) = group.split_once(';').ok_or_else(|| fail(format!("rank 0 of our group published {group:?}")))?;
+        let mut nonce = [0u8; 32];
+        rendezvous::random_bytes(&mut nonce).map_err(|e| fail(format!("getrandom: {e}")))?;
+        let join = rendezvous::Join {
+            group: group.to_string(),
+            name: group_name.to_string(),
+            size: site.size(),
+            rank: site.rank(),
+            nonce,
+        };
+        let stream = connect_patiently(target, patience).map_err(fail)?;
+        stream.set_nodelay(true).ok();
+        let mut reader = io::BufReader::new(stream.try_clone().map_err(|e| fail(e.to_string()))?);
+        let greeting = read_line(&mut reader).map_err(|e| fail(format!("reading its greeting: {e}")))?;
+        let server_nonce = rendezvous::parse_greeting(&greeting).map_err(fail)?;
+        (&stream).write_all(join.line(secret, &server_nonce).as_bytes()).map_err(|e| fail(format!("sending our proof: {e}")))?;
+        // The answer comes once every group has arrived: no timeout.
+        let answer = read_line(&mut reader).map_err(|e| fail(format!("waiting for the other groups: {e}")))?;
+        let placed = rendezvous::Placed::parse(&answer, secret, &server_nonce, &nonce).map_err(fail)?;
+        if !reader.buffer().is_empty() {
+            return Err(fail("it sent more than its answer".into()));
+        }
+        let watched = rendezvous::Watched::start(stream, placed.rank).map_err(fail)?;
+        let conn = Connection { stream: Box::new(watched), decoder: Decoder::new(), version: Version::Pmi1, timeout: None };
+        let mut world = Pmi::init_v1_with(conn, None, Some(placed.rank as i64), Some(placed.size as i64))?;
+        world.joined = Some(Joined { tcp_secret: rendezvous::tcp_secret(secret, &placed.job), group: placed });
+        world.site = Some(Box::new(site));
+        Ok(world)
+    }
+
+    /// After [`Pmi::join`]: where the server placed this rank.
+    pub fn joined(&self) -> Option<&Joined> {
+        self.joined.as_ref()
+    }
+}
+
+/// What a rank learned at the rendezvous.
+#[derive(Clone, Debug)]
+pub struct Joined {
+    /// Our group's place and name in the job.
+    pub group: rendezvous::Placed,
+    /// Authenticates the job's TCP connections (derived; never sent).
+    pub tcp_secret: [u8; 32],
+}
+
+/// Connect to `target`, retrying while it refuses (not started yet).
+fn connect_patiently(target: &str, patience: Duration) -> Result<TcpStream, String> {
+    let start = std::time::Instant::now();
+    loop {
+        match TcpStream::connect(target) {
+            Ok(s) => return Ok(s),
+            Err(e) if start.elapsed() < patience
+                && matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::TimedOut) =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(format!("cannot connect: {e} (tried for {:?}; GRIDMPI_RENDEZVOUS_TIMEOUT)", start.elapsed())),
+        }
+    }
+}
+
+/// One `\n`-terminated line of at most MAX_LINE bytes.
+fn read_line(r: &mut impl io::BufRead) -> Result<String, String> {
+    let mut line = Vec::new();
+    let n = r.take(rendezvous::MAX_LINE as u64).read_until(b'\n', &mut line).map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("it closed the connection".into());
+    }
+    if line.last() != Some(&b'\n') {
+        return Err("it sent an overlong or unfinished line".into());
+    }
+    String::from_utf8(line).map_err(|_| "it sent a line that is not text".into())
 }
 
 fn digits(n: u32) -> usize {

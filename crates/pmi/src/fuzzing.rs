@@ -6,15 +6,37 @@ use crate::server::{Event, JobInfo, Server};
 use crate::wire::{parse_v1, parse_v1_multi, parse_v2, Decoder, Message, Wire, MAX_MESSAGE};
 
 /// The PMI target: byte 0 picks one of [`decoder`], [`parsers`],
-/// [`round_trip`] and [`server`], which gets the rest.
+/// [`round_trip`], [`server`] and [`rendezvous_lines`], which gets the rest.
 pub fn pmi(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else { return };
-    match which % 4 {
+    match which % 5 {
         0 => decoder(rest),
         1 => parsers(rest),
         2 => round_trip(rest),
-        _ => server(rest),
+        3 => server(rest),
+        _ => rendezvous_lines(rest),
     }
+}
+
+/// What a stranger may send a rendezvous server or a rank: any bytes are
+/// an error or, for a line made with the secret, exactly what was sent.
+pub fn rendezvous_lines(data: &[u8]) {
+    use crate::rendezvous::{parse_greeting, Join, Placed};
+    let (secret, nonce) = ([0x11u8; 32], [0x22u8; 32]);
+    let text = String::from_utf8_lossy(data);
+    let _ = parse_greeting(&text);
+    let _ = Placed::parse(&text, &secret, &nonce, &nonce);
+    if let Ok(j) = Join::parse(&text, &secret, &nonce) {
+        // Only a line carrying the right MAC parses: it must say again
+        // exactly what it said.
+        assert_eq!(Join::parse(&j.line(&secret, &nonce), &secret, &nonce).as_ref(), Ok(&j));
+    }
+    // Lines built from fuzz fields round-trip.
+    let mut c = Cursor(data);
+    let name: String = c.take(8).iter().map(|&b| (b'a' + b % 26) as char).collect();
+    let size = u32::from(c.byte()) + 1;
+    let j = Join { group: "00ff".into(), name, size, rank: u32::from(c.byte()) % size, nonce };
+    assert_eq!(Join::parse(&j.line(&secret, &nonce), &secret, &nonce), Ok(j));
 }
 
 /// Reads fuzz bytes as small numbers and strings.

@@ -41,10 +41,11 @@
 //! MPICH's hydra and by Slurm.
 
 mod client;
+pub mod rendezvous;
 mod pmix;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;
 pub mod wire;
 
-pub use client::{Pmi, PmiError, Version};
+pub use client::{Joined, Pmi, PmiError, Version};

@@ -18,7 +18,8 @@
 //!   eventfd that wakes it;
 //! - [`sys`]: the system calls the transports and the library share.
 
-pub mod auth;
+/// SHA-256 and HMAC (its own crate: the PMI rendezvous uses it too).
+pub use gridmpi_auth as auth;
 pub mod progress;
 pub mod shm;
 pub mod sys;

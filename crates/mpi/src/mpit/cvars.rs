@@ -62,6 +62,9 @@ const LOCAL: &[&str] = &[
     "GRIDMPI_TRACE_BUFFER",
     "GRIDMPI_PMI_VERSION",
     "GRIDMPI_PMI_TIMEOUT",
+    "GRIDMPI_RENDEZVOUS",
+    "GRIDMPI_RENDEZVOUS_TIMEOUT",
+    "GRIDMPI_JOB_SECRET_FILE",
 ];
 
 fn is_collective_choice(name: &str) -> bool {

@@ -4,6 +4,8 @@
 //! library's dependency list short); tests check it against the standard's
 //! example vectors and RFC 4231's HMAC vectors.
 
+#![forbid(unsafe_code)]
+
 const K: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,

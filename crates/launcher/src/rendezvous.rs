@@ -1,0 +1,327 @@
+//! `gridmpirun --rendezvous-server ADDR:PORT --groups N`: where groups of
+//! ranks started separately (one per site, each by its own launcher) meet
+//! and become one job.
+//!
+//! Each rank connects, proves it holds the job secret and says which group
+//! it belongs to (the exchange is `gridmpi_pmi::rendezvous`). Once all N
+//! groups are complete, every rank is told its rank in the whole job and
+//! this process becomes the job's PMI server over the same connections
+//! (the `gridmpi_pmi::server` state machine, as for ranks gridmpirun
+//! starts itself). It ends when every rank has finalized; when a rank
+//! aborts or leaves without finalizing, it tells every other rank to end
+//! (`rendezvous-end`) and exits with the failed rank's code.
+//!
+//! A connection that does not prove the secret within
+//! [`HANDSHAKE_TIME`] is closed and logged; it never holds up the job.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use gridmpi_pmi::rendezvous::{self, Join, Placed};
+use gridmpi_pmi::server::{Event as PmiEvent, JobInfo, Server};
+use gridmpi_pmi::wire::{Message, Wire};
+
+/// How long a connection has to prove the secret.
+const HANDSHAKE_TIME: Duration = Duration::from_secs(10);
+/// Connections still proving themselves at once; more are closed at once
+/// (someone is flooding the port).
+const MAX_HANDSHAKES: usize = 512;
+
+/// What the command line asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Args {
+    pub listen: String,
+    pub groups: u32,
+    pub secret_file: PathBuf,
+    /// Write the address actually listened on here (for `:0`).
+    pub address_file: Option<PathBuf>,
+}
+
+enum Event {
+    /// A rank proved the secret.
+    Joined { join: Join, server_nonce: [u8; 32], stream: TcpStream, peer: SocketAddr },
+    /// Bytes from a placed rank's connection.
+    Bytes { rank: u32, bytes: Vec<u8> },
+    Closed { rank: u32 },
+}
+
+/// A rank that has joined, before the job forms.
+struct Waiting {
+    join: Join,
+    server_nonce: [u8; 32],
+    stream: TcpStream,
+    peer: SocketAddr,
+}
+
+pub fn run(args: &Args) -> i32 {
+    match serve(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gridmpirun: rendezvous: {e}");
+            1
+        }
+    }
+}
+
+fn serve(args: &Args) -> Result<i32, String> {
+    let secret = rendezvous::create_secret_file(&args.secret_file)?;
+    let listener = TcpListener::bind(&args.listen).map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(f) = &args.address_file {
+        std::fs::write(f, format!("{addr}\n")).map_err(|e| format!("--address-file {}: {e}", f.display()))?;
+    }
+    eprintln!(
+        "gridmpirun: rendezvous at {addr}: waiting for {} group{} (job secret: {})",
+        args.groups,
+        if args.groups == 1 { "" } else { "s" },
+        args.secret_file.display()
+    );
+    let (tx, events) = mpsc::channel();
+    {
+        let tx = tx.clone();
+        thread::Builder::new()
+            .name("accept".into())
+            .spawn(move || accept(listener, secret, tx))
+            .map_err(|e| format!("cannot start the accepting thread: {e}"))?;
+    }
+    let placed = form_job(args.groups, &secret, &events)?;
+    serve_job(placed, tx, &events)
+}
+
+fn accept(listener: TcpListener, secret: [u8; 32], tx: mpsc::Sender<Event>) {
+    let pending = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        if pending.load(Ordering::Relaxed) >= MAX_HANDSHAKES {
+            continue; // dropped: closes it
+        }
+        pending.fetch_add(1, Ordering::Relaxed);
+        let (tx, pending) = (tx.clone(), pending.clone());
+        let spawned = thread::Builder::new().name("handshake".into()).spawn(move || {
+            let peer = stream.peer_addr().ok();
+            match handshake(&stream, &secret) {
+                Ok((join, server_nonce)) => {
+                    if let Some(peer) = peer {
+                        let _ = tx.send(Event::Joined { join, server_nonce, stream, peer });
+                    }
+                }
+                Err(why) => {
+                    let who = peer.map_or("?".to_string(), |p| p.to_string());
+                    eprintln!("gridmpirun: rendezvous: refused a connection from {who}: {why}");
+                    let _ = (&stream).write_all(b"refused no valid proof of the job secret\n");
+                }
+            }
+            pending.fetch_sub(1, Ordering::Relaxed);
+        });
+        if spawned.is_err() {
+            eprintln!("gridmpirun: rendezvous: cannot start a thread for a new connection; closed it");
+        }
+    }
+}
+
+/// Greet, read the join line, check it.
+fn handshake(stream: &TcpStream, secret: &[u8; 32]) -> Result<(Join, [u8; 32]), String> {
+    stream.set_read_timeout(Some(HANDSHAKE_TIME)).map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).ok();
+    let mut nonce = [0u8; 32];
+    rendezvous::random_bytes(&mut nonce).map_err(|e| format!("getrandom: {e}"))?;
+    let mut w = stream;
+    w.write_all(rendezvous::greeting(&nonce).as_bytes()).map_err(|e| e.to_string())?;
+    let mut line = Vec::new();
+    // One byte at a time: nothing past the line may be read here, it is
+    // the rank's PMI. (A few hundred bytes, once per rank.)
+    let mut r = BufReader::with_capacity(1, stream).take(rendezvous::MAX_LINE as u64);
+    r.read_until(b'\n', &mut line).map_err(|e| format!("no proof within {HANDSHAKE_TIME:?}: {e}"))?;
+    if line.last() != Some(&b'\n') {
+        return Err("no complete line".into());
+    }
+    let line = String::from_utf8(line).map_err(|_| "not text".to_string())?;
+    let join = Join::parse(&line, secret, &nonce)?;
+    stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+    Ok((join, nonce))
+}
+
+/// A placed rank: its connection and where it came from.
+struct Member {
+    stream: TcpStream,
+    peer: SocketAddr,
+    group: String,
+    group_rank: u32,
+}
+
+/// Wait until every group is complete; place every rank.
+fn form_job(groups: u32, secret: &[u8; 32], events: &mpsc::Receiver<Event>) -> Result<Vec<Member>, String> {
+    // group id -> its ranks, by group rank
+    let mut waiting: BTreeMap<String, BTreeMap<u32, Waiting>> = BTreeMap::new();
+    let complete = |w: &BTreeMap<String, BTreeMap<u32, Waiting>>| {
+        w.len() == groups as usize && w.values().all(|g| g.values().next().is_some_and(|r| r.join.size as usize == g.len()))
+    };
+    while !complete(&waiting) {
+        let Ok(ev) = events.recv() else { return Err("the accepting thread ended".into()) };
+        let Event::Joined { join, server_nonce, stream, peer } = ev else { continue };
+        let refuse = |stream: &TcpStream, why: String| {
+            eprintln!("gridmpirun: rendezvous: refused rank {} of group {:?} from {peer}: {why}", join.rank, join.name);
+            let _ = (&*stream).write_all(format!("refused {why}\n").as_bytes());
+        };
+        if !waiting.contains_key(&join.group) && waiting.len() == groups as usize {
+            refuse(&stream, format!("the job has {groups} groups already (gridmpirun --rendezvous-server --groups {groups})"));
+            continue;
+        }
+        let g = waiting.entry(join.group.clone()).or_default();
+        if let Some(first) = g.values().next() {
+            if first.join.size != join.size || first.join.name != join.name {
+                refuse(&stream, format!("its group said it has {} ranks named {:?}", first.join.size, first.join.name));
+                continue;
+            }
+        }
+        if g.contains_key(&join.rank) {
+            refuse(&stream, format!("rank {} of this group has joined already", join.rank));
+            continue;
+        }
+        let (rank, size, name) = (join.rank, join.size, join.name.clone());
+        g.insert(rank, Waiting { join, server_nonce, stream, peer });
+        if g.len() == size as usize {
+            let done = waiting.values().filter(|g| g.values().next().is_some_and(|r| r.join.size as usize == g.len())).count();
+            let name = if name.is_empty() { "(unnamed)".to_string() } else { name };
+            eprintln!("gridmpirun: rendezvous: group {name} arrived ({size} ranks); {done} of {groups} groups complete");
+        }
+    }
+    // Order: named groups by name, then unnamed ones (by their random
+    // id); ranks keep their order within a group.
+    let mut order: Vec<(bool, String, String)> = waiting
+        .iter()
+        .map(|(id, g)| {
+            let name = g.values().next().expect("complete").join.name.clone();
+            (name.is_empty(), name, id.clone())
+        })
+        .collect();
+    order.sort();
+    let size: u32 = waiting.values().map(|g| g.len() as u32).sum();
+    let mut job = [0u8; 32];
+    rendezvous::random_bytes(&mut job).map_err(|e| format!("getrandom: {e}"))?;
+    let mut members = Vec::with_capacity(size as usize);
+    for (k, (_, name, id)) in order.iter().enumerate() {
+        let name = if name.is_empty() { format!("group{k}") } else { name.clone() };
+        for (group_rank, w) in waiting.remove(id).expect("ordered from the map") {
+            let placed = Placed { rank: members.len() as u32, size, group: k as u32, groups, name: name.clone(), job };
+            let line = placed.line(secret, &w.server_nonce, &w.join.nonce);
+            // A rank that left while waiting is found by its reader below.
+            let _ = (&w.stream).write_all(line.as_bytes());
+            members.push(Member { stream: w.stream, peer: w.peer, group: name.clone(), group_rank });
+        }
+    }
+    eprintln!("gridmpirun: rendezvous: the job has {size} ranks in {groups} groups");
+    Ok(members)
+}
+
+/// Be the PMI server of the formed job until it ends.
+fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Receiver<Event>) -> Result<i32, String> {
+    let size = members.len() as u32;
+    let info = JobInfo {
+        size,
+        kvsname: format!("rendezvous-{}", std::process::id()),
+        appnum_of_rank: Vec::new(),
+        universe_size: size as i32,
+        // Nothing here knows hosts; ranks find who shares theirs themselves.
+        node_of_rank: (0..size).collect(),
+    };
+    let mut server = Server::new(info);
+    for (rank, m) in members.iter().enumerate() {
+        let reader = m.stream.try_clone().map_err(|e| format!("cannot read rank {rank}'s connection: {e}"))?;
+        let tx = tx.clone();
+        let rank = rank as u32;
+        thread::Builder::new()
+            .name(format!("rank-{rank}"))
+            .spawn(move || read_rank(reader, rank, tx))
+            .map_err(|e| format!("cannot start a thread for rank {rank}: {e}"))?;
+    }
+    drop(tx);
+    let describe = |rank: u32| {
+        let m = &members[rank as usize];
+        format!("rank {rank} (rank {} of group {}, from {})", m.group_rank, m.group, m.peer)
+    };
+    let mut finalized = 0u32;
+    let mut closed: HashMap<u32, bool> = HashMap::new();
+    loop {
+        let Ok(ev) = events.recv() else { return Err("every connection ended without a verdict".into()) };
+        match ev {
+            Event::Joined { stream, .. } => {
+                let _ = (&stream).write_all(b"refused the job is formed already\n");
+            }
+            Event::Bytes { rank, bytes } => server.receive(rank, &bytes),
+            Event::Closed { rank } => {
+                closed.insert(rank, true);
+                if !server.is_finalized(rank) {
+                    let why = format!("{} left the job without MPI_Finalize", describe(rank));
+                    return Ok(end_job(&members, &closed, None, 1, &why));
+                }
+                server.disconnected(rank);
+            }
+        }
+        while let Some(ev) = server.poll_event() {
+            match ev {
+                PmiEvent::Reply { rank, bytes } => {
+                    if (&members[rank as usize].stream).write_all(&bytes).is_err() {
+                        closed.insert(rank, true);
+                    }
+                }
+                PmiEvent::Finalized { .. } => finalized += 1,
+                PmiEvent::Abort { rank, exit_code, message } => {
+                    let why = format!("{} aborted the job: {message}", describe(rank));
+                    return Ok(end_job(&members, &closed, Some(rank), exit_code.clamp(1, 255), &why));
+                }
+                PmiEvent::ProtocolError { rank, message } => {
+                    let why = format!("{} broke the PMI protocol: {message}", describe(rank));
+                    return Ok(end_job(&members, &closed, Some(rank), 1, &why));
+                }
+                PmiEvent::Initialized { .. } => {}
+                PmiEvent::Unsupported { rank, command } => {
+                    eprintln!("gridmpirun: rendezvous: {} asked for {command:?}, which a rendezvous does not serve", describe(rank));
+                }
+            }
+        }
+        // Only now: the last finalize's answer has been written above.
+        if finalized == size {
+            eprintln!("gridmpirun: rendezvous: all {size} ranks finalized");
+            return Ok(0);
+        }
+    }
+}
+
+fn read_rank(mut stream: TcpStream, rank: u32, tx: mpsc::Sender<Event>) {
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => {
+                let _ = tx.send(Event::Closed { rank });
+                return;
+            }
+            Ok(n) => {
+                if tx.send(Event::Bytes { rank, bytes: buf[..n].to_vec() }).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Tell every other rank the job is over, and why; the exit code.
+fn end_job(members: &[Member], closed: &HashMap<u32, bool>, source: Option<u32>, code: i32, why: &str) -> i32 {
+    eprintln!("gridmpirun: rendezvous: {why}; ending the job");
+    let end = Message::new(Wire::V1, rendezvous::END_CMD).with("code", code).with("reason", format!("the job ended: {why}"));
+    let bytes = end.encode().unwrap_or_default();
+    for (rank, m) in members.iter().enumerate() {
+        let rank = rank as u32;
+        if Some(rank) != source && !closed.contains_key(&rank) {
+            let _ = m.stream.set_write_timeout(Some(Duration::from_secs(2)));
+            let _ = (&m.stream).write_all(&bytes);
+        }
+    }
+    code
+}
