@@ -288,6 +288,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "with GRIDMPI_RENDEZVOUS: the file holding the job secret (mode 600, the same file at every site); empty: ~/.gridmpi/job-secret",
     },
     Setting {
+        name: "GRIDMPI_RELAY",
+        kind: Kind::Text,
+        default: "",
+        scope: Scope::Library,
+        help: "HOST:PORT of the relay on this site's gateway (gridmpirun --relay): ranks of other clusters reach this rank through it, and it through them (also the rendezvous); needs the job secret file; empty: direct connections",
+    },
+    Setting {
         name: "GRIDMPI_RENDEZVOUS_TIMEOUT",
         kind: Kind::Duration,
         default: "60s",

@@ -48,6 +48,7 @@ fn main() {
         }
         Mode::Proxy => proxy::run(),
         Mode::RendezvousServer(args) => rendezvous::run(args),
+        Mode::Relay { listen, secret_file, address_file } => relay(listen, secret_file, address_file.as_deref()),
         Mode::PmiCheck(actions) => check::run(actions),
         Mode::Info => match Config::load() {
             Ok(c) => {
@@ -87,6 +88,37 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// `--relay`: forward connections for the job whose secret is in
+/// `secret_file` until killed (gridmpi_relay).
+fn relay(listen: &str, secret_file: &std::path::Path, address_file: Option<&std::path::Path>) -> i32 {
+    let secret = match gridmpi_pmi::rendezvous::read_secret_file(secret_file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gridmpirun: relay: {e}");
+            return 1;
+        }
+    };
+    let listener = match std::net::TcpListener::bind(listen) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("gridmpirun: relay: cannot listen on {listen}: {e}");
+            return 1;
+        }
+    };
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    if let Some(f) = address_file {
+        if let Err(e) = std::fs::write(f, format!("{addr}\n")) {
+            eprintln!("gridmpirun: relay: --address-file {}: {e}", f.display());
+            return 1;
+        }
+    }
+    let log = std::env::var("GRIDMPI_DEBUG").is_ok_and(|d| d.split(',').any(|x| x == "relay" || x == "all"));
+    eprintln!("gridmpirun: relay at {addr} for the job secret in {}", secret_file.display());
+    let e = gridmpi_relay::server::serve(listener, gridmpi_relay::relay_key(&secret), log);
+    eprintln!("gridmpirun: relay: {e}");
+    1
 }
 
 /// Name every `GRIDMPI_*` variable of our environment or command line

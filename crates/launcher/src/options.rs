@@ -31,6 +31,9 @@ pub enum Mode {
     PmiCheck(Vec<String>),
     /// `--rendezvous-server`: where separately started groups meet.
     RendezvousServer(crate::rendezvous::Args),
+    /// `--relay ADDR:PORT`: forward connections for ranks that cannot
+    /// reach each other (on a site's gateway host).
+    Relay { listen: String, secret_file: PathBuf, address_file: Option<PathBuf> },
 }
 
 /// One program of the job (one part of an MPMD line).
@@ -78,6 +81,8 @@ pub struct Options {
     pub secret_file: Option<PathBuf>,
     /// `--address-file`: where the server writes its address.
     pub address_file: Option<PathBuf>,
+    /// `--relay ADDR:PORT`: be a relay listening there.
+    pub relay_listen: Option<String>,
 }
 
 impl Default for Options {
@@ -102,6 +107,7 @@ impl Default for Options {
             groups: None,
             secret_file: None,
             address_file: None,
+            relay_listen: None,
         }
     }
 }
@@ -458,6 +464,17 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["--relay", "-relay"],
+        values: 1,
+        metavar: "ADDR:PORT",
+        help: "be a relay on a site's gateway host: forward connections between ranks that cannot reach each other (ranks say GRIDMPI_RELAY=HOST:PORT; no program)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.relay_listen = Some(v[0].clone());
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["--groups", "-groups"],
         values: 1,
         metavar: "N",
@@ -599,7 +616,13 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
         (spec.handler)(&mut o, &values, getenv)?;
         i += 1;
     }
-    if let Some(listen) = o.rendezvous_listen.clone() {
+    if let Some(listen) = o.relay_listen.clone() {
+        if o.rendezvous_listen.is_some() || o.groups.is_some() || !o.apps[0].program.is_empty() {
+            return Err("--relay runs alone: no program, no --rendezvous-server or --groups (start a relay and a rendezvous as two processes)".into());
+        }
+        let secret_file = o.secret_file.clone().unwrap_or_else(gridmpi_pmi::rendezvous::default_secret_file);
+        o.mode = Mode::Relay { listen, secret_file, address_file: o.address_file.take() };
+    } else if let Some(listen) = o.rendezvous_listen.clone() {
         if o.mode == Mode::Run {
             if !o.apps[0].program.is_empty() {
                 return Err("--rendezvous-server runs no program: start the groups' ranks with --rendezvous HOST:PORT".into());
@@ -609,7 +632,7 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             o.mode = Mode::RendezvousServer(crate::rendezvous::Args { listen, groups, secret_file, address_file: o.address_file.clone() });
         }
     } else if o.groups.is_some() || o.address_file.is_some() {
-        return Err("--groups and --address-file go with --rendezvous-server".into());
+        return Err("--groups and --address-file go with --rendezvous-server (--address-file also with --relay)".into());
     }
     if o.mode == Mode::Run {
         if o.apps.len() == 1 && o.apps[0].program.is_empty() {
@@ -771,6 +794,11 @@ mod tests {
         assert!(p("--rendezvous-server :7000").unwrap_err().contains("--groups"));
         assert!(p("--rendezvous-server :7000 --groups 2 prog").unwrap_err().contains("runs no program"));
         assert!(p("--groups 2 prog").unwrap_err().contains("--rendezvous-server"));
+        assert_eq!(
+            p("--relay 0.0.0.0:7100 --secret-file /s").unwrap().mode,
+            Mode::Relay { listen: "0.0.0.0:7100".into(), secret_file: "/s".into(), address_file: None }
+        );
+        assert!(p("--relay :7100 prog").unwrap_err().contains("runs alone"));
         let o = p("--rendezvous h:7000 --secret-file /k -n 2 prog").unwrap();
         assert_eq!(o.mode, Mode::Run);
         assert!(o.env.contains(&("GRIDMPI_RENDEZVOUS".into(), "h:7000".into())));

@@ -31,6 +31,9 @@ pub struct Card {
     /// empty if none). Ranks of one host may come from different launchers
     /// (groups of a rendezvous): they all use the first local rank's.
     pub shm_prefix: String,
+    /// The relay through which other clusters reach this rank
+    /// (GRIDMPI_RELAY, resolved; None: directly).
+    pub relay: Option<SocketAddrV4>,
 }
 
 impl Card {
@@ -38,7 +41,7 @@ impl Card {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
         let cpus: Vec<String> = self.cpus.iter().map(|w| format!("{w:x}")).collect();
         format!(
-            "v1;{};{};{};{};{};{};{};{}",
+            "v1;{};{};{};{};{};{};{};{};{}",
             self.host,
             self.host_key,
             self.os_pid,
@@ -46,7 +49,8 @@ impl Card {
             addrs.join(","),
             self.cluster,
             cpus.join("."),
-            self.shm_prefix
+            self.shm_prefix,
+            self.relay.map_or(String::new(), |r| r.to_string())
         )
     }
 
@@ -63,7 +67,11 @@ impl Card {
         let cluster = it.next().unwrap_or("").to_string();
         let cpus = it.next().unwrap_or("").split('.').filter(|w| !w.is_empty()).map(|w| u64::from_str_radix(w, 16).ok()).collect::<Option<Vec<_>>>()?;
         let shm_prefix = it.next().unwrap_or("").to_string();
-        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus, shm_prefix })
+        let relay = match it.next().unwrap_or("") {
+            "" => None,
+            r => Some(r.parse().ok()?),
+        };
+        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus, shm_prefix, relay })
     }
 }
 
@@ -83,13 +91,19 @@ pub struct Boot {
     pub oversubscribed: bool,
     /// The TCP transport, listening (None for a single process).
     pub tcp: Option<tcp::Tcp>,
+    /// Proves our requests to relays, when some rank has one.
+    pub relay_key: Option<[u8; 32]>,
 }
 
 /// Meet the other processes of the job.
 pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let mut pmi = Pmi::init().map_err(|e| format!("cannot reach the process manager (PMI): {e}"))?;
+    let relay = match config.text("GRIDMPI_RELAY") {
+        "" => None,
+        r => Some(*gridmpi_pmi::resolve_v4(r).map_err(|e| format!("GRIDMPI_RELAY: {e}"))?.first().expect("resolve_v4 gives one or more")),
+    };
     if !config.text("GRIDMPI_RENDEZVOUS").is_empty() {
-        pmi = join(config, pmi)?;
+        pmi = join(config, pmi, relay)?;
     }
     let me = pmi.rank();
     let size = pmi.size();
@@ -142,6 +156,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         },
         cpus: sys::affinity_mask(),
         shm_prefix: config.text("GRIDMPI_SHM_PREFIX").replace(';', "_"),
+        relay,
     };
     let mut cards = vec![card.clone(); size as usize];
     if size > 1 {
@@ -178,21 +193,41 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
     let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
     let oversubscribed = local.len() > cpus;
-    Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp })
+    let relay_key = if cards.iter().any(|c| c.relay.is_some()) {
+        match &joined {
+            Some(j) => Some(j.relay_key),
+            None => Some(gridmpi_relay_key(config)?),
+        }
+    } else {
+        None
+    };
+    Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp, relay_key })
 }
 
 /// Join the whole job at the rendezvous server (GRIDMPI_RENDEZVOUS): the
 /// launcher's ranks are one group of it. See gridmpi_pmi::rendezvous.
-fn join(config: &Config, site: Pmi) -> Result<Pmi, String> {
+fn join(config: &Config, site: Pmi, relay: Option<SocketAddrV4>) -> Result<Pmi, String> {
+    let secret = job_secret_file(config, "GRIDMPI_RENDEZVOUS")?;
+    let name = config.text("GRIDMPI_CLUSTER");
+    let patience = config.get_duration("GRIDMPI_RENDEZVOUS_TIMEOUT");
+    Pmi::join(site, config.text("GRIDMPI_RENDEZVOUS"), &secret, name, patience, relay).map_err(|e| e.to_string())
+}
+
+/// The secret in GRIDMPI_JOB_SECRET_FILE (default ~/.gridmpi/job-secret),
+/// needed by `what`.
+fn job_secret_file(config: &Config, what: &str) -> Result<[u8; 32], String> {
     use gridmpi_pmi::rendezvous;
     let path = match config.text("GRIDMPI_JOB_SECRET_FILE") {
         "" => rendezvous::default_secret_file(),
         p => p.into(),
     };
-    let secret = rendezvous::read_secret_file(&path).map_err(|e| format!("GRIDMPI_RENDEZVOUS: {e} (GRIDMPI_JOB_SECRET_FILE)"))?;
-    let name = config.text("GRIDMPI_CLUSTER");
-    let patience = config.get_duration("GRIDMPI_RENDEZVOUS_TIMEOUT");
-    Pmi::join(site, config.text("GRIDMPI_RENDEZVOUS"), &secret, name, patience).map_err(|e| e.to_string())
+    rendezvous::read_secret_file(&path).map_err(|e| format!("{what}: {e} (GRIDMPI_JOB_SECRET_FILE)"))
+}
+
+/// Relays of a job formed without a rendezvous check the key derived from
+/// the secret file too (it is what the relay was started with).
+fn gridmpi_relay_key(config: &Config) -> Result<[u8; 32], String> {
+    Ok(gridmpi_transport::relay_key(&job_secret_file(config, "GRIDMPI_RELAY")?))
 }
 
 /// `GRIDMPI_TCP_PORTS`: `LOW-HIGH` or one port; empty: any port.
@@ -222,6 +257,18 @@ pub fn peer_addrs(cards: &[Card], me: Pid, peer: Pid) -> Vec<SocketAddrV4> {
         addrs.retain(|a| !a.ip().is_loopback());
     }
     addrs
+}
+
+/// The way to `peer` of another cluster through relays: out through ours,
+/// in through theirs (either may be missing; one relay serving both is
+/// passed once). None: connect directly.
+pub fn relay_way(cards: &[Card], me: Pid, peer: Pid, key: Option<[u8; 32]>) -> Option<tcp::RelayWay> {
+    let hops: Vec<SocketAddrV4> = match (cards[me as usize].relay, cards[peer as usize].relay) {
+        (None, None) => return None,
+        (Some(a), Some(b)) if a != b => vec![a, b],
+        (Some(a), _) | (None, Some(a)) => vec![a],
+    };
+    Some(tcp::RelayWay { first: hops[0], via: hops[1..].to_vec(), key: key? })
 }
 
 /// How many CPUs the ranks of this host may use between them: the union of

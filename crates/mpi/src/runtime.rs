@@ -83,7 +83,7 @@ pub fn spin_time(config: &Config, oversubscribed: bool) -> Duration {
 impl Runtime {
     /// Bootstrap, then set up the transports each peer is reached by.
     pub fn init(config: Config) -> Result<Runtime, String> {
-        let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, .. } = bootstrap::bootstrap(&config)?;
+        let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, relay_key, .. } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
         // Every rank of the host names shared memory alike: as the first
@@ -139,6 +139,9 @@ impl Runtime {
                 t.set_peer_addrs(r, bootstrap::peer_addrs(&cards, me, r));
                 // Links that survive a reset keep a copy of what they send.
                 let across = map.cluster_of(me) != map.cluster_of(r);
+                if let (true, Some(way)) = (across, bootstrap::relay_way(&cards, me, r, relay_key)) {
+                    t.set_peer_relay(r, way);
+                }
                 t.set_resumable(r, resume == "all" || (resume == "wan" && across));
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);

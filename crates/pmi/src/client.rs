@@ -732,8 +732,17 @@ impl Pmi {
     /// `site` is this rank's own launcher, which placed it in its group.
     /// Waits until every group has arrived; the returned handle speaks to
     /// the server, with the rank and size of the whole job. Connecting is
-    /// retried for `patience` (the server may start after the ranks).
-    pub fn join(mut site: Pmi, target: &str, secret: &[u8; 32], name: &str, patience: Duration) -> Result<Pmi, PmiError> {
+    /// retried for `patience` (the server may start after the ranks). With
+    /// `relay`, the server is reached through that relay (a host with a
+    /// private address: gridmpi_relay).
+    pub fn join(
+        mut site: Pmi,
+        target: &str,
+        secret: &[u8; 32],
+        name: &str,
+        patience: Duration,
+        relay: Option<std::net::SocketAddrV4>,
+    ) -> Result<Pmi, PmiError> {
         let fail = |reason: String| PmiError::Rendezvous { target: target.to_string(), reason };
         rendezvous::check_name(name).map_err(fail)?;
         // The group's id and name: rank 0 of the group draws and names it.
@@ -754,7 +763,18 @@ impl Pmi {
             rank: site.rank(),
             nonce,
         };
-        let stream = connect_patiently(target, patience).map_err(fail)?;
+        let stream = match relay {
+            None => connect_patiently(target, patience).map_err(fail)?,
+            Some(relay) => {
+                let to = resolve_v4(target).map_err(fail)?;
+                let s = connect_patiently(&relay.to_string(), patience)
+                    .map_err(|e| fail(format!("through the relay {relay} (GRIDMPI_RELAY): {e}")))?;
+                let p = gridmpi_relay::Preface::new(Vec::new(), to).map_err(|e| fail(format!("getrandom: {e}")))?;
+                (&s).write_all(&p.line(&gridmpi_relay::relay_key(secret)))
+                    .map_err(|e| fail(format!("through the relay {relay}: {e}")))?;
+                s
+            }
+        };
         stream.set_nodelay(true).ok();
         let mut reader = io::BufReader::new(stream.try_clone().map_err(|e| fail(e.to_string()))?);
         let greeting = read_line(&mut reader).map_err(|e| fail(format!("reading its greeting: {e}")))?;
@@ -769,7 +789,11 @@ impl Pmi {
         let watched = rendezvous::Watched::start(stream, placed.rank).map_err(fail)?;
         let conn = Connection { stream: Box::new(watched), decoder: Decoder::new(), version: Version::Pmi1, timeout: None };
         let mut world = Pmi::init_v1_with(conn, None, Some(placed.rank as i64), Some(placed.size as i64))?;
-        world.joined = Some(Joined { tcp_secret: rendezvous::tcp_secret(secret, &placed.job), group: placed });
+        world.joined = Some(Joined {
+            tcp_secret: rendezvous::tcp_secret(secret, &placed.job),
+            relay_key: gridmpi_relay::relay_key(secret),
+            group: placed,
+        });
         world.site = Some(Box::new(site));
         Ok(world)
     }
@@ -787,6 +811,25 @@ pub struct Joined {
     pub group: rendezvous::Placed,
     /// Authenticates the job's TCP connections (derived; never sent).
     pub tcp_secret: [u8; 32],
+    /// Authenticates what ranks ask of relays (gridmpi_relay::relay_key).
+    pub relay_key: [u8; 32],
+}
+
+/// The IPv4 addresses of `host:port`.
+pub fn resolve_v4(target: &str) -> Result<Vec<std::net::SocketAddrV4>, String> {
+    use std::net::{SocketAddr, ToSocketAddrs};
+    let addrs: Vec<std::net::SocketAddrV4> = target
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {target}: {e}"))?
+        .filter_map(|a| match a {
+            SocketAddr::V4(a) => Some(a),
+            SocketAddr::V6(_) => None,
+        })
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!("{target} has no IPv4 address"));
+    }
+    Ok(addrs)
 }
 
 /// Connect to `target`, retrying while it refuses (not started yet).

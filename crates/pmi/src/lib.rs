@@ -48,4 +48,4 @@ pub mod fuzzing;
 pub mod server;
 pub mod wire;
 
-pub use client::{Joined, Pmi, PmiError, Version};
+pub use client::{resolve_v4, Joined, Pmi, PmiError, Version};

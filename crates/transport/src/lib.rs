@@ -20,6 +20,7 @@
 
 /// SHA-256 and HMAC (its own crate: the PMI rendezvous uses it too).
 pub use gridmpi_auth as auth;
+pub use gridmpi_relay::relay_key;
 pub mod progress;
 pub mod shm;
 pub mod sys;

@@ -493,6 +493,14 @@ impl Connector {
         }
     }
 
+    /// Send `preface` (the line for the relays on the way: gridmpi_relay)
+    /// before the HELLO. The relays consume it; the acceptor never sees it.
+    pub fn through_relay(mut self, mut preface: Vec<u8>) -> Connector {
+        preface.append(&mut self.out);
+        self.out = preface;
+        self
+    }
+
     /// Once established: the stream bytes the acceptor received from us.
     pub fn peer_received(&self) -> Option<u64> {
         self.peer_received

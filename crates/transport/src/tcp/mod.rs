@@ -60,9 +60,22 @@ const UNPROVEN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10
 /// How often unproven connections are looked at.
 const REAP_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// How to reach a peer through relays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayWay {
+    /// The relay to connect to.
+    pub first: SocketAddrV4,
+    /// The relays after it.
+    pub via: Vec<SocketAddrV4>,
+    /// gridmpi_relay::relay_key of the job secret.
+    pub key: [u8; 32],
+}
+
 #[derive(Default)]
 struct PeerLink {
     addrs: Vec<SocketAddrV4>,
+    /// When the peer is reached through relays: the way there.
+    relay: Option<RelayWay>,
     /// Index into `conns` of the connection in use, or of our own attempt
     /// being made. A connection we accepted is put here only once its
     /// caller has proven to be this peer and been admitted.
@@ -319,6 +332,12 @@ impl Tcp {
         self.peers[peer as usize].addrs = addrs;
     }
 
+    /// Reach `peer` through relays (gridmpi_relay): connect to `way.first`,
+    /// which is told the rest of the way and the peer's addresses.
+    pub fn set_peer_relay(&mut self, peer: Pid, way: RelayWay) {
+        self.peers[peer as usize].relay = Some(way);
+    }
+
     /// Frames queued but not yet fully written, over all peers.
     pub fn backlog(&self) -> usize {
         self.peers.iter().map(|p| p.out.len()).sum()
@@ -353,10 +372,21 @@ impl Tcp {
     }
 
     fn connect(&mut self, peer: Pid) -> Result<(), TransportError> {
-        let addrs = self.peers[peer as usize].addrs.clone();
-        if addrs.is_empty() {
+        let link = &self.peers[peer as usize];
+        if link.addrs.is_empty() {
             return Err(terr(Some(peer), "no TCP address is known for this rank"));
         }
+        // Through relays: one address to call, and a preface for it that
+        // names the rest of the way (fresh for every attempt: a relay
+        // admits each preface once).
+        let (addrs, preface) = match &link.relay {
+            None => (link.addrs.clone(), None),
+            Some(way) => {
+                let p = gridmpi_relay::Preface::new(way.via.clone(), link.addrs.clone())
+                    .map_err(|e| terr(Some(peer), format!("getrandom: {e}")))?;
+                (vec![way.first], Some(p.line(&way.key)))
+            }
+        };
         let fd = new_socket().map_err(|e| terr(Some(peer), format!("socket: {e}")))?;
         set_nonblocking_nodelay(fd.as_raw_fd());
         set_buf(fd.as_raw_fd(), libc::SO_SNDBUF, self.sndbuf);
@@ -367,7 +397,10 @@ impl Tcp {
         let link = &self.peers[peer as usize];
         let received = link.rx.position(link.carry.as_ref().map_or(0, |c| c.len()));
         let resume = handshake::Resume { generation: link.generation + 1, received };
-        let machine = Connector::resuming(self.identity(), peer, nonce_c, resume);
+        let mut machine = Connector::resuming(self.identity(), peer, nonce_c, resume);
+        if let Some(p) = preface {
+            machine = machine.through_relay(p);
+        }
         let mut conn = Conn::new(fd, Some(peer), Phase::Connecting(machine), addrs);
         conn.asked_generation = resume.generation;
         let idx = self.insert_conn(conn);
