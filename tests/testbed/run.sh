@@ -507,6 +507,69 @@ if tb up "$HERE/grid3.toml" >"$WORK/up3.log" 2>&1; then
 else
     fail "up grid3.toml: $(cat "$WORK/up3.log")"
 fi
+# ---------------------------------------------------------------- 12b. private sites joined by relays
+# Each cluster's hosts but its first (the gateway: h0, h4) are hidden from
+# the WAN (private.toml). A relay on each gateway and a rendezvous on h0:
+# site A's 4 ranks and site B's 4, each started by its own gridmpirun, run
+# as one job with every connection between the sites through both relays.
+OWN_GRID=1
+if tb up "$HERE/private.toml" >"$WORK/up-private.log" 2>&1; then
+    if tb exec h0 -- ping -c 1 -W 1 -q h4 >/dev/null 2>&1 && ! tb exec h0 -- ping -c 1 -W 1 -q h5 >/dev/null 2>&1 \
+        && ! tb exec h1 -- ping -c 1 -W 1 -q h4 >/dev/null 2>&1 && tb exec h1 -- ping -c 1 -W 1 -q h2 >/dev/null 2>&1; then
+        pass "private sites: gateway h0 reaches gateway h4 but not h5; h1 reaches its own site only"
+    else
+        fail "private sites: reachability is not as private.toml says"
+    fi
+    if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
+        "$ROOT/build/bin/mpicc" -O2 -o "$WORK/outage" "$HERE/outage.c"
+        "$ROOT/build/bin/mpicc" -O2 -o "$WORK/is_sort" "$ROOT/bench/wan/is_sort.c" -lm
+        for gw in h0 h4; do
+            rm -f "$WORK/relay-$gw.addr"
+            "$TB" exec $gw -- env GRIDMPI_DEBUG=relay "$ROOT/build/bin/gridmpirun" --relay 0.0.0.0:0 \
+                --secret-file "$WORK/rv.key" --address-file "$WORK/relay-$gw.addr" >"$WORK/relay-$gw.out" 2>&1 &
+            eval "RELAY_$gw=\$!"
+            LOAD_PIDS+=($!)
+            for i in $(seq 100); do [ -s "$WORK/relay-$gw.addr" ] && break; sleep 0.1; done
+        done
+        ra="h0:$(sed 's/.*://' "$WORK/relay-h0.addr")" rb="h4:$(sed 's/.*://' "$WORK/relay-h4.addr")"
+        relayed_run() { # name check-regexp program-and-args...
+            local name=$1 want=$2; shift 2
+            rm -f "$WORK/rv.addr"
+            "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
+                --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/prv-server.out" 2>&1 &
+            local server=$! i
+            for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
+            local port; port=$(sed 's/.*://' "$WORK/rv.addr")
+            "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
+                --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB -x GRIDMPI_RELAY="$rb" \
+                "$@" >"$WORK/prv-b.out" 2>&1 &
+            local b=$!
+            "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h0,h1,h2,h3 -n 4 \
+                --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteA -x GRIDMPI_RELAY="$ra" \
+                "$@" >"$WORK/prv-a.out" 2>&1
+            local rc_a=$?
+            wait $b; local rc_b=$?
+            wait $server; local rc_s=$?
+            cat "$WORK/prv-a.out" "$WORK/prv-b.out" "$WORK/prv-server.out" >"$WORK/prv.out"
+            if [ $rc_a = 0 ] && [ $rc_b = 0 ] && [ $rc_s = 0 ] && grep -q "$want" "$WORK/prv.out"; then
+                pass "$name: $(grep -o "$want.*" "$WORK/prv.out" | head -1 | cut -c1-90)"
+            else
+                fail "$name (rc $rc_a $rc_b $rc_s): $(tail -8 "$WORK/prv.out" | tr '\n' '|')"
+            fi
+        }
+        relayed_run "private sites through relays: checked all-to-all and allreduce loop" "data correct" "$WORK/outage" 5 16384
+        relayed_run "private sites through relays: IS-like kernel verifies" "RESULT" "$WORK/is_sort" --keys-log2 20 --iters 3 --reps 2
+        n_a=$(grep -c relaying "$WORK/relay-h0.out") n_b=$(grep -c relaying "$WORK/relay-h4.out")
+        [ "$n_a" -ge 32 ] && [ "$n_b" -ge 32 ] && pass "both relays carried the sites' connections ($n_a and $n_b relayed)" \
+            || fail "relayed connections: $n_a at h0, $n_b at h4: $(tail -3 "$WORK/relay-h0.out" | tr '\n' '|')"
+        kill "$RELAY_h0" "$RELAY_h4" 2>/dev/null; wait "$RELAY_h0" "$RELAY_h4" 2>/dev/null
+    else
+        skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
+    fi
+    tb down >/dev/null 2>&1 && [ "$(ls /run/netns 2>/dev/null | grep -c '^gtb-')" = 0 ] && pass "down (private sites)" || fail "down of the private grid"
+else
+    fail "up private.toml: $(cat "$WORK/up-private.log")"
+fi
 OWN_GRID=
 [ "$(ip -o link | wc -l)" = "$LINKS_BEFORE" ] && [ "$(sysctl -n net.ipv4.tcp_allowed_congestion_control)" = "$CC_BEFORE" ] \
     && pass "nothing left after both grids" || fail "something left after the grids"

@@ -339,6 +339,9 @@ fn print_grid(state: &state::State) {
     for c in &g.clusters {
         let hosts: Vec<String> = c.hosts.iter().map(|h| format!("{} {}", h.name, h.ip)).collect();
         println!("  cluster {} {} (switch {}): {}", c.name, c.subnet(), netns::switch_ns(&c.name), hosts.join(", "));
+        if c.private {
+            println!("    private: only its gateway {} is reachable across the WAN", c.gateway_host().name);
+        }
     }
     if let Some(cc) = &g.cc {
         println!("  hosts use TCP congestion control {cc}");
@@ -407,7 +410,7 @@ fn status(json: bool, reset: bool) -> Result<ExitCode, String> {
             let n = |k: &str| c[k].as_u64().unwrap_or(0);
             println!("  {name:<10} {}", d["settings"].as_str().unwrap_or(""));
             println!(
-                "  {:<10} in {} pkts {} | out {} pkts {} | queue now {} pkts (max {}) | drop-tail drops {} | random losses {} | cut {}",
+                "  {:<10} in {} pkts {} | out {} pkts {} | queue now {} pkts (max {}) | drop-tail drops {} | random losses {} | cut {} | private {}",
                 "",
                 n("pkts_in"),
                 fmt_bytes(n("bytes_in")),
@@ -417,7 +420,8 @@ fn status(json: bool, reset: bool) -> Result<ExitCode, String> {
                 n("qmax_pkts"),
                 n("drops"),
                 n("losses"),
-                n("cut_drops")
+                n("cut_drops"),
+                n("private_drops")
             );
             let r = &d["release_error"];
             if r["count"].as_u64().unwrap_or(0) > 0 {

@@ -16,6 +16,7 @@
 //! [[cluster]]
 //! name = "b"
 //! size = 2
+//! private = true               # only b's first host is reachable across the WAN
 //! [[link]]
 //! clusters = ["a", "b"]
 //! delay = "5ms"
@@ -102,9 +103,18 @@ pub struct Cluster {
     /// Third octet of the cluster's /24.
     pub index: u8,
     pub hosts: Vec<Host>,
+    /// Only the first host (the site's gateway) may be reached across the
+    /// WAN, as for a site whose nodes have private addresses: the
+    /// emulator drops every other packet to or from the cluster's hosts.
+    #[serde(default)]
+    pub private: bool,
 }
 
 impl Cluster {
+    /// The host reachable from other clusters when the cluster is private.
+    pub fn gateway_host(&self) -> &Host {
+        &self.hosts[0]
+    }
     pub fn subnet(&self) -> String {
         format!("10.77.{}.0/24", self.index)
     }
@@ -244,6 +254,7 @@ struct RawCluster {
     name: String,
     size: Option<usize>,
     hosts: Option<Vec<String>>,
+    private: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -374,7 +385,11 @@ pub fn parse_toml(text: &str) -> Result<Grid, String> {
         }
         links.push(Link { a, b, forward, reverse });
     }
-    build(clusters, links, raw.cc)
+    let mut grid = build(clusters, links, raw.cc)?;
+    for (c, r) in grid.clusters.iter_mut().zip(&raw.cluster) {
+        c.private = r.private.unwrap_or(false);
+    }
+    Ok(grid)
 }
 
 /// Name hosts, give addresses, check everything.
@@ -402,7 +417,7 @@ fn build(clusters: Vec<(String, Option<Vec<String>>, usize)>, links: Vec<Link>, 
             .enumerate()
             .map(|(i, n)| Host { ip: Ipv4Addr::new(10, 77, index as u8, i as u8 + 1), name: n })
             .collect();
-        out.push(Cluster { name, index: index as u8, hosts });
+        out.push(Cluster { name, index: index as u8, hosts, private: false });
     }
     let grid = Grid { clusters: out, links, cc };
     let mut seen = std::collections::HashSet::new();

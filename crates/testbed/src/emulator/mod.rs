@@ -6,6 +6,7 @@
 //! settings, monitor and capture.
 
 pub mod link;
+pub mod private;
 pub mod rt;
 pub mod stamps;
 
@@ -101,10 +102,11 @@ pub fn run(opts: Options) -> Result<(), String> {
             };
             let (s, i, o, st) = (shared.clone(), input.clone(), output.clone(), stamps.ok());
             let seed = opts.seed ^ (dirs.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let private = private::Private::of(&state.grid);
             threads.push(
                 std::thread::Builder::new()
                     .name(name)
-                    .spawn(move || rt::run(s, i, st, o, sched, seed))
+                    .spawn(move || rt::run(s, i, st, o, sched, seed, private))
                     .map_err(|e| e.to_string())?,
             );
             dirs.push(shared);

@@ -67,6 +67,8 @@ pub struct Counters {
     pub drop_bytes: AtomicU64,
     pub losses: AtomicU64,
     pub cut_drops: AtomicU64,
+    /// Packets to or from a private cluster's hidden hosts (not its gateway).
+    pub private_drops: AtomicU64,
     pub write_errors: AtomicU64,
     pub oversize: AtomicU64,
     pub qlen_pkts: AtomicU64,
@@ -87,6 +89,7 @@ impl Counters {
             &self.drop_bytes,
             &self.losses,
             &self.cut_drops,
+            &self.private_drops,
             &self.write_errors,
             &self.oversize,
             &self.qmax_pkts,
@@ -103,7 +106,7 @@ impl Counters {
             "pkts_in": g(&self.pkts_in), "bytes_in": g(&self.bytes_in),
             "pkts_out": g(&self.pkts_out), "bytes_out": g(&self.bytes_out),
             "drops": g(&self.drops), "drop_bytes": g(&self.drop_bytes),
-            "losses": g(&self.losses), "cut_drops": g(&self.cut_drops),
+            "losses": g(&self.losses), "cut_drops": g(&self.cut_drops), "private_drops": g(&self.private_drops),
             "write_errors": g(&self.write_errors), "oversize": g(&self.oversize),
             "qlen_pkts": g(&self.qlen_pkts), "qlen_bytes": g(&self.qlen_bytes),
             "qmax_pkts": g(&self.qmax_pkts),
@@ -347,6 +350,7 @@ pub fn run(
     output: Arc<OwnedFd>,
     sched: Scheduling,
     seed: u64,
+    private: super::private::Private,
 ) {
     set_thread_name(&shared.name);
     *shared.scheduling.lock().unwrap() = set_realtime(sched);
@@ -439,6 +443,11 @@ pub fn run(
                 c.oversize.fetch_add(1, Relaxed);
             }
             buf.truncate(n);
+            if private.blocks(&buf) {
+                c.private_drops.fetch_add(1, Relaxed);
+                pool.push(buf);
+                continue;
+            }
             c.pkts_in.fetch_add(1, Relaxed);
             c.bytes_in.fetch_add(n as u64, Relaxed);
             cursor.bin.pkts_in += 1;
