@@ -385,6 +385,90 @@ else
     skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
 fi
 
+# ---------------------------------------------------------------- 9b3. a real Slurm at site A
+# slurmctld on h0 and a slurmd on each of h0-h3 (Debian's Slurm 22.05, no
+# munge: auth/none inside the testbed). Site A's 4 ranks started by
+# `srun --mpi=pmi2` and site B's 4 by gridmpirun meet at a rendezvous; and
+# mpi4py's suite runs at 2 ranks under srun.
+if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null \
+    && [ -x "$ROOT/build/bin/gridmpirun" ]; then
+    SL=$WORK/slurm
+    mkdir -p "$SL/state"
+    node=$(slurmd -C | head -1 | sed 's/^NodeName=[^ ]*//; s/ RealMemory=[0-9]*//')
+    cat >"$SL/slurm.conf" <<SLURM
+ClusterName=gtb
+SlurmctldHost=h0
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/linear
+MpiDefault=none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$SL/state
+SlurmdSpoolDir=$SL/spool-%n
+SlurmctldPidFile=$SL/slurmctld.pid
+SlurmdPidFile=$SL/slurmd-%n.pid
+SlurmctldLogFile=$SL/slurmctld.log
+SlurmdLogFile=$SL/slurmd-%n.log
+ReturnToService=2
+NodeName=h[0-3] $node State=UNKNOWN
+PartitionName=site Nodes=h[0-3] Default=YES MaxTime=INFINITE State=UP
+SLURM
+    SLURM_PIDS=()
+    "$TB" exec h0 -- slurmctld -D -f "$SL/slurm.conf" >"$SL/ctld.out" 2>&1 &
+    SLURM_PIDS+=($!)
+    for h in h0 h1 h2 h3; do
+        "$TB" exec $h -- sh "$HERE/slurmd.sh" "$SL/slurm.conf" >"$SL/slurmd-$h.out" 2>&1 &
+        SLURM_PIDS+=($!)
+    done
+    LOAD_PIDS+=("${SLURM_PIDS[@]}")
+    slurm() { "$TB" exec h0 -- env SLURM_CONF="$SL/slurm.conf" "$@"; }
+    for i in $(seq 60); do [ "$(slurm sinfo -h -o %t 2>/dev/null)" = idle ] && break; sleep 0.5; done
+    if [ "$(slurm sinfo -h -o '%t %D' 2>/dev/null)" = "idle 4" ]; then
+        pass "Slurm in the testbed: slurmctld on h0, 4 idle nodes h0-h3"
+        rm -f "$WORK/rv.addr"
+        "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
+            --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/sl-server.out" 2>&1 &
+        server=$!
+        for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
+        port=$(sed 's/.*://' "$WORK/rv.addr")
+        "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
+            --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB "$WORK/outage" 3 >"$WORK/sl-b.out" 2>&1 &
+        b=$!
+        slurm GRIDMPI_RENDEZVOUS="h0:$port" GRIDMPI_JOB_SECRET_FILE="$WORK/rv.key" GRIDMPI_CLUSTER=siteA \
+            timeout 120 srun -N 4 -n 4 --mpi=pmi2 "$WORK/outage" 3 >"$WORK/sl-a.out" 2>&1
+        rc_a=$?; wait $b; rc_b=$?; wait $server; rc_s=$?
+        cat "$WORK/sl-a.out" "$WORK/sl-b.out" "$WORK/sl-server.out" >"$WORK/sl.out"
+        if [ $rc_a = 0 ] && [ $rc_b = 0 ] && [ $rc_s = 0 ] && grep -q "data correct" "$WORK/sl.out" \
+            && grep -q "the job has 8 ranks in 2 groups" "$WORK/sl.out"; then
+            pass "site A by srun --mpi=pmi2, site B by gridmpirun, one job at a rendezvous: $(grep -o '[0-9]* iterations.*' "$WORK/sl.out")"
+        else
+            fail "srun + gridmpirun at a rendezvous (rc $rc_a $rc_b $rc_s): $(tail -8 "$WORK/sl.out" | tr '\n' '|')"
+        fi
+        m4p_venv=${MPI4PY_VENV:-/opt/mpi4py}
+        m4p_tests=$(ls -d "$ROOT"/build/mpi4py-src/mpi4py-*/test 2>/dev/null | head -1)
+        if [ -x "$m4p_venv/bin/python" ] && [ -n "$m4p_tests" ]; then
+            (cd "$m4p_tests" && slurm LD_LIBRARY_PATH="$ROOT/build/lib" timeout 600 srun -N 2 -n 2 --mpi=pmi2 \
+                "$m4p_venv/bin/python" main.py -e 'test_(dynproc|spawn|util_pool)\.py$') >"$WORK/sl-mpi4py.out" 2>&1
+            if [ $? = 0 ] && [ "$(grep -c '^OK' "$WORK/sl-mpi4py.out")" = 2 ]; then
+                pass "mpi4py's suite at 2 ranks under srun --mpi=pmi2 ($(grep -m1 '^Ran' "$WORK/sl-mpi4py.out"))"
+            else
+                fail "mpi4py under srun: $(grep -E '^(FAIL|ERROR):|^Ran|^FAILED' "$WORK/sl-mpi4py.out" | head -6 | tr '\n' '|')"
+            fi
+        else
+            skip "mpi4py under srun: no mpi4py venv or test sources (make test-mpi4py fetches them)"
+        fi
+    else
+        fail "Slurm in the testbed did not come up: $(slurm sinfo 2>&1 | tail -2 | tr '\n' '|') $(tail -3 "$SL/slurmd-h1.out" | tr '\n' '|')"
+    fi
+    kill "${SLURM_PIDS[@]}" 2>/dev/null; wait "${SLURM_PIDS[@]}" 2>/dev/null
+else
+    skip "Slurm not installed (apt-get install slurmd slurmctld slurm-client) or GridMPI not built"
+fi
+
 # ---------------------------------------------------------------- 9c. a WAN outage
 # The WAN link is cut for 20 s under an all-to-all loop with checked data:
 # the job must stall, say which link is down, and finish with every byte

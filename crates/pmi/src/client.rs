@@ -470,7 +470,13 @@ impl Pmi {
             return Pmi::init_v1(conn, None);
         }
         let id = id.unwrap_or(-1);
-        let full = Message::new(Wire::V2, "fullinit").with("pmirank", id).with("threaded", "FALSE");
+        // Slurm's PMI-2 server refuses a fullinit without the job id it
+        // gave us (PMI_JOBID), as MPICH sends it.
+        let mut full = Message::new(Wire::V2, "fullinit");
+        if let Some(job) = env("PMI_JOBID") {
+            full = full.with("pmijobid", job);
+        }
+        let full = full.with("pmirank", id).with("threaded", "FALSE");
         let full = conn.request(during, full, "fullinit-response")?;
         let rank = need_int(during, &full, "rank")?;
         let size = need_int(during, &full, "size")?;

@@ -228,6 +228,11 @@ pub(crate) fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void,
         if kind == KeyvalKind::Comm {
             st.comm(obj)?;
             if let Some(i) = PREDEFINED_COMM_KEYS.iter().position(|&p| p == k) {
+                // A launcher with no notion of an application number (Slurm
+                // gives -1) leaves MPI_APPNUM unset, as the standard says.
+                if k == MPI_APPNUM && st.appnum < 0 {
+                    return Ok(None);
+                }
                 let val = match k {
                     MPI_TAG_UB => TAG_UB,
                     MPI_HOST => MPI_PROC_NULL,
