@@ -1,0 +1,458 @@
+//! The image file: its layout, the encoder the checkpointing process uses
+//! (from a signal handler: no allocation, a fixed buffer) and the decoder
+//! the restorer uses (ordinary Rust).
+//!
+//! ```text
+//! 0            header (HEADER_SIZE bytes): magic, version, the machine it was
+//!              taken on, where the two sections are and their hashes, and the
+//!              hash of the header itself
+//! HEADER_SIZE  meta section: process, threads, signal actions, files, regions
+//! data_offset  data section (page aligned): the saved contents of the regions,
+//!              each at data_offset + region.content_offset
+//! ```
+//!
+//! Every integer is little endian. A name or path is a u16 length then bytes.
+
+use crate::hash::hash;
+use crate::machine::Machine;
+
+pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
+pub const VERSION: u32 = 1;
+pub const HEADER_SIZE: usize = 4096;
+
+/// Where the sections are. The meta section always starts at HEADER_SIZE.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub machine: Machine,
+    pub meta_len: u64,
+    pub meta_hash: u64,
+    pub data_offset: u64,
+    pub data_len: u64,
+    pub data_hash: u64,
+}
+
+/// A writer over a fixed buffer: usable in a signal handler. Running out of
+/// room sets `overflow` instead of panicking; the caller checks it once.
+pub struct Enc<'a> {
+    pub buf: &'a mut [u8],
+    pub pos: usize,
+    pub overflow: bool,
+}
+
+impl<'a> Enc<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Enc { buf, pos: 0, overflow: false }
+    }
+    pub fn bytes(&mut self, b: &[u8]) {
+        if self.pos + b.len() > self.buf.len() {
+            self.overflow = true;
+            return;
+        }
+        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+        self.pos += b.len();
+    }
+    pub fn u16(&mut self, v: u16) {
+        self.bytes(&v.to_le_bytes())
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.bytes(&v.to_le_bytes())
+    }
+    pub fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes())
+    }
+    pub fn name(&mut self, b: &[u8]) {
+        let n = b.len().min(u16::MAX as usize);
+        self.u16(n as u16);
+        self.bytes(&b[..n]);
+    }
+    /// A u32 to fill in later (a count not known yet).
+    pub fn reserve_u32(&mut self) -> usize {
+        let at = self.pos;
+        self.u32(0);
+        at
+    }
+    pub fn patch_u32(&mut self, at: usize, v: u32) {
+        if !self.overflow {
+            self.buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    pub fn written(&self) -> &[u8] {
+        &self.buf[..self.pos]
+    }
+}
+
+/// The reader: every read checks the bounds, so a damaged image (whose hash
+/// happened to match, or a version mismatch) is an error, never a panic.
+pub struct Dec<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    what: &'static str,
+}
+
+impl<'a> Dec<'a> {
+    pub fn new(buf: &'a [u8], what: &'static str) -> Self {
+        Dec { buf, pos: 0, what }
+    }
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.pos + n > self.buf.len() {
+            return Err(format!("the {} section ends early (at byte {}, {} more needed)", self.what, self.pos, n));
+        }
+        let b = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(b)
+    }
+    pub fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().unwrap()))
+    }
+    pub fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().unwrap()))
+    }
+    pub fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
+    }
+    pub fn name(&mut self) -> Result<Vec<u8>, String> {
+        let n = self.u16()? as usize;
+        Ok(self.bytes(n)?.to_vec())
+    }
+    /// A count of records of at least `min_size` bytes each: bounded by
+    /// what is left, so a bad count cannot make us allocate without limit.
+    pub fn count(&mut self, min_size: usize) -> Result<usize, String> {
+        let n = self.u32()? as usize;
+        if n * min_size > self.buf.len() - self.pos {
+            return Err(format!("the {} section claims {} records, more than it holds", self.what, n));
+        }
+        Ok(n)
+    }
+}
+
+pub fn encode_header(h: &Header, out: &mut [u8; HEADER_SIZE]) {
+    out.fill(0);
+    let mut e = Enc::new(&mut out[..]);
+    e.bytes(&MAGIC);
+    e.u32(VERSION);
+    h.machine.encode(&mut e);
+    e.u64(h.meta_len);
+    e.u64(h.meta_hash);
+    e.u64(h.data_offset);
+    e.u64(h.data_len);
+    e.u64(h.data_hash);
+    let n = e.pos;
+    let hh = hash(&out[..n]);
+    out[n..n + 8].copy_from_slice(&hh.to_le_bytes());
+}
+
+/// `path` only names the image in errors.
+pub fn decode_header(buf: &[u8], path: &str) -> Result<Header, String> {
+    if buf.len() < HEADER_SIZE {
+        return Err(format!("{path} is not a GridMPI image: {} bytes, shorter than a header", buf.len()));
+    }
+    if buf[..8] != MAGIC {
+        return Err(format!("{path} is not a GridMPI image (no GRIDCKPT magic)"));
+    }
+    let mut d = Dec::new(&buf[..HEADER_SIZE], "header");
+    d.bytes(8)?;
+    let version = d.u32()?;
+    if version != VERSION {
+        return Err(format!("{path} is an image of format version {version}, this restorer reads version {VERSION}"));
+    }
+    let machine = Machine::decode(&mut d)?;
+    let h = Header {
+        machine,
+        meta_len: d.u64()?,
+        meta_hash: d.u64()?,
+        data_offset: d.u64()?,
+        data_len: d.u64()?,
+        data_hash: d.u64()?,
+    };
+    let n = d.pos;
+    let stored = d.u64()?;
+    if hash(&buf[..n]) != stored {
+        return Err(format!("{path}: the header's checksum does not match (the image is damaged)"));
+    }
+    Ok(h)
+}
+
+/// What the kernel's rt_sigaction gives and takes (struct kernel_sigaction
+/// on x86_64: handler, flags, restorer, one 64-bit mask).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct KSigaction {
+    pub handler: u64,
+    pub flags: u64,
+    pub restorer: u64,
+    pub mask: u64,
+}
+
+/// One thread: where its signal frame is (the ucontext the kernel wrote when
+/// our signal stopped it; rt_sigreturn with the stack pointer there resumes
+/// it), its TLS base, and what the kernel knew of it that the ucontext
+/// does not hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Thread {
+    pub tid: u32,
+    pub ucontext: u64,
+    pub fs_base: u64,
+    /// set_tid_address / CLONE_CHILD_CLEARTID: glibc's pd->tid (0: unknown)
+    pub tid_address: u64,
+    pub robust_head: u64,
+    pub robust_len: u64,
+}
+
+impl Thread {
+    pub const SIZE: usize = 4 + 5 * 8;
+    pub fn encode(&self, e: &mut Enc) {
+        e.u32(self.tid);
+        e.u64(self.ucontext);
+        e.u64(self.fs_base);
+        e.u64(self.tid_address);
+        e.u64(self.robust_head);
+        e.u64(self.robust_len);
+    }
+    fn decode(d: &mut Dec) -> Result<Self, String> {
+        Ok(Thread {
+            tid: d.u32()?,
+            ucontext: d.u64()?,
+            fs_base: d.u64()?,
+            tid_address: d.u64()?,
+            robust_head: d.u64()?,
+            robust_len: d.u64()?,
+        })
+    }
+}
+
+/// The process-wide facts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    /// The u32 the restorer sets to 1: how gridmpi_checkpoint() learns it
+    /// returned in a restarted process.
+    pub restarted_flag: u64,
+    /// glibc's __rseq_offset from the thread pointer, and the length it
+    /// registered (0: no rseq area to register again)
+    pub rseq_offset: u64,
+    pub rseq_len: u32,
+    /// start_code, end_code, start_data, end_data, start_brk, brk,
+    /// start_stack, arg_start, arg_end, env_start, env_end (PR_SET_MM_MAP)
+    pub mm: [u64; 11],
+    pub comm: Vec<u8>,
+    pub cwd: Vec<u8>,
+    /// index in `threads` of the thread that wrote the image
+    pub writer: u32,
+}
+
+pub const FD_REGULAR: u32 = 0;
+/// A pipe, socket, terminal, deleted file...: recorded, not restored.
+pub const FD_OTHER: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileRec {
+    pub fd: u32,
+    pub kind: u32,
+    /// open flags as /proc/self/fdinfo shows them (O_CLOEXEC included)
+    pub flags: u32,
+    pub offset: u64,
+    pub path: Vec<u8>,
+}
+
+/// A mapping saved with its contents and restored as a private anonymous
+/// one (anonymous memory, heap, stacks, and private file mappings: what
+/// the program sees is the contents, not the file).
+pub const REGION_PRIVATE: u32 = 0;
+/// MAP_SHARED of a file that still exists: mapped again from the file.
+pub const REGION_SHARED_FILE: u32 = 1;
+/// MAP_SHARED|MAP_ANONYMOUS (or of a deleted file): contents saved.
+pub const REGION_SHARED_ANON: u32 = 2;
+/// vDSO, vvar, vsyscall: the restoring kernel's are moved there.
+pub const REGION_SPECIAL: u32 = 3;
+
+pub const RFLAG_GROWSDOWN: u32 = 1;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Region {
+    pub start: u64,
+    pub end: u64,
+    /// PROT_READ | PROT_WRITE | PROT_EXEC
+    pub prot: u32,
+    pub kind: u32,
+    pub flags: u32,
+    pub file_offset: u64,
+    /// from the start of the data section; content_len 0: none saved
+    pub content_offset: u64,
+    pub content_len: u64,
+    pub name: Vec<u8>,
+}
+
+impl Region {
+    pub const MIN_SIZE: usize = 8 * 5 + 4 * 3 + 2;
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_fields(
+        e: &mut Enc,
+        start: u64,
+        end: u64,
+        prot: u32,
+        kind: u32,
+        flags: u32,
+        file_offset: u64,
+        content_offset: u64,
+        content_len: u64,
+        name: &[u8],
+    ) {
+        e.u64(start);
+        e.u64(end);
+        e.u32(prot);
+        e.u32(kind);
+        e.u32(flags);
+        e.u64(file_offset);
+        e.u64(content_offset);
+        e.u64(content_len);
+        e.name(name);
+    }
+    fn decode(d: &mut Dec) -> Result<Self, String> {
+        Ok(Region {
+            start: d.u64()?,
+            end: d.u64()?,
+            prot: d.u32()?,
+            kind: d.u32()?,
+            flags: d.u32()?,
+            file_offset: d.u64()?,
+            content_offset: d.u64()?,
+            content_len: d.u64()?,
+            name: d.name()?,
+        })
+    }
+    pub fn name_str(&self) -> String {
+        String::from_utf8_lossy(&self.name).into_owned()
+    }
+}
+
+/// The decoded meta section.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    pub process: Process,
+    pub threads: Vec<Thread>,
+    /// index i is signal i + 1
+    pub sigactions: Vec<KSigaction>,
+    pub files: Vec<FileRec>,
+    pub regions: Vec<Region>,
+}
+
+pub fn encode_process(e: &mut Enc, p: &Process) {
+    e.u32(p.pid);
+    e.u64(p.restarted_flag);
+    e.u64(p.rseq_offset);
+    e.u32(p.rseq_len);
+    for v in p.mm {
+        e.u64(v);
+    }
+    e.name(&p.comm);
+    e.name(&p.cwd);
+    e.u32(p.writer);
+}
+
+pub fn encode_sigaction(e: &mut Enc, a: &KSigaction) {
+    e.u64(a.handler);
+    e.u64(a.flags);
+    e.u64(a.restorer);
+    e.u64(a.mask);
+}
+
+pub fn encode_file(e: &mut Enc, fd: u32, kind: u32, flags: u32, offset: u64, path: &[u8]) {
+    e.u32(fd);
+    e.u32(kind);
+    e.u32(flags);
+    e.u64(offset);
+    e.name(path);
+}
+
+/// The meta section in order: process, threads, sigactions, files, regions
+/// (each list a u32 count then its records). Used by the tests and by
+/// anyone who has a Meta in hand; the checkpointing process writes the same
+/// bytes piece by piece.
+pub fn encode_meta(m: &Meta, e: &mut Enc) {
+    encode_process(e, &m.process);
+    e.u32(m.threads.len() as u32);
+    for t in &m.threads {
+        t.encode(e);
+    }
+    e.u32(m.sigactions.len() as u32);
+    for a in &m.sigactions {
+        encode_sigaction(e, a);
+    }
+    e.u32(m.files.len() as u32);
+    for f in &m.files {
+        encode_file(e, f.fd, f.kind, f.flags, f.offset, &f.path);
+    }
+    e.u32(m.regions.len() as u32);
+    for r in &m.regions {
+        Region::encode_fields(e, r.start, r.end, r.prot, r.kind, r.flags, r.file_offset, r.content_offset, r.content_len, &r.name);
+    }
+}
+
+pub fn decode_meta(buf: &[u8]) -> Result<Meta, String> {
+    let mut d = Dec::new(buf, "meta");
+    let mut process = Process {
+        pid: d.u32()?,
+        restarted_flag: d.u64()?,
+        rseq_offset: d.u64()?,
+        rseq_len: d.u32()?,
+        ..Default::default()
+    };
+    for v in process.mm.iter_mut() {
+        *v = d.u64()?;
+    }
+    process.comm = d.name()?;
+    process.cwd = d.name()?;
+    process.writer = d.u32()?;
+    let n = d.count(Thread::SIZE)?;
+    let threads = (0..n).map(|_| Thread::decode(&mut d)).collect::<Result<Vec<_>, _>>()?;
+    if process.writer as usize >= threads.len() {
+        return Err(format!("the meta section names thread {} as the writer, of {}", process.writer, threads.len()));
+    }
+    let n = d.count(32)?;
+    let sigactions = (0..n)
+        .map(|_| Ok(KSigaction { handler: d.u64()?, flags: d.u64()?, restorer: d.u64()?, mask: d.u64()? }))
+        .collect::<Result<Vec<_>, String>>()?;
+    let n = d.count(22)?;
+    let files = (0..n)
+        .map(|_| Ok(FileRec { fd: d.u32()?, kind: d.u32()?, flags: d.u32()?, offset: d.u64()?, path: d.name()? }))
+        .collect::<Result<Vec<_>, String>>()?;
+    let n = d.count(Region::MIN_SIZE)?;
+    let regions = (0..n).map(|_| Region::decode(&mut d)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Meta { process, threads, sigactions, files, regions })
+}
+
+/// Read and check a whole image's header and meta section from `file`
+/// (the data section's hash is checked by the caller, which streams it).
+pub fn read_image(file: &std::fs::File, path: &str) -> Result<(Header, Meta), String> {
+    let mut hb = vec![0u8; HEADER_SIZE];
+    let n = read_full_at(file, &mut hb, 0).map_err(|e| format!("cannot read {path}: {e}"))?;
+    hb.truncate(n);
+    let h = decode_header(&hb, path)?;
+    if h.meta_len > (1 << 30) {
+        return Err(format!("{path}: the header claims a meta section of {} bytes", h.meta_len));
+    }
+    let mut mb = vec![0u8; h.meta_len as usize];
+    let n = read_full_at(file, &mut mb, HEADER_SIZE as u64).map_err(|e| format!("cannot read {path}: {e}"))?;
+    if n != mb.len() {
+        return Err(format!("{path} is truncated: the meta section needs {} bytes, {} are there", mb.len(), n));
+    }
+    if hash(&mb) != h.meta_hash {
+        return Err(format!("{path}: the meta section's checksum does not match (the image is damaged)"));
+    }
+    let m = decode_meta(&mb).map_err(|e| format!("{path}: {e}"))?;
+    Ok((h, m))
+}
+
+pub fn read_full_at(file: &std::fs::File, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
