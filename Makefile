@@ -12,7 +12,7 @@ MPIFC    ?= gfortran
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -110,6 +110,12 @@ test-testbed: build
 
 test-trace: build
 	bash tests/trace/run.sh
+
+# Checkpoint/restart of C programs (docs/checkpoint.md): not part of test
+# yet. REPEAT=N runs the set N times.
+test-checkpoint:
+	$(CARGO) build --release -p gridmpi-checkpoint
+	bash tests/checkpoint/run.sh
 
 demo: build
 	bash demo/run.sh

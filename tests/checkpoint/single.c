@@ -3,10 +3,12 @@
  * and deeper recursion), a file written and read at offsets, a signal
  * handler, the vDSO (clock_gettime), brk growth after the restart.
  *
- * single IMAGE CKPT_STEP MODE: MODE "run" checkpoints at CKPT_STEP and
- * goes on; "kill" checkpoints and then dies by SIGKILL (stdout's unflushed
- * buffer dies with it: the restored process must print it). The output
- * of "run" must equal that of "kill" followed by the restored process's. */
+ * single IMAGE CKPT_STEPS MODE: CKPT_STEPS is a comma-separated list of
+ * steps. MODE "run" checkpoints at each and goes on; "kill" dies by
+ * SIGKILL after each checkpoint it takes (stdout's unflushed buffer dies
+ * with it: the restored process must print it), so a restored process
+ * checkpoints again at the next step and dies, and so on. The output of
+ * "run" must equal that of "kill" followed by each restored process's. */
 #define _GNU_SOURCE
 #include "gridmpi_checkpoint.h"
 #include <fcntl.h>
@@ -38,9 +40,15 @@ static uint64_t deep(int depth, uint64_t x) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: single IMAGE CKPT_STEP run|kill\n"); return 2; }
+    if (argc != 4) { fprintf(stderr, "usage: single IMAGE CKPT_STEPS run|kill\n"); return 2; }
     const char *image = argv[1];
-    int ckpt_step = atoi(argv[2]);
+    /* CKPT_STEPS: a comma-separated list; each checkpoint overwrites IMAGE */
+    int ckpt_at[STEPS] = {0};
+    for (char *p = argv[2]; *p;) {
+        int s = (int)strtol(p, &p, 10);
+        if (s >= 0 && s < STEPS) ckpt_at[s] = 1;
+        if (*p == ',') p++; else break;
+    }
     int kill_after = strcmp(argv[3], "kill") == 0;
 
     struct sigaction sa;
@@ -90,7 +98,7 @@ int main(int argc, char **argv) {
                (unsigned long long)prev[0], (unsigned long long)prev[1], (int)usr1_count,
                (unsigned long long)deep(step * 10, hsum));
 
-        if (step == ckpt_step) {
+        if (ckpt_at[step]) {
             int r = gridmpi_checkpoint(image);
             if (r < 0) return 3;
             if (r == 0 && kill_after) raise(SIGKILL);

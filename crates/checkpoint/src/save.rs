@@ -55,6 +55,9 @@ pub struct RestartWords {
 #[no_mangle]
 pub static GRIDMPI_CKPT_RESTART: RestartWords = RestartWords { area: AtomicU64::new(0), len: AtomicU64::new(0) };
 
+/// The restorer area of the restart this process came from (see checkpoint_locked).
+static STALE_AREA: AtomicU64 = AtomicU64::new(0);
+static STALE_LEN: AtomicU64 = AtomicU64::new(0);
 static BUSY: AtomicBool = AtomicBool::new(false);
 static WRITER_TID: AtomicI32 = AtomicI32::new(0);
 /// futex words
@@ -158,9 +161,14 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
 
     let area = GRIDMPI_CKPT_RESTART.area.swap(0, SeqCst);
     if area != 0 {
-        let len = GRIDMPI_CKPT_RESTART.len.swap(0, SeqCst);
-        // The restorer's code, ops and stack: nothing uses them any more.
-        unmap(area as *mut u8, len as usize);
+        // The restorer's code, ops and stack. Not unmapped here: the
+        // other restored threads may still be on their way out of the
+        // blob (clone, then rt_sigreturn, from code in that area). The
+        // next checkpoint unmaps it once every thread sits in our handler.
+        STALE_AREA.store(area, SeqCst);
+        STALE_LEN.store(GRIDMPI_CKPT_RESTART.len.swap(0, SeqCst), SeqCst);
+        // (the work space was not restored: it is not in the image; the
+        // restorer's area may even sit where it was, so leave it alone)
         WRITER_TID.store(0, SeqCst);
         restore_handler(sig, &old_action, &old_mask);
         return Ok(Outcome::Restarted);
@@ -650,6 +658,12 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     let mut s = scratch();
     if !stop_threads(me, &mut s, sig) {
         return false;
+    }
+    // Every thread is in this handler: none is still in the restorer's
+    // blob, whose area can go (it is not part of the program).
+    let stale = STALE_AREA.swap(0, SeqCst);
+    if stale != 0 {
+        unmap(stale as *mut u8, STALE_LEN.swap(0, SeqCst) as usize);
     }
     let fd = JOB_FD.load(Relaxed);
     let nthreads = (NEXT_SLOT.load(Acquire) as usize).min(MAX_THREADS);
