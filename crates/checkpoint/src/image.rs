@@ -456,3 +456,130 @@ pub fn read_full_at(file: &std::fs::File, buf: &mut [u8], off: u64) -> std::io::
     }
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> (Header, Meta) {
+        let meta = Meta {
+            process: Process {
+                pid: 4242,
+                restarted_flag: 0x5555_0000_1000,
+                rseq_offset: (-160i64) as u64,
+                rseq_len: 32,
+                mm: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+                comm: b"prog".to_vec(),
+                cwd: b"/tmp/x".to_vec(),
+                writer: 1,
+            },
+            threads: vec![
+                Thread { tid: 10, ucontext: 0x7fff_0000, fs_base: 0x7f00_0000, tid_address: 0x7f00_0010, robust_head: 0x7f00_0020, robust_len: 24 },
+                Thread { tid: 11, ucontext: 0x7ffe_0000, fs_base: 0x7e00_0000, ..Default::default() },
+            ],
+            sigactions: (0..64).map(|i| KSigaction { handler: i, flags: 4, restorer: 0x1234, mask: 1 << i }).collect(),
+            files: vec![FileRec { fd: 3, kind: FD_REGULAR, flags: 0o2, offset: 77, path: b"/tmp/x/data".to_vec() }],
+            regions: vec![
+                Region { start: 0x1000, end: 0x3000, prot: 3, kind: REGION_PRIVATE, flags: 0, file_offset: 0, content_offset: 0, content_len: 0x2000, name: b"[heap]".to_vec() },
+                Region { start: 0x7000, end: 0x8000, prot: 5, kind: REGION_SPECIAL, flags: 0, file_offset: 0, content_offset: 0, content_len: 0, name: b"[vdso]".to_vec() },
+            ],
+        };
+        let mut buf = vec![0u8; 1 << 16];
+        let mut e = Enc::new(&mut buf);
+        encode_meta(&meta, &mut e);
+        assert!(!e.overflow);
+        let n = e.pos;
+        let header = Header {
+            machine: Machine::current(),
+            meta_len: n as u64,
+            meta_hash: hash(&buf[..n]),
+            data_offset: 8192,
+            data_len: 0x2000,
+            data_hash: 99,
+        };
+        (header, meta)
+    }
+
+    fn meta_bytes(m: &Meta) -> Vec<u8> {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut e = Enc::new(&mut buf);
+        encode_meta(m, &mut e);
+        let n = e.pos;
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn header_and_meta_round_trip() {
+        let (h, m) = sample();
+        let mut hb = [0u8; HEADER_SIZE];
+        encode_header(&h, &mut hb);
+        assert_eq!(decode_header(&hb, "x").unwrap(), h);
+        assert_eq!(decode_meta(&meta_bytes(&m)).unwrap(), m);
+    }
+
+    #[test]
+    fn a_damaged_header_is_refused() {
+        let (h, _) = sample();
+        let mut hb = [0u8; HEADER_SIZE];
+        encode_header(&h, &mut hb);
+        for at in [12, 100, 200] {
+            let mut bad = hb;
+            bad[at] ^= 0x10;
+            let e = decode_header(&bad, "/img").unwrap_err();
+            assert!(e.contains("header's checksum does not match"), "{e}");
+        }
+        let mut bad = hb;
+        bad[0] = b'X';
+        assert!(decode_header(&bad, "/img").unwrap_err().contains("not a GridMPI image"));
+        let mut bad = hb;
+        bad[8] = 9; // version 9
+        assert!(decode_header(&bad, "/img").unwrap_err().contains("format version 9"));
+    }
+
+    #[test]
+    fn a_damaged_meta_section_is_refused_by_its_checksum() {
+        let dir = std::env::temp_dir().join(format!("gridmpi-ckpt-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("img");
+        let (h, m) = sample();
+        let mb = meta_bytes(&m);
+        let mut hb = [0u8; HEADER_SIZE];
+        encode_header(&h, &mut hb);
+        let mut file = hb.to_vec();
+        file.extend_from_slice(&mb);
+        std::fs::write(&path, &file).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let (h2, m2) = read_image(&f, "img").unwrap();
+        assert_eq!((h2, m2), (h, m));
+        file[HEADER_SIZE + 20] ^= 1;
+        std::fs::write(&path, &file).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let e = read_image(&f, "img").unwrap_err();
+        assert!(e.contains("meta section's checksum does not match"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_meta_section_is_an_error_not_a_panic() {
+        let (_, m) = sample();
+        let mb = meta_bytes(&m);
+        for n in [0, 5, 40, mb.len() / 2, mb.len() - 1] {
+            assert!(decode_meta(&mb[..n]).is_err(), "{n} bytes");
+        }
+        // a count larger than what follows
+        let mut bad = mb.clone();
+        let threads_at = 4 + 8 + 8 + 4 + 88 + 2 + 4 + 2 + 6 + 4;
+        bad[threads_at..threads_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_meta(&bad).unwrap_err().contains("claims"));
+    }
+
+    #[test]
+    fn the_encoder_reports_overflow_instead_of_panicking() {
+        let mut small = [0u8; 10];
+        let mut e = Enc::new(&mut small);
+        e.u64(1);
+        e.u64(2);
+        assert!(e.overflow);
+    }
+}

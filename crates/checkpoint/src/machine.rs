@@ -135,3 +135,65 @@ unsafe fn xgetbv0() -> u64 {
     core::arch::asm!("xgetbv", in("ecx") 0u32, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags));
     ((hi as u64) << 32) | lo as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_kernel(mut m: Machine, k: &str) -> Machine {
+        m.kernel = [0; 65];
+        m.kernel[..k.len()].copy_from_slice(k.as_bytes());
+        m
+    }
+
+    #[test]
+    fn the_same_machine_is_compatible() {
+        let m = Machine::current();
+        assert!(m.xsave_size > 0, "this machine reports no XSAVE size");
+        m.check_restorable_on(&m, "/img", false).unwrap();
+    }
+
+    #[test]
+    fn another_xsave_layout_is_refused_with_both_sides_named() {
+        let here = with_kernel(Machine::current(), "6.18.44");
+        let mut img = here;
+        img.xsave_size = here.xsave_size + 64;
+        img.xcr0 |= 1 << 17;
+        let e = img.check_restorable_on(&here, "/x", false).unwrap_err();
+        assert!(e.starts_with(&format!("image /x was taken on kernel 6.18.44 with xsave size {}", img.xsave_size)), "{e}");
+        assert!(e.contains(&format!("this machine has kernel 6.18.44 with xsave size {}", here.xsave_size)), "{e}");
+        assert!(e.contains("XSAVE layout"), "{e}");
+    }
+
+    #[test]
+    fn missing_cpu_features_are_refused_and_extra_ones_accepted() {
+        let here = Machine::current();
+        let mut img = here;
+        img.features[2] |= 1 << 16; // AVX512F in CPUID(7).EBX
+        let mut poorer_here = here;
+        poorer_here.features[2] &= !(1 << 16);
+        let e = img.check_restorable_on(&poorer_here, "/x", false).unwrap_err();
+        assert!(e.contains("CPUID(7).EBX bits 0x10000"), "{e}");
+        // an image of a machine with fewer features restores here
+        poorer_here.check_restorable_on(&img, "/x", false).unwrap();
+    }
+
+    #[test]
+    fn another_kernel_is_refused_unless_allowed() {
+        let here = with_kernel(Machine::current(), "6.18.44");
+        let img = with_kernel(here, "6.12.1");
+        let e = img.check_restorable_on(&here, "/x", false).unwrap_err();
+        assert!(e.contains("another kernel release") && e.contains("GRIDMPI_RESTORE_OTHER_KERNEL=1"), "{e}");
+        img.check_restorable_on(&here, "/x", true).unwrap();
+    }
+
+    #[test]
+    fn machine_facts_round_trip() {
+        let m = Machine::current();
+        let mut buf = [0u8; 256];
+        let mut e = Enc::new(&mut buf);
+        m.encode(&mut e);
+        let n = e.pos;
+        assert_eq!(Machine::decode(&mut Dec::new(&buf[..n], "x")).unwrap(), m);
+    }
+}
