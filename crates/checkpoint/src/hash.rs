@@ -24,7 +24,12 @@ impl Default for Hasher {
 
 impl Hasher {
     pub const fn new() -> Self {
-        Hasher { h: 0x6772_6964_6d70_6921, len: 0, tail: [0; 8], ntail: 0 }
+        Hasher {
+            h: 0x6772_6964_6d70_6921,
+            len: 0,
+            tail: [0; 8],
+            ntail: 0,
+        }
     }
 
     #[inline]
@@ -49,7 +54,9 @@ impl Hasher {
         }
         let mut chunks = data.chunks_exact(8);
         for c in &mut chunks {
-            self.word(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+            self.word(u64::from_le_bytes([
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7],
+            ]));
         }
         let rest = chunks.remainder();
         self.tail[..rest.len()].copy_from_slice(rest);

@@ -41,7 +41,11 @@ pub struct Enc<'a> {
 
 impl<'a> Enc<'a> {
     pub fn new(buf: &'a mut [u8]) -> Self {
-        Enc { buf, pos: 0, overflow: false }
+        Enc {
+            buf,
+            pos: 0,
+            overflow: false,
+        }
     }
     pub fn bytes(&mut self, b: &[u8]) {
         if self.pos + b.len() > self.buf.len() {
@@ -95,7 +99,10 @@ impl<'a> Dec<'a> {
     }
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], String> {
         if self.pos + n > self.buf.len() {
-            return Err(format!("the {} section ends early (at byte {}, {} more needed)", self.what, self.pos, n));
+            return Err(format!(
+                "the {} section ends early (at byte {}, {} more needed)",
+                self.what, self.pos, n
+            ));
         }
         let b = &self.buf[self.pos..self.pos + n];
         self.pos += n;
@@ -119,7 +126,10 @@ impl<'a> Dec<'a> {
     pub fn count(&mut self, min_size: usize) -> Result<usize, String> {
         let n = self.u32()? as usize;
         if n * min_size > self.buf.len() - self.pos {
-            return Err(format!("the {} section claims {} records, more than it holds", self.what, n));
+            return Err(format!(
+                "the {} section claims {} records, more than it holds",
+                self.what, n
+            ));
         }
         Ok(n)
     }
@@ -144,7 +154,10 @@ pub fn encode_header(h: &Header, out: &mut [u8; HEADER_SIZE]) {
 /// `path` only names the image in errors.
 pub fn decode_header(buf: &[u8], path: &str) -> Result<Header, String> {
     if buf.len() < HEADER_SIZE {
-        return Err(format!("{path} is not a GridMPI image: {} bytes, shorter than a header", buf.len()));
+        return Err(format!(
+            "{path} is not a GridMPI image: {} bytes, shorter than a header",
+            buf.len()
+        ));
     }
     if buf[..8] != MAGIC {
         return Err(format!("{path} is not a GridMPI image (no GRIDCKPT magic)"));
@@ -153,7 +166,9 @@ pub fn decode_header(buf: &[u8], path: &str) -> Result<Header, String> {
     d.bytes(8)?;
     let version = d.u32()?;
     if version != VERSION {
-        return Err(format!("{path} is an image of format version {version}, this restorer reads version {VERSION}"));
+        return Err(format!(
+            "{path} is an image of format version {version}, this restorer reads version {VERSION}"
+        ));
     }
     let machine = Machine::decode(&mut d)?;
     let h = Header {
@@ -167,7 +182,9 @@ pub fn decode_header(buf: &[u8], path: &str) -> Result<Header, String> {
     let n = d.pos;
     let stored = d.u64()?;
     if hash(&buf[..n]) != stored {
-        return Err(format!("{path}: the header's checksum does not match (the image is damaged)"));
+        return Err(format!(
+            "{path}: the header's checksum does not match (the image is damaged)"
+        ));
     }
     Ok(h)
 }
@@ -384,7 +401,18 @@ pub fn encode_meta(m: &Meta, e: &mut Enc) {
     }
     e.u32(m.regions.len() as u32);
     for r in &m.regions {
-        Region::encode_fields(e, r.start, r.end, r.prot, r.kind, r.flags, r.file_offset, r.content_offset, r.content_len, &r.name);
+        Region::encode_fields(
+            e,
+            r.start,
+            r.end,
+            r.prot,
+            r.kind,
+            r.flags,
+            r.file_offset,
+            r.content_offset,
+            r.content_len,
+            &r.name,
+        );
     }
 }
 
@@ -404,21 +432,50 @@ pub fn decode_meta(buf: &[u8]) -> Result<Meta, String> {
     process.cwd = d.name()?;
     process.writer = d.u32()?;
     let n = d.count(Thread::SIZE)?;
-    let threads = (0..n).map(|_| Thread::decode(&mut d)).collect::<Result<Vec<_>, _>>()?;
+    let threads = (0..n)
+        .map(|_| Thread::decode(&mut d))
+        .collect::<Result<Vec<_>, _>>()?;
     if process.writer as usize >= threads.len() {
-        return Err(format!("the meta section names thread {} as the writer, of {}", process.writer, threads.len()));
+        return Err(format!(
+            "the meta section names thread {} as the writer, of {}",
+            process.writer,
+            threads.len()
+        ));
     }
     let n = d.count(32)?;
     let sigactions = (0..n)
-        .map(|_| Ok(KSigaction { handler: d.u64()?, flags: d.u64()?, restorer: d.u64()?, mask: d.u64()? }))
+        .map(|_| {
+            Ok(KSigaction {
+                handler: d.u64()?,
+                flags: d.u64()?,
+                restorer: d.u64()?,
+                mask: d.u64()?,
+            })
+        })
         .collect::<Result<Vec<_>, String>>()?;
     let n = d.count(22)?;
     let files = (0..n)
-        .map(|_| Ok(FileRec { fd: d.u32()?, kind: d.u32()?, flags: d.u32()?, offset: d.u64()?, path: d.name()? }))
+        .map(|_| {
+            Ok(FileRec {
+                fd: d.u32()?,
+                kind: d.u32()?,
+                flags: d.u32()?,
+                offset: d.u64()?,
+                path: d.name()?,
+            })
+        })
         .collect::<Result<Vec<_>, String>>()?;
     let n = d.count(Region::MIN_SIZE)?;
-    let regions = (0..n).map(|_| Region::decode(&mut d)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Meta { process, threads, sigactions, files, regions })
+    let regions = (0..n)
+        .map(|_| Region::decode(&mut d))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Meta {
+        process,
+        threads,
+        sigactions,
+        files,
+        regions,
+    })
 }
 
 /// Read and check a whole image's header and meta section from `file`
@@ -429,15 +486,25 @@ pub fn read_image(file: &std::fs::File, path: &str) -> Result<(Header, Meta), St
     hb.truncate(n);
     let h = decode_header(&hb, path)?;
     if h.meta_len > (1 << 30) {
-        return Err(format!("{path}: the header claims a meta section of {} bytes", h.meta_len));
+        return Err(format!(
+            "{path}: the header claims a meta section of {} bytes",
+            h.meta_len
+        ));
     }
     let mut mb = vec![0u8; h.meta_len as usize];
-    let n = read_full_at(file, &mut mb, HEADER_SIZE as u64).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let n = read_full_at(file, &mut mb, HEADER_SIZE as u64)
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
     if n != mb.len() {
-        return Err(format!("{path} is truncated: the meta section needs {} bytes, {} are there", mb.len(), n));
+        return Err(format!(
+            "{path} is truncated: the meta section needs {} bytes, {} are there",
+            mb.len(),
+            n
+        ));
     }
     if hash(&mb) != h.meta_hash {
-        return Err(format!("{path}: the meta section's checksum does not match (the image is damaged)"));
+        return Err(format!(
+            "{path}: the meta section's checksum does not match (the image is damaged)"
+        ));
     }
     let m = decode_meta(&mb).map_err(|e| format!("{path}: {e}"))?;
     Ok((h, m))
@@ -474,14 +541,59 @@ mod tests {
                 writer: 1,
             },
             threads: vec![
-                Thread { tid: 10, ucontext: 0x7fff_0000, fs_base: 0x7f00_0000, tid_address: 0x7f00_0010, robust_head: 0x7f00_0020, robust_len: 24 },
-                Thread { tid: 11, ucontext: 0x7ffe_0000, fs_base: 0x7e00_0000, ..Default::default() },
+                Thread {
+                    tid: 10,
+                    ucontext: 0x7fff_0000,
+                    fs_base: 0x7f00_0000,
+                    tid_address: 0x7f00_0010,
+                    robust_head: 0x7f00_0020,
+                    robust_len: 24,
+                },
+                Thread {
+                    tid: 11,
+                    ucontext: 0x7ffe_0000,
+                    fs_base: 0x7e00_0000,
+                    ..Default::default()
+                },
             ],
-            sigactions: (0..64).map(|i| KSigaction { handler: i, flags: 4, restorer: 0x1234, mask: 1 << i }).collect(),
-            files: vec![FileRec { fd: 3, kind: FD_REGULAR, flags: 0o2, offset: 77, path: b"/tmp/x/data".to_vec() }],
+            sigactions: (0..64)
+                .map(|i| KSigaction {
+                    handler: i,
+                    flags: 4,
+                    restorer: 0x1234,
+                    mask: 1 << i,
+                })
+                .collect(),
+            files: vec![FileRec {
+                fd: 3,
+                kind: FD_REGULAR,
+                flags: 0o2,
+                offset: 77,
+                path: b"/tmp/x/data".to_vec(),
+            }],
             regions: vec![
-                Region { start: 0x1000, end: 0x3000, prot: 3, kind: REGION_PRIVATE, flags: 0, file_offset: 0, content_offset: 0, content_len: 0x2000, name: b"[heap]".to_vec() },
-                Region { start: 0x7000, end: 0x8000, prot: 5, kind: REGION_SPECIAL, flags: 0, file_offset: 0, content_offset: 0, content_len: 0, name: b"[vdso]".to_vec() },
+                Region {
+                    start: 0x1000,
+                    end: 0x3000,
+                    prot: 3,
+                    kind: REGION_PRIVATE,
+                    flags: 0,
+                    file_offset: 0,
+                    content_offset: 0,
+                    content_len: 0x2000,
+                    name: b"[heap]".to_vec(),
+                },
+                Region {
+                    start: 0x7000,
+                    end: 0x8000,
+                    prot: 5,
+                    kind: REGION_SPECIAL,
+                    flags: 0,
+                    file_offset: 0,
+                    content_offset: 0,
+                    content_len: 0,
+                    name: b"[vdso]".to_vec(),
+                },
             ],
         };
         let mut buf = vec![0u8; 1 << 16];
@@ -531,10 +643,14 @@ mod tests {
         }
         let mut bad = hb;
         bad[0] = b'X';
-        assert!(decode_header(&bad, "/img").unwrap_err().contains("not a GridMPI image"));
+        assert!(decode_header(&bad, "/img")
+            .unwrap_err()
+            .contains("not a GridMPI image"));
         let mut bad = hb;
         bad[8] = 9; // version 9
-        assert!(decode_header(&bad, "/img").unwrap_err().contains("format version 9"));
+        assert!(decode_header(&bad, "/img")
+            .unwrap_err()
+            .contains("format version 9"));
     }
 
     #[test]

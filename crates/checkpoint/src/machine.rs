@@ -28,7 +28,13 @@ pub struct Machine {
 /// CPUID(1).ECX bits that say nothing of what code may run: bit 27
 /// OSXSAVE follows the kernel, bit 31 "running under a hypervisor".
 const LEAF1_ECX_IGNORED: u32 = (1 << 27) | (1 << 31);
-const FEATURE_NAMES: [&str; 5] = ["CPUID(1).ECX", "CPUID(1).EDX", "CPUID(7).EBX", "CPUID(7).ECX", "CPUID(7).EDX"];
+const FEATURE_NAMES: [&str; 5] = [
+    "CPUID(1).ECX",
+    "CPUID(1).EDX",
+    "CPUID(7).EBX",
+    "CPUID(7).ECX",
+    "CPUID(7).EDX",
+];
 
 fn cstr(b: &[u8]) -> &str {
     let n = b.iter().position(|&c| c == 0).unwrap_or(b.len());
@@ -38,7 +44,13 @@ fn cstr(b: &[u8]) -> &str {
 impl Machine {
     /// This machine. Async-signal-safe (uname and CPUID only).
     pub fn current() -> Machine {
-        let mut m = Machine { kernel: [0; 65], arch: [0; 65], xcr0: 0, xsave_size: 0, features: [0; 5] };
+        let mut m = Machine {
+            kernel: [0; 65],
+            arch: [0; 65],
+            xcr0: 0,
+            xsave_size: 0,
+            features: [0; 5],
+        };
         // SAFETY: uname fills a utsname we own.
         unsafe {
             let mut u: libc::utsname = std::mem::zeroed();
@@ -55,7 +67,13 @@ impl Machine {
             // SAFETY: CPUID exists on every x86_64 CPU (a safe function
             // since Rust 1.87; unsafe before, and rust-version is 1.80).
             #[allow(unused_unsafe)]
-            let (l1, l7, maxleaf) = unsafe { (__cpuid_count(1, 0), __cpuid_count(7, 0), __cpuid_count(0, 0).eax) };
+            let (l1, l7, maxleaf) = unsafe {
+                (
+                    __cpuid_count(1, 0),
+                    __cpuid_count(7, 0),
+                    __cpuid_count(0, 0).eax,
+                )
+            };
             m.features = [l1.ecx & !LEAF1_ECX_IGNORED, l1.edx, l7.ebx, l7.ecx, l7.edx];
             if l1.ecx & (1 << 27) != 0 && maxleaf >= 0xD {
                 // SAFETY: OSXSAVE is set, so XGETBV is allowed.
@@ -73,7 +91,12 @@ impl Machine {
     }
 
     fn describe(&self) -> String {
-        format!("kernel {} with xsave size {} (XCR0 {:#x})", self.kernel_str(), self.xsave_size, self.xcr0)
+        format!(
+            "kernel {} with xsave size {} (XCR0 {:#x})",
+            self.kernel_str(),
+            self.xsave_size,
+            self.xcr0
+        )
     }
 
     pub fn encode(&self, e: &mut Enc) {
@@ -87,7 +110,13 @@ impl Machine {
     }
 
     pub fn decode(d: &mut Dec) -> Result<Machine, String> {
-        let mut m = Machine { kernel: [0; 65], arch: [0; 65], xcr0: 0, xsave_size: 0, features: [0; 5] };
+        let mut m = Machine {
+            kernel: [0; 65],
+            arch: [0; 65],
+            xcr0: 0,
+            xsave_size: 0,
+            features: [0; 5],
+        };
         m.kernel.copy_from_slice(d.bytes(65)?);
         m.arch.copy_from_slice(d.bytes(65)?);
         m.xcr0 = d.u64()?;
@@ -100,13 +129,28 @@ impl Machine {
 
     /// Can an image taken on `self` be restored on `here`? The error says
     /// both sides and what differs.
-    pub fn check_restorable_on(&self, here: &Machine, path: &str, allow_other_kernel: bool) -> Result<(), String> {
-        let head = format!("image {path} was taken on {}, this machine has {}", self.describe(), here.describe());
+    pub fn check_restorable_on(
+        &self,
+        here: &Machine,
+        path: &str,
+        allow_other_kernel: bool,
+    ) -> Result<(), String> {
+        let head = format!(
+            "image {path} was taken on {}, this machine has {}",
+            self.describe(),
+            here.describe()
+        );
         if cstr(&self.arch) != cstr(&here.arch) {
-            return Err(format!("{head}: the image is for {}, this machine is {}", cstr(&self.arch), cstr(&here.arch)));
+            return Err(format!(
+                "{head}: the image is for {}, this machine is {}",
+                cstr(&self.arch),
+                cstr(&here.arch)
+            ));
         }
         if self.xcr0 != here.xcr0 || self.xsave_size != here.xsave_size {
-            return Err(format!("{head}: the saved registers (XSAVE layout) would not load here"));
+            return Err(format!(
+                "{head}: the saved registers (XSAVE layout) would not load here"
+            ));
         }
         for i in 0..5 {
             let missing = self.features[i] & !here.features[i];
@@ -160,8 +204,20 @@ mod tests {
         img.xsave_size = here.xsave_size + 64;
         img.xcr0 |= 1 << 17;
         let e = img.check_restorable_on(&here, "/x", false).unwrap_err();
-        assert!(e.starts_with(&format!("image /x was taken on kernel 6.18.44 with xsave size {}", img.xsave_size)), "{e}");
-        assert!(e.contains(&format!("this machine has kernel 6.18.44 with xsave size {}", here.xsave_size)), "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "image /x was taken on kernel 6.18.44 with xsave size {}",
+                img.xsave_size
+            )),
+            "{e}"
+        );
+        assert!(
+            e.contains(&format!(
+                "this machine has kernel 6.18.44 with xsave size {}",
+                here.xsave_size
+            )),
+            "{e}"
+        );
         assert!(e.contains("XSAVE layout"), "{e}");
     }
 
@@ -172,7 +228,9 @@ mod tests {
         img.features[2] |= 1 << 16; // AVX512F in CPUID(7).EBX
         let mut poorer_here = here;
         poorer_here.features[2] &= !(1 << 16);
-        let e = img.check_restorable_on(&poorer_here, "/x", false).unwrap_err();
+        let e = img
+            .check_restorable_on(&poorer_here, "/x", false)
+            .unwrap_err();
         assert!(e.contains("CPUID(7).EBX bits 0x10000"), "{e}");
         // an image of a machine with fewer features restores here
         poorer_here.check_restorable_on(&img, "/x", false).unwrap();
@@ -183,7 +241,10 @@ mod tests {
         let here = with_kernel(Machine::current(), "6.18.44");
         let img = with_kernel(here, "6.12.1");
         let e = img.check_restorable_on(&here, "/x", false).unwrap_err();
-        assert!(e.contains("another kernel release") && e.contains("GRIDMPI_RESTORE_OTHER_KERNEL=1"), "{e}");
+        assert!(
+            e.contains("another kernel release") && e.contains("GRIDMPI_RESTORE_OTHER_KERNEL=1"),
+            "{e}"
+        );
         img.check_restorable_on(&here, "/x", true).unwrap();
     }
 

@@ -50,14 +50,14 @@ const RSEQ_SIG: u64 = 0x5305_3053;
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
 struct Op {
-    nr: u64,       // 0
-    a: [u64; 6],   // 8..56
-    kind: u64,     // 56
-    expect: u64,   // 64: K_EQ's value, K_STORE32's address, K_CLONE's rseq length
-    x0: u64,       // 72: K_CLONE's robust list head
-    x1: u64,       // 80: K_CLONE's rseq area
-    msg: u64,      // 88
-    msg_len: u64,  // 96
+    nr: u64,      // 0
+    a: [u64; 6],  // 8..56
+    kind: u64,    // 56
+    expect: u64,  // 64: K_EQ's value, K_STORE32's address, K_CLONE's rseq length
+    x0: u64,      // 72: K_CLONE's robust list head
+    x1: u64,      // 80: K_CLONE's rseq area
+    msg: u64,     // 88
+    msg_len: u64, // 96
 }
 const OP_SIZE: usize = 104;
 const _: () = assert!(std::mem::size_of::<Op>() == OP_SIZE);
@@ -191,10 +191,21 @@ struct Own {
 }
 
 fn own_maps() -> Result<Vec<Own>, String> {
-    let text = std::fs::read("/proc/self/maps").map_err(|e| format!("gridmpi-restore: cannot read /proc/self/maps: {e}"))?;
+    let text = std::fs::read("/proc/self/maps")
+        .map_err(|e| format!("gridmpi-restore: cannot read /proc/self/maps: {e}"))?;
     let mut v = Vec::new();
     let mut bad = false;
-    for_each_region(&text, |r| v.push(Own { start: r.start, end: r.end, name: r.name.to_vec() }), &mut bad);
+    for_each_region(
+        &text,
+        |r| {
+            v.push(Own {
+                start: r.start,
+                end: r.end,
+                name: r.name.to_vec(),
+            })
+        },
+        &mut bad,
+    );
     if bad {
         return Err("gridmpi-restore: cannot parse /proc/self/maps".into());
     }
@@ -223,7 +234,14 @@ impl Plan {
     fn op(&mut self, nr: i64, a: &[u64], kind: u64, expect: u64, what: &str) {
         let msg = format!("gridmpi-restore: {what} failed (the exit status is the errno)\n");
         let m = self.data(msg.as_bytes());
-        let mut op = Op { nr: nr as u64, kind, expect, msg: m, msg_len: msg.len() as u64, ..Default::default() };
+        let mut op = Op {
+            nr: nr as u64,
+            kind,
+            expect,
+            msg: m,
+            msg_len: msg.len() as u64,
+            ..Default::default()
+        };
         op.a[..a.len()].copy_from_slice(a);
         self.ops.push(op);
     }
@@ -232,11 +250,17 @@ impl Plan {
 /// Reject what this restorer cannot do, before touching anything.
 fn check_image(path: &str, h: &Header, m: &Meta, here: &[Own]) -> Result<(), String> {
     let allow = std::env::var("GRIDMPI_RESTORE_OTHER_KERNEL").is_ok_and(|v| v == "1");
-    h.machine.check_restorable_on(&Machine::current(), path, allow).map_err(|e| format!("gridmpi-restore: {e}"))?;
+    h.machine
+        .check_restorable_on(&Machine::current(), path, allow)
+        .map_err(|e| format!("gridmpi-restore: {e}"))?;
     // The vDSO/vvar: ours are moved where the image had them, which needs
     // the same pieces with the same sizes (the vDSO reaches its data pages
     // at fixed offsets; the program holds pointers into the vDSO code).
-    for r in m.regions.iter().filter(|r| r.kind == image::REGION_SPECIAL && r.name != b"[vsyscall]") {
+    for r in m
+        .regions
+        .iter()
+        .filter(|r| r.kind == image::REGION_SPECIAL && r.name != b"[vsyscall]")
+    {
         let mine = here.iter().find(|o| o.name == r.name);
         match mine {
             Some(o) if o.end - o.start == r.end - r.start => {}
@@ -251,7 +275,10 @@ fn check_image(path: &str, h: &Header, m: &Meta, here: &[Own]) -> Result<(), Str
             None => return Err(format!("gridmpi-restore: image {path} has a {}, this kernel maps none", r.name_str())),
         }
     }
-    for o in here.iter().filter(|o| is_special(&o.name) && o.name != b"[vsyscall]") {
+    for o in here
+        .iter()
+        .filter(|o| is_special(&o.name) && o.name != b"[vsyscall]")
+    {
         if !m.regions.iter().any(|r| r.name == o.name) {
             return Err(format!(
                 "gridmpi-restore: this kernel maps a {} the image {path} has no place for",
@@ -261,13 +288,25 @@ fn check_image(path: &str, h: &Header, m: &Meta, here: &[Own]) -> Result<(), Str
     }
     for r in &m.regions {
         if r.start % PAGE != 0 || r.end % PAGE != 0 || r.end <= r.start {
-            return Err(format!("gridmpi-restore: image {path} holds a bad region {:#x}-{:#x}", r.start, r.end));
+            return Err(format!(
+                "gridmpi-restore: image {path} holds a bad region {:#x}-{:#x}",
+                r.start, r.end
+            ));
         }
         if r.kind != image::REGION_SPECIAL && r.end > TASK_END {
-            return Err(format!("gridmpi-restore: image {path} has a region above the user address space: {:#x}", r.start));
+            return Err(format!(
+                "gridmpi-restore: image {path} has a region above the user address space: {:#x}",
+                r.start
+            ));
         }
-        if r.content_offset.checked_add(r.content_len).map_or(true, |e| e > h.data_len) {
-            return Err(format!("gridmpi-restore: image {path}: region {:#x} has contents outside the data section", r.start));
+        if r.content_offset
+            .checked_add(r.content_len)
+            .map_or(true, |e| e > h.data_len)
+        {
+            return Err(format!(
+                "gridmpi-restore: image {path}: region {:#x} has contents outside the data section",
+                r.start
+            ));
         }
     }
     Ok(())
@@ -280,7 +319,8 @@ fn check_data(path: &str, file: &File, h: &Header) -> Result<(), String> {
     let mut off = 0u64;
     while off < h.data_len {
         let want = (h.data_len - off).min(buf.len() as u64) as usize;
-        let n = image::read_full_at(file, &mut buf[..want], h.data_offset + off).map_err(|e| format!("gridmpi-restore: cannot read {path}: {e}"))?;
+        let n = image::read_full_at(file, &mut buf[..want], h.data_offset + off)
+            .map_err(|e| format!("gridmpi-restore: cannot read {path}: {e}"))?;
         if n != want {
             return Err(format!("gridmpi-restore: {path} is truncated: the memory contents need {} bytes, {} are there", h.data_len, off + n as u64));
         }
@@ -296,12 +336,19 @@ fn check_data(path: &str, file: &File, h: &Header) -> Result<(), String> {
 /// An address for `len` bytes free in the image (with MARGIN around its
 /// regions) and free here; the area is mapped read-write.
 fn choose_area(m: &Meta, len: u64) -> Result<u64, String> {
-    let mut busy: Vec<(u64, u64)> =
-        m.regions.iter().map(|r| (r.start.saturating_sub(MARGIN), r.end.saturating_add(MARGIN))).collect();
+    let mut busy: Vec<(u64, u64)> = m
+        .regions
+        .iter()
+        .map(|r| (r.start.saturating_sub(MARGIN), r.end.saturating_add(MARGIN)))
+        .collect();
     busy.push((0, 1 << 24)); // low memory: mmap_min_addr, non-PIE programs
     busy.sort();
     let mut cursor = 0u64;
-    for (s, e) in busy.iter().copied().chain(std::iter::once((TASK_END, TASK_END))) {
+    for (s, e) in busy
+        .iter()
+        .copied()
+        .chain(std::iter::once((TASK_END, TASK_END)))
+    {
         let mut try_at = cursor;
         while try_at + len <= s.min(TASK_END) {
             // SAFETY: MAP_FIXED_NOREPLACE never replaces a mapping.
@@ -334,17 +381,25 @@ fn choose_area(m: &Meta, len: u64) -> Result<u64, String> {
 /// Open a file at a descriptor number above `floor` (so it collides with
 /// none the image wants), close-on-exec until dup3 gives it its number.
 fn open_high(path: &[u8], flags: i32, floor: i32) -> Result<i32, String> {
-    let c = CString::new(path.to_vec()).map_err(|_| "gridmpi-restore: a path with a NUL byte".to_string())?;
+    let c = CString::new(path.to_vec())
+        .map_err(|_| "gridmpi-restore: a path with a NUL byte".to_string())?;
     // SAFETY: open and F_DUPFD_CLOEXEC of our own descriptors.
     unsafe {
         let fd = libc::open(c.as_ptr(), flags | libc::O_CLOEXEC);
         if fd < 0 {
-            return Err(format!("gridmpi-restore: cannot open {}: {}", String::from_utf8_lossy(path), std::io::Error::last_os_error()));
+            return Err(format!(
+                "gridmpi-restore: cannot open {}: {}",
+                String::from_utf8_lossy(path),
+                std::io::Error::last_os_error()
+            ));
         }
         let hi = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor);
         libc::close(fd);
         if hi < 0 {
-            return Err(format!("gridmpi-restore: no descriptor free above {floor}: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "gridmpi-restore: no descriptor free above {floor}: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(hi)
     }
@@ -354,7 +409,8 @@ fn open_high(path: &[u8], flags: i32, floor: i32) -> Result<i32, String> {
 /// error found before the point of no return.
 pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
     let verbose = std::env::var("GRIDMPI_RESTORE_VERBOSE").is_ok_and(|v| v == "1");
-    let file = File::open(path).map_err(|e| format!("gridmpi-restore: cannot open the image {path}: {e}"))?;
+    let file = File::open(path)
+        .map_err(|e| format!("gridmpi-restore: cannot open the image {path}: {e}"))?;
     let (h, m) = image::read_image(&file, path).map_err(|e| format!("gridmpi-restore: {e}"))?;
     let here = own_maps()?;
     check_image(path, &h, &m, &here)?;
@@ -379,11 +435,16 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         }
         if f.kind != image::FD_REGULAR {
             if verbose {
-                eprintln!("gridmpi-restore: fd {} ({}) is not a regular file: not restored", f.fd, String::from_utf8_lossy(&f.path));
+                eprintln!(
+                    "gridmpi-restore: fd {} ({}) is not a regular file: not restored",
+                    f.fd,
+                    String::from_utf8_lossy(&f.path)
+                );
             }
             continue;
         }
-        let oflags = (f.flags as i32) & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOCTTY);
+        let oflags = (f.flags as i32)
+            & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOCTTY);
         let t = open_high(&f.path, oflags, floor)?;
         // SAFETY: our descriptor.
         if unsafe { libc::lseek(t, f.offset as i64, libc::SEEK_SET) } < 0 {
@@ -397,11 +458,21 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         files.push((t, f.fd as i32, f.flags as i32 & libc::O_CLOEXEC != 0));
     }
     let mut map_fds = Vec::new(); // (region index, temp fd)
-    for (i, r) in m.regions.iter().enumerate().filter(|(_, r)| r.kind == image::REGION_SHARED_FILE) {
-        let fl = if r.prot & libc::PROT_WRITE as u32 != 0 { libc::O_RDWR } else { libc::O_RDONLY };
+    for (i, r) in m
+        .regions
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == image::REGION_SHARED_FILE)
+    {
+        let fl = if r.prot & libc::PROT_WRITE as u32 != 0 {
+            libc::O_RDWR
+        } else {
+            libc::O_RDONLY
+        };
         map_fds.push((i, open_high(&r.name, fl, floor)?));
     }
-    let cwd = CString::new(m.process.cwd.clone()).map_err(|_| "gridmpi-restore: the saved cwd holds a NUL".to_string())?;
+    let cwd = CString::new(m.process.cwd.clone())
+        .map_err(|_| "gridmpi-restore: the saved cwd holds a NUL".to_string())?;
     // SAFETY: chdir to a path string we own.
     if unsafe { libc::chdir(cwd.as_ptr()) } != 0 {
         return Err(format!(
@@ -413,21 +484,53 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
 
     // The area: code, ops, data, stack, room to park the vDSO/vvar.
     let code = blob_code();
-    let specials_here: Vec<&Own> = here.iter().filter(|o| is_special(&o.name) && o.name != b"[vsyscall]").collect();
+    let specials_here: Vec<&Own> = here
+        .iter()
+        .filter(|o| is_special(&o.name) && o.name != b"[vsyscall]")
+        .collect();
     let park: u64 = specials_here.iter().map(|o| o.end - o.start).sum();
-    let chunks: u64 = m.regions.iter().map(|r| r.content_len.div_ceil(PREAD_CHUNK)).sum();
-    let nops = 32 + 4 * m.regions.len() as u64 + chunks + 3 * m.files.len() as u64 + 2 * m.threads.len() as u64 + 70;
+    let chunks: u64 = m
+        .regions
+        .iter()
+        .map(|r| r.content_len.div_ceil(PREAD_CHUNK))
+        .sum();
+    let nops = 32
+        + 4 * m.regions.len() as u64
+        + chunks
+        + 3 * m.files.len() as u64
+        + 2 * m.threads.len() as u64
+        + 70;
     let code_len = (code.len() as u64).next_multiple_of(PAGE);
     let ops_len = (nops * OP_SIZE as u64).next_multiple_of(PAGE);
     let data_cap = (nops * 160 + 8192).next_multiple_of(PAGE);
     let len = code_len + ops_len + data_cap + STACK + park;
     let base = choose_area(&m, len)?;
-    let mut p = Plan { base, ops_at: base + code_len, data_at: base + code_len + ops_len, data_cap, ops: Vec::new(), data: Vec::new() };
+    let mut p = Plan {
+        base,
+        ops_at: base + code_len,
+        data_at: base + code_len + ops_len,
+        data_cap,
+        ops: Vec::new(),
+        data: Vec::new(),
+    };
     let stack_top = p.data_at + data_cap + STACK;
     let park_at = stack_top;
-    build_ops(&mut p, &m, &h, &specials_here, park_at, img_fd, &files, &map_fds)?;
+    build_ops(
+        &mut p,
+        &m,
+        &h,
+        &specials_here,
+        park_at,
+        img_fd,
+        &files,
+        &map_fds,
+    )?;
     if p.ops.len() as u64 > nops || p.data.len() as u64 > p.data_cap {
-        return Err(format!("gridmpi-restore: internal error: {} ops, {} bytes of data overflow the area", p.ops.len(), p.data.len()));
+        return Err(format!(
+            "gridmpi-restore: internal error: {} ops, {} bytes of data overflow the area",
+            p.ops.len(),
+            p.data.len()
+        ));
     }
     if verbose {
         eprintln!(
@@ -448,9 +551,17 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
 /// Close every descriptor the program will not get back (the restorer's
 /// own), keeping 0-2, the image and the temporaries.
 fn close_others(img_fd: i32, files: &[(i32, i32, bool)], map_fds: &[(usize, i32)]) {
-    let keep = |fd: i32| fd <= 2 || fd == img_fd || files.iter().any(|f| f.0 == fd) || map_fds.iter().any(|f| f.1 == fd);
+    let keep = |fd: i32| {
+        fd <= 2
+            || fd == img_fd
+            || files.iter().any(|f| f.0 == fd)
+            || map_fds.iter().any(|f| f.1 == fd)
+    };
     let list: Vec<i32> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
         .unwrap_or_default();
     for fd in list {
         if !keep(fd) {
@@ -479,9 +590,19 @@ fn build_ops(
     keep.push((p.base, area_end));
     keep.sort();
     let mut cur = 0u64;
-    for (s, e) in keep.iter().copied().chain(std::iter::once((TASK_END, TASK_END))) {
+    for (s, e) in keep
+        .iter()
+        .copied()
+        .chain(std::iter::once((TASK_END, TASK_END)))
+    {
         if s > cur {
-            p.op(SYS_munmap, &[cur, s - cur], K_EQ, 0, &format!("unmapping the restorer at {cur:#x}-{s:#x}"));
+            p.op(
+                SYS_munmap,
+                &[cur, s - cur],
+                K_EQ,
+                0,
+                &format!("unmapping the restorer at {cur:#x}-{s:#x}"),
+            );
         }
         cur = cur.max(e);
     }
@@ -492,14 +613,34 @@ fn build_ops(
     for o in specials_here {
         let n = o.end - o.start;
         let what = format!("moving the {} aside", String::from_utf8_lossy(&o.name));
-        p.op(SYS_mremap, &[o.start, n, n, (MREMAP_MAYMOVE | MREMAP_FIXED) as u64, at], K_EQ, at, &what);
+        p.op(
+            SYS_mremap,
+            &[o.start, n, n, (MREMAP_MAYMOVE | MREMAP_FIXED) as u64, at],
+            K_EQ,
+            at,
+            &what,
+        );
         parked.push((at, n, &o.name));
         at += n;
     }
     for (from, n, name) in parked {
-        let r = m.regions.iter().find(|r| &r.name == name).expect("checked in check_image");
-        let what = format!("moving the {} to {:#x}", String::from_utf8_lossy(name), r.start);
-        p.op(SYS_mremap, &[from, n, n, (MREMAP_MAYMOVE | MREMAP_FIXED) as u64, r.start], K_EQ, r.start, &what);
+        let r = m
+            .regions
+            .iter()
+            .find(|r| &r.name == name)
+            .expect("checked in check_image");
+        let what = format!(
+            "moving the {} to {:#x}",
+            String::from_utf8_lossy(name),
+            r.start
+        );
+        p.op(
+            SYS_mremap,
+            &[from, n, n, (MREMAP_MAYMOVE | MREMAP_FIXED) as u64, r.start],
+            K_EQ,
+            r.start,
+            &what,
+        );
     }
     // 3. The regions.
     for (i, r) in m.regions.iter().enumerate() {
@@ -508,20 +649,67 @@ fn build_ops(
         match r.kind {
             image::REGION_SPECIAL => {}
             image::REGION_SHARED_FILE => {
-                let fd = map_fds.iter().find(|(j, _)| *j == i).expect("opened above").1;
-                p.op(SYS_mmap, &[r.start, len, r.prot as u64, (MAP_SHARED | MAP_FIXED) as u64, fd as u64, r.file_offset], K_EQ, r.start, &format!("mapping {what}"));
+                let fd = map_fds
+                    .iter()
+                    .find(|(j, _)| *j == i)
+                    .expect("opened above")
+                    .1;
+                p.op(
+                    SYS_mmap,
+                    &[
+                        r.start,
+                        len,
+                        r.prot as u64,
+                        (MAP_SHARED | MAP_FIXED) as u64,
+                        fd as u64,
+                        r.file_offset,
+                    ],
+                    K_EQ,
+                    r.start,
+                    &format!("mapping {what}"),
+                );
             }
             _ => {
-                let share = if r.kind == image::REGION_SHARED_ANON { MAP_SHARED } else { MAP_PRIVATE };
-                let grows = if r.flags & image::RFLAG_GROWSDOWN != 0 { MAP_GROWSDOWN } else { 0 };
-                let prot0 = if r.content_len > 0 { (PROT_READ | PROT_WRITE) as u64 } else { r.prot as u64 };
-                p.op(SYS_mmap, &[r.start, len, prot0, (share | MAP_ANONYMOUS | MAP_FIXED | grows) as u64, u64::MAX, 0], K_EQ, r.start, &format!("mapping {what}"));
+                let share = if r.kind == image::REGION_SHARED_ANON {
+                    MAP_SHARED
+                } else {
+                    MAP_PRIVATE
+                };
+                let grows = if r.flags & image::RFLAG_GROWSDOWN != 0 {
+                    MAP_GROWSDOWN
+                } else {
+                    0
+                };
+                let prot0 = if r.content_len > 0 {
+                    (PROT_READ | PROT_WRITE) as u64
+                } else {
+                    r.prot as u64
+                };
+                p.op(
+                    SYS_mmap,
+                    &[
+                        r.start,
+                        len,
+                        prot0,
+                        (share | MAP_ANONYMOUS | MAP_FIXED | grows) as u64,
+                        u64::MAX,
+                        0,
+                    ],
+                    K_EQ,
+                    r.start,
+                    &format!("mapping {what}"),
+                );
                 let mut done = 0;
                 while done < r.content_len {
                     let n = (r.content_len - done).min(PREAD_CHUNK);
                     p.op(
                         SYS_pread64,
-                        &[img_fd as u64, r.start + done, n, h.data_offset + r.content_offset + done],
+                        &[
+                            img_fd as u64,
+                            r.start + done,
+                            n,
+                            h.data_offset + r.content_offset + done,
+                        ],
                         K_EQ,
                         n,
                         &format!("reading the contents of {what}"),
@@ -529,7 +717,13 @@ fn build_ops(
                     done += n;
                 }
                 if prot0 != r.prot as u64 {
-                    p.op(SYS_mprotect, &[r.start, len, r.prot as u64], K_EQ, 0, &format!("protecting {what}"));
+                    p.op(
+                        SYS_mprotect,
+                        &[r.start, len, r.prot as u64],
+                        K_EQ,
+                        0,
+                        &format!("protecting {what}"),
+                    );
                 }
             }
         }
@@ -544,14 +738,42 @@ fn build_ops(
     mm.extend_from_slice(&0u32.to_le_bytes()); // auxv_size
     mm.extend_from_slice(&u32::MAX.to_le_bytes()); // exe_fd: keep ours
     let mm_at = p.data(&mm);
-    p.op(SYS_prctl, &[PR_SET_MM as u64, PR_SET_MM_MAP as u64, mm_at, 104, 0], K_EQ, 0, "setting brk and the mm fields (PR_SET_MM_MAP)");
+    p.op(
+        SYS_prctl,
+        &[PR_SET_MM as u64, PR_SET_MM_MAP as u64, mm_at, 104, 0],
+        K_EQ,
+        0,
+        "setting brk and the mm fields (PR_SET_MM_MAP)",
+    );
     // 5. Descriptors at their numbers and offsets.
     for &(t, fd, cloexec) in files {
-        p.op(SYS_dup3, &[t as u64, fd as u64, if cloexec { O_CLOEXEC as u64 } else { 0 }], K_EQ, fd as u64, &format!("giving back fd {fd}"));
-        p.op(SYS_close, &[t as u64], K_ANY, 0, "closing a temporary descriptor");
+        p.op(
+            SYS_dup3,
+            &[
+                t as u64,
+                fd as u64,
+                if cloexec { O_CLOEXEC as u64 } else { 0 },
+            ],
+            K_EQ,
+            fd as u64,
+            &format!("giving back fd {fd}"),
+        );
+        p.op(
+            SYS_close,
+            &[t as u64],
+            K_ANY,
+            0,
+            "closing a temporary descriptor",
+        );
     }
     for &(_, t) in map_fds {
-        p.op(SYS_close, &[t as u64], K_ANY, 0, "closing a temporary descriptor");
+        p.op(
+            SYS_close,
+            &[t as u64],
+            K_ANY,
+            0,
+            "closing a temporary descriptor",
+        );
     }
     p.op(SYS_close, &[img_fd as u64], K_ANY, 0, "closing the image");
     // 6. Signal actions.
@@ -565,29 +787,71 @@ fn build_ops(
             b.extend_from_slice(&v.to_le_bytes());
         }
         let at = p.data(&b);
-        p.op(SYS_rt_sigaction, &[sig as u64, at, 0, 8], K_EQ, 0, &format!("setting the action of signal {sig}"));
+        p.op(
+            SYS_rt_sigaction,
+            &[sig as u64, at, 0, 8],
+            K_EQ,
+            0,
+            &format!("setting the action of signal {sig}"),
+        );
     }
     // 7. The writer thread (which this one becomes): TLS, tid, robust
     // list, rseq, name.
     let w = m.threads[m.process.writer as usize];
-    p.op(SYS_arch_prctl, &[0x1002 /* ARCH_SET_FS */, w.fs_base], K_EQ, 0, "setting the FS base (TLS)");
+    p.op(
+        SYS_arch_prctl,
+        &[0x1002 /* ARCH_SET_FS */, w.fs_base],
+        K_EQ,
+        0,
+        "setting the FS base (TLS)",
+    );
     if w.tid_address != 0 {
-        p.op(SYS_set_tid_address, &[w.tid_address], K_STORE32, w.tid_address, "setting the tid address");
+        p.op(
+            SYS_set_tid_address,
+            &[w.tid_address],
+            K_STORE32,
+            w.tid_address,
+            "setting the tid address",
+        );
     }
     if w.robust_head != 0 {
-        p.op(SYS_set_robust_list, &[w.robust_head, 24], K_EQ, 0, "setting the robust futex list");
+        p.op(
+            SYS_set_robust_list,
+            &[w.robust_head, 24],
+            K_EQ,
+            0,
+            "setting the robust futex list",
+        );
     }
-    let rseq = |t: &image::Thread| if m.process.rseq_len != 0 { t.fs_base.wrapping_add(m.process.rseq_offset) } else { 0 };
+    let rseq = |t: &image::Thread| {
+        if m.process.rseq_len != 0 {
+            t.fs_base.wrapping_add(m.process.rseq_offset)
+        } else {
+            0
+        }
+    };
     if rseq(&w) != 0 {
         // Not checked: a kernel without rseq leaves glibc's area unused.
-        p.op(SYS_rseq, &[rseq(&w), m.process.rseq_len as u64, 0, RSEQ_SIG], K_ANY, 0, "registering rseq");
+        p.op(
+            SYS_rseq,
+            &[rseq(&w), m.process.rseq_len as u64, 0, RSEQ_SIG],
+            K_ANY,
+            0,
+            "registering rseq",
+        );
     }
     if !m.process.comm.is_empty() {
         let mut c = m.process.comm.clone();
         c.truncate(15);
         c.push(0);
         let at = p.data(&c);
-        p.op(SYS_prctl, &[PR_SET_NAME as u64, at], K_ANY, 0, "setting the name");
+        p.op(
+            SYS_prctl,
+            &[PR_SET_NAME as u64, at],
+            K_ANY,
+            0,
+            "setting the name",
+        );
     }
     // 8. Tell gridmpi_checkpoint() it returns in a restarted process, and
     // which area to unmap.
@@ -599,17 +863,35 @@ fn build_ops(
         if i == m.process.writer as usize {
             continue;
         }
-        let mut flags = (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS) as u64;
+        let mut flags = (CLONE_VM
+            | CLONE_FS
+            | CLONE_FILES
+            | CLONE_SIGHAND
+            | CLONE_THREAD
+            | CLONE_SYSVSEM
+            | CLONE_SETTLS) as u64;
         if t.tid_address != 0 {
             flags |= (CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID) as u64;
         }
         let before = p.ops.len();
-        p.op(SYS_clone, &[flags, t.ucontext, t.tid_address, t.tid_address, t.fs_base], K_CLONE, m.process.rseq_len as u64, &format!("creating thread {} (was tid {})", i, t.tid));
+        p.op(
+            SYS_clone,
+            &[flags, t.ucontext, t.tid_address, t.tid_address, t.fs_base],
+            K_CLONE,
+            m.process.rseq_len as u64,
+            &format!("creating thread {} (was tid {})", i, t.tid),
+        );
         p.ops[before].x0 = t.robust_head;
         p.ops[before].x1 = rseq(t);
     }
     // 10. Resume the writer where its checkpoint signal interrupted it.
-    p.op(0, &[w.ucontext], K_SIGRETURN, 0, "rt_sigreturn into the program");
+    p.op(
+        0,
+        &[w.ucontext],
+        K_SIGRETURN,
+        0,
+        "rt_sigreturn into the program",
+    );
     Ok(())
 }
 
@@ -627,10 +909,22 @@ fn region_what(r: &Region) -> String {
 unsafe fn launch(p: &Plan, code: &[u8], code_len: u64, stack_top: u64) -> ! {
     let base = p.base as *mut u8;
     std::ptr::copy_nonoverlapping(code.as_ptr(), base, code.len());
-    std::ptr::copy_nonoverlapping(p.ops.as_ptr() as *const u8, p.ops_at as *mut u8, p.ops.len() * OP_SIZE);
+    std::ptr::copy_nonoverlapping(
+        p.ops.as_ptr() as *const u8,
+        p.ops_at as *mut u8,
+        p.ops.len() * OP_SIZE,
+    );
     std::ptr::copy_nonoverlapping(p.data.as_ptr(), p.data_at as *mut u8, p.data.len());
-    if libc::mprotect(base as *mut _, code_len as usize, libc::PROT_READ | libc::PROT_EXEC) != 0 {
-        eprintln!("gridmpi-restore: cannot make the restorer code executable: {}", std::io::Error::last_os_error());
+    if libc::mprotect(
+        base as *mut _,
+        code_len as usize,
+        libc::PROT_READ | libc::PROT_EXEC,
+    ) != 0
+    {
+        eprintln!(
+            "gridmpi-restore: cannot make the restorer code executable: {}",
+            std::io::Error::last_os_error()
+        );
         std::process::exit(1);
     }
     unregister_rseq();
@@ -660,10 +954,20 @@ unsafe fn unregister_rseq() {
     core::arch::asm!("mov {}, fs:0", out(reg) tp);
     let area = tp.wrapping_add(*off as u64);
     for len in [32u32, *size] {
-        if libc::syscall(libc::SYS_rseq, area, len, 1 /* RSEQ_FLAG_UNREGISTER */, RSEQ_SIG) == 0 {
+        if libc::syscall(
+            libc::SYS_rseq,
+            area,
+            len,
+            1, /* RSEQ_FLAG_UNREGISTER */
+            RSEQ_SIG,
+        ) == 0
+        {
             return;
         }
     }
-    eprintln!("gridmpi-restore: cannot unregister the restorer's rseq area: {}", std::io::Error::last_os_error());
+    eprintln!(
+        "gridmpi-restore: cannot unregister the restorer's rseq area: {}",
+        std::io::Error::last_os_error()
+    );
     std::process::exit(1);
 }

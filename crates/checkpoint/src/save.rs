@@ -53,7 +53,10 @@ pub struct RestartWords {
     pub len: AtomicU64,
 }
 #[no_mangle]
-pub static GRIDMPI_CKPT_RESTART: RestartWords = RestartWords { area: AtomicU64::new(0), len: AtomicU64::new(0) };
+pub static GRIDMPI_CKPT_RESTART: RestartWords = RestartWords {
+    area: AtomicU64::new(0),
+    len: AtomicU64::new(0),
+};
 
 /// The restorer area of the restart this process came from (see checkpoint_locked).
 static STALE_AREA: AtomicU64 = AtomicU64::new(0);
@@ -104,7 +107,11 @@ static STAT_THREADS: AtomicU32 = AtomicU32::new(0);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// The image is written; this is the original process.
-    Checkpointed { bytes: u64, regions: u32, threads: u32 },
+    Checkpointed {
+        bytes: u64,
+        regions: u32,
+        threads: u32,
+    },
     /// This is a process gridmpi-restore rebuilt from an image.
     Restarted,
 }
@@ -126,11 +133,21 @@ pub fn checkpoint(path: &str) -> Result<Outcome, String> {
 
 fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
     let tmp = format!("{path}.tmp");
-    let ctmp = CString::new(tmp.clone()).map_err(|_| format!("gridmpi_checkpoint: the path {path:?} holds a NUL byte"))?;
+    let ctmp = CString::new(tmp.clone())
+        .map_err(|_| format!("gridmpi_checkpoint: the path {path:?} holds a NUL byte"))?;
     // SAFETY: plain system calls on values we own.
-    let fd = unsafe { libc::open(ctmp.as_ptr(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o600) };
+    let fd = unsafe {
+        libc::open(
+            ctmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
     if fd < 0 {
-        return Err(format!("gridmpi_checkpoint: cannot create {tmp}: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "gridmpi_checkpoint: cannot create {tmp}: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let scratch = map_scratch().map_err(|e| {
         close(fd);
@@ -143,7 +160,9 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
         Err(e) => {
             close(fd);
             unmap(scratch, SCRATCH_LEN);
-            return Err(format!("gridmpi_checkpoint: cannot install the handler of signal {sig}: {e}"));
+            return Err(format!(
+                "gridmpi_checkpoint: cannot install the handler of signal {sig}: {e}"
+            ));
         }
     };
     JOB_FD.store(fd, Relaxed);
@@ -184,11 +203,14 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
     let result = RESULT.load(Acquire);
     let err = match result {
         0 => None,
-        2 => Some(format!("gridmpi_checkpoint: signal {sig} was not delivered to the calling thread")),
+        2 => Some(format!(
+            "gridmpi_checkpoint: signal {sig} was not delivered to the calling thread"
+        )),
         _ => {
             let n = ERR_LEN.load(Acquire) as usize;
             // SAFETY: the handler that wrote ERR has returned.
-            let msg = unsafe { String::from_utf8_lossy(&(&*std::ptr::addr_of!(ERR))[..n]).into_owned() };
+            let msg =
+                unsafe { String::from_utf8_lossy(&(&*std::ptr::addr_of!(ERR))[..n]).into_owned() };
             Some(format!("gridmpi_checkpoint: {msg}"))
         }
     };
@@ -204,7 +226,8 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
         return Err(format!("gridmpi_checkpoint: cannot flush {tmp}: {e}"));
     }
     close(fd);
-    std::fs::rename(&tmp, path).map_err(|e| format!("gridmpi_checkpoint: cannot rename {tmp} to {path}: {e}"))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| format!("gridmpi_checkpoint: cannot rename {tmp} to {path}: {e}"))?;
     Ok(Outcome::Checkpointed {
         bytes: STAT_BYTES.load(Relaxed),
         regions: STAT_REGIONS.load(Relaxed),
@@ -232,7 +255,14 @@ fn find_rseq() {
 fn map_scratch() -> std::io::Result<*mut u8> {
     // SAFETY: a fresh mapping no one else knows.
     let p = unsafe {
-        libc::mmap(std::ptr::null_mut(), SCRATCH_LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            SCRATCH_LEN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
     };
     if p == libc::MAP_FAILED {
         return Err(std::io::Error::last_os_error());
@@ -295,23 +325,42 @@ fn raise_self(sig: i32) {
 }
 
 fn futex_wait(word: &AtomicU32, val: u32, timeout_ms: Option<u64>) {
-    let ts = timeout_ms.map(|ms| libc::timespec { tv_sec: (ms / 1000) as i64, tv_nsec: ((ms % 1000) * 1_000_000) as i64 });
-    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts = timeout_ms.map(|ms| libc::timespec {
+        tv_sec: (ms / 1000) as i64,
+        tv_nsec: ((ms % 1000) * 1_000_000) as i64,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: FUTEX_WAIT on a word we own; returns at once if it changed.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, val, tsp);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            val,
+            tsp,
+        );
     }
 }
 
 fn futex_wake(word: &AtomicU32) {
     // SAFETY: FUTEX_WAKE on a word we own.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        );
     }
 }
 
 fn monotonic_ms() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: fills ts.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
@@ -321,11 +370,19 @@ fn monotonic_ms() -> u64 {
 /// not hold: the FS base (TLS), the clear_child_tid address, the robust
 /// futex list.
 fn this_thread(uc: *mut libc::c_void) -> Thread {
-    let mut t = Thread { tid: gettid() as u32, ucontext: uc as u64, ..Default::default() };
+    let mut t = Thread {
+        tid: gettid() as u32,
+        ucontext: uc as u64,
+        ..Default::default()
+    };
     // SAFETY: each call fills one u64 or pair we own.
     unsafe {
         let mut fs: u64 = 0;
-        libc::syscall(libc::SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &mut fs as *mut u64);
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            0x1003, /* ARCH_GET_FS */
+            &mut fs as *mut u64,
+        );
         t.fs_base = fs;
         let mut ta: u64 = 0;
         if libc::prctl(libc::PR_GET_TID_ADDRESS, &mut ta as *mut u64) == 0 {
@@ -333,7 +390,13 @@ fn this_thread(uc: *mut libc::c_void) -> Thread {
         }
         let mut head: u64 = 0;
         let mut len: usize = 0;
-        if libc::syscall(libc::SYS_get_robust_list, 0, &mut head as *mut u64, &mut len as *mut usize) == 0 {
+        if libc::syscall(
+            libc::SYS_get_robust_list,
+            0,
+            &mut head as *mut u64,
+            &mut len as *mut usize,
+        ) == 0
+        {
             t.robust_head = head;
             t.robust_len = len as u64;
         }
@@ -436,7 +499,13 @@ fn scratch() -> Scratch {
         let dir = std::slice::from_raw_parts_mut(p, DIR_BUF);
         p = p.add(DIR_BUF);
         let tids = std::slice::from_raw_parts_mut(p as *mut u32, TIDS_MAX);
-        Scratch { maps, meta, copy, dir, tids }
+        Scratch {
+            maps,
+            meta,
+            copy,
+            dir,
+            tids,
+        }
     }
 }
 
@@ -516,7 +585,10 @@ fn proc_path<'a>(buf: &'a mut [u8; 96], dir: &str, n: u64, leaf: &str) -> &'a co
 fn list_dir(path: &core::ffi::CStr, buf: &mut [u8], mut f: impl FnMut(u64)) -> Result<(), i32> {
     // SAFETY: getdents64 into a buffer we own; records parsed within it.
     unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
         if fd < 0 {
             return Err(errno());
         }
@@ -586,7 +658,10 @@ fn proc_field<'a>(text: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     for line in text.split(|&c| c == b'\n') {
         if line.len() > key.len() && line.starts_with(key) && line[key.len()] == b':' {
             let v = &line[key.len() + 1..];
-            let s = v.iter().position(|&c| c != b' ' && c != b'\t').unwrap_or(v.len());
+            let s = v
+                .iter()
+                .position(|&c| c != b' ' && c != b'\t')
+                .unwrap_or(v.len());
             return Some(&v[s..]);
         }
     }
@@ -697,7 +772,10 @@ fn write_image(uc: *mut libc::c_void) -> bool {
         }
     }
     let brk = unsafe { libc::syscall(libc::SYS_brk, 0) } as u64;
-    p.mm = [fields[26], fields[27], fields[45], fields[46], fields[47], brk, fields[28], fields[48], fields[49], fields[50], fields[51]];
+    p.mm = [
+        fields[26], fields[27], fields[45], fields[46], fields[47], brk, fields[28], fields[48],
+        fields[49], fields[50], fields[51],
+    ];
     // comm and cwd: written straight into the encoder (Process holds Vecs
     // for the decoder; here we must not allocate)
     e.u32(p.pid);
@@ -738,7 +816,15 @@ fn write_image(uc: *mut libc::c_void) -> bool {
         let mut a = KSigaction::default();
         if signo != libc::SIGKILL && signo != libc::SIGSTOP {
             // SAFETY: reads the action into a struct of the kernel's layout.
-            unsafe { libc::syscall(libc::SYS_rt_sigaction, signo, std::ptr::null::<KSigaction>(), &mut a as *mut KSigaction, 8) };
+            unsafe {
+                libc::syscall(
+                    libc::SYS_rt_sigaction,
+                    signo,
+                    std::ptr::null::<KSigaction>(),
+                    &mut a as *mut KSigaction,
+                    8,
+                )
+            };
         }
         image::encode_sigaction(&mut e, &a);
     }
@@ -780,12 +866,28 @@ fn write_image(uc: *mut libc::c_void) -> bool {
         };
         let link = &linkbuf[..ln];
         let mut infobuf = [0u8; 1024];
-        let info_len = read_file(proc_path(&mut pb, "fdinfo", fdn as u64, ""), &mut infobuf).unwrap_or(0);
+        let info_len =
+            read_file(proc_path(&mut pb, "fdinfo", fdn as u64, ""), &mut infobuf).unwrap_or(0);
         let info = &infobuf[..info_len];
         let pos = proc_field(info, b"pos").and_then(parse_dec).unwrap_or(0);
-        let flags = proc_field(info, b"flags").and_then(|v| parse_radix(v, 8)).unwrap_or(0) as u32;
-        let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG && !link.ends_with(b" (deleted)") && link.starts_with(b"/");
-        image::encode_file(&mut e, fdn, if regular { image::FD_REGULAR } else { image::FD_OTHER }, flags, pos, link);
+        let flags = proc_field(info, b"flags")
+            .and_then(|v| parse_radix(v, 8))
+            .unwrap_or(0) as u32;
+        let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG
+            && !link.ends_with(b" (deleted)")
+            && link.starts_with(b"/");
+        image::encode_file(
+            &mut e,
+            fdn,
+            if regular {
+                image::FD_REGULAR
+            } else {
+                image::FD_OTHER
+            },
+            flags,
+            pos,
+            link,
+        );
         nfiles += 1;
     }
     e.patch_u32(at, nfiles);
@@ -803,16 +905,31 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     // again when their contents are written; the maps text is kept)
     let maps = &s.maps[..maps_len];
     let mut bad = false;
-    for_each_region(maps, |r| {
-        if r.start == scratch_start {
-            return;
-        }
-        let (kind, content) = classify(&r);
-        let len = if content { r.end - r.start } else { 0 };
-        Region::encode_fields(&mut e, r.start, r.end, r.prot, kind, r.flags, r.offset, content_total, len, r.name);
-        content_total += len;
-        nregions += 1;
-    }, &mut bad);
+    for_each_region(
+        maps,
+        |r| {
+            if r.start == scratch_start {
+                return;
+            }
+            let (kind, content) = classify(&r);
+            let len = if content { r.end - r.start } else { 0 };
+            Region::encode_fields(
+                &mut e,
+                r.start,
+                r.end,
+                r.prot,
+                kind,
+                r.flags,
+                r.offset,
+                content_total,
+                len,
+                r.name,
+            );
+            content_total += len;
+            nregions += 1;
+        },
+        &mut bad,
+    );
     if bad {
         fail!("cannot parse /proc/self/maps");
     }
@@ -835,42 +952,52 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     let mut off = data_offset;
     let pid = unsafe { libc::getpid() };
     let mut werr = 0;
-    for_each_region(maps, |r| {
-        if r.start == scratch_start || werr != 0 {
-            return;
-        }
-        let (_, content) = classify(&r);
-        if !content {
-            return;
-        }
-        let mut a = r.start;
-        while a < r.end {
-            let want = ((r.end - a) as usize).min(COPY_BUF);
-            let buf = &mut s.copy[..want];
-            let mut done = 0usize;
-            while done < want {
-                let local = libc::iovec { iov_base: buf[done..].as_mut_ptr() as *mut _, iov_len: want - done };
-                let remote = libc::iovec { iov_base: (a as usize + done) as *mut _, iov_len: want - done };
-                // SAFETY: reads our own memory into our buffer; the kernel
-                // checks the remote range and reports a fault as an error.
-                let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-                if n > 0 {
-                    done += n as usize;
-                } else {
-                    let end = ((done / PAGE) + 1) * PAGE;
-                    buf[done..end.min(want)].fill(0);
-                    done = end.min(want);
-                }
-            }
-            h.update(buf);
-            if !pwrite_all(fd, buf, off) {
-                werr = errno();
+    for_each_region(
+        maps,
+        |r| {
+            if r.start == scratch_start || werr != 0 {
                 return;
             }
-            off += want as u64;
-            a += want as u64;
-        }
-    }, &mut bad);
+            let (_, content) = classify(&r);
+            if !content {
+                return;
+            }
+            let mut a = r.start;
+            while a < r.end {
+                let want = ((r.end - a) as usize).min(COPY_BUF);
+                let buf = &mut s.copy[..want];
+                let mut done = 0usize;
+                while done < want {
+                    let local = libc::iovec {
+                        iov_base: buf[done..].as_mut_ptr() as *mut _,
+                        iov_len: want - done,
+                    };
+                    let remote = libc::iovec {
+                        iov_base: (a as usize + done) as *mut _,
+                        iov_len: want - done,
+                    };
+                    // SAFETY: reads our own memory into our buffer; the kernel
+                    // checks the remote range and reports a fault as an error.
+                    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+                    if n > 0 {
+                        done += n as usize;
+                    } else {
+                        let end = ((done / PAGE) + 1) * PAGE;
+                        buf[done..end.min(want)].fill(0);
+                        done = end.min(want);
+                    }
+                }
+                h.update(buf);
+                if !pwrite_all(fd, buf, off) {
+                    werr = errno();
+                    return;
+                }
+                off += want as u64;
+                a += want as u64;
+            }
+        },
+        &mut bad,
+    );
     if werr != 0 {
         fail!("cannot write the memory contents: errno {werr}");
     }
@@ -927,13 +1054,14 @@ pub fn for_each_region<'a>(maps: &'a [u8], mut f: impl FnMut(MapLine<'a>), bad: 
             continue;
         }
         let mut it = line.splitn(6, |&c| c == b' ');
-        let (range, perms, offset, _dev, inode) = match (it.next(), it.next(), it.next(), it.next(), it.next()) {
-            (Some(a), Some(b), Some(c), Some(d), Some(e)) => (a, b, c, d, e),
-            _ => {
-                *bad = true;
-                return;
-            }
-        };
+        let (range, perms, offset, _dev, inode) =
+            match (it.next(), it.next(), it.next(), it.next(), it.next()) {
+                (Some(a), Some(b), Some(c), Some(d), Some(e)) => (a, b, c, d, e),
+                _ => {
+                    *bad = true;
+                    return;
+                }
+            };
         let rest = it.next().unwrap_or(b"");
         let name = &rest[rest.iter().position(|&c| c != b' ').unwrap_or(rest.len())..];
         let dash = match range.iter().position(|&c| c == b'-') {
@@ -943,14 +1071,18 @@ pub fn for_each_region<'a>(maps: &'a [u8], mut f: impl FnMut(MapLine<'a>), bad: 
                 return;
             }
         };
-        let (start, end, offset, inode) =
-            match (parse_radix(&range[..dash], 16), parse_radix(&range[dash + 1..], 16), parse_radix(offset, 16), parse_dec(inode)) {
-                (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
-                _ => {
-                    *bad = true;
-                    return;
-                }
-            };
+        let (start, end, offset, inode) = match (
+            parse_radix(&range[..dash], 16),
+            parse_radix(&range[dash + 1..], 16),
+            parse_radix(offset, 16),
+            parse_dec(inode),
+        ) {
+            (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
+            _ => {
+                *bad = true;
+                return;
+            }
+        };
         if perms.len() < 4 {
             *bad = true;
             return;
@@ -965,13 +1097,29 @@ pub fn for_each_region<'a>(maps: &'a [u8], mut f: impl FnMut(MapLine<'a>), bad: 
         if perms[2] == b'x' {
             prot |= libc::PROT_EXEC as u32;
         }
-        let flags = if name == b"[stack]" { image::RFLAG_GROWSDOWN } else { 0 };
-        f(MapLine { start, end, prot, shared: perms[3] == b's', flags, offset, inode, name });
+        let flags = if name == b"[stack]" {
+            image::RFLAG_GROWSDOWN
+        } else {
+            0
+        };
+        f(MapLine {
+            start,
+            end,
+            prot,
+            shared: perms[3] == b's',
+            flags,
+            offset,
+            inode,
+            name,
+        });
     }
 }
 
 pub fn is_special(name: &[u8]) -> bool {
-    matches!(name, b"[vdso]" | b"[vvar]" | b"[vvar_vclock]" | b"[vsyscall]")
+    matches!(
+        name,
+        b"[vdso]" | b"[vvar]" | b"[vvar_vclock]" | b"[vsyscall]"
+    )
 }
 
 /// The region's kind, and whether its contents are saved.

@@ -31,7 +31,14 @@ fn an_image_of_this_process_decodes_and_a_foreign_machine_is_refused() {
     for w in workers {
         w.join().unwrap();
     }
-    let Outcome::Checkpointed { bytes, regions, threads } = out else { panic!("restarted?") };
+    let Outcome::Checkpointed {
+        bytes,
+        regions,
+        threads,
+    } = out
+    else {
+        panic!("restarted?")
+    };
     assert!(threads >= 4, "{threads} threads saved");
     assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
 
@@ -42,15 +49,36 @@ fn an_image_of_this_process_decodes_and_a_foreign_machine_is_refused() {
     assert_eq!(m.process.pid, std::process::id());
     assert_eq!(m.sigactions.len(), 64);
     // where the writer's frame is, and the restart word, are saved memory
-    let inside = |a: u64| m.regions.iter().any(|r| r.start <= a && a < r.end && r.content_len > 0);
+    let inside = |a: u64| {
+        m.regions
+            .iter()
+            .any(|r| r.start <= a && a < r.end && r.content_len > 0)
+    };
     for t in &m.threads {
-        assert!(inside(t.ucontext), "thread {}'s frame at {:#x} is not in saved memory", t.tid, t.ucontext);
+        assert!(
+            inside(t.ucontext),
+            "thread {}'s frame at {:#x} is not in saved memory",
+            t.tid,
+            t.ucontext
+        );
         assert!(t.fs_base != 0);
     }
     assert!(inside(m.process.restarted_flag));
-    assert!(m.regions.iter().any(|r| r.name == b"[stack]" && r.flags & image::RFLAG_GROWSDOWN != 0));
-    assert!(m.regions.iter().any(|r| r.name == b"[vdso]" && r.kind == image::REGION_SPECIAL && r.content_len == 0));
-    assert_eq!(m.process.cwd, std::env::current_dir().unwrap().as_os_str().as_encoded_bytes());
+    assert!(m
+        .regions
+        .iter()
+        .any(|r| r.name == b"[stack]" && r.flags & image::RFLAG_GROWSDOWN != 0));
+    assert!(m
+        .regions
+        .iter()
+        .any(|r| r.name == b"[vdso]" && r.kind == image::REGION_SPECIAL && r.content_len == 0));
+    assert_eq!(
+        m.process.cwd,
+        std::env::current_dir()
+            .unwrap()
+            .as_os_str()
+            .as_encoded_bytes()
+    );
     // the data section is all there
     assert_eq!(h.data_offset + h.data_len, bytes);
 
@@ -63,7 +91,10 @@ fn an_image_of_this_process_decodes_and_a_foreign_machine_is_refused() {
     bytes[..HEADER_SIZE].copy_from_slice(&hb);
     let fpath = dir.join("foreign");
     std::fs::write(&fpath, &bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gridmpi-restore")).arg(&fpath).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gridmpi-restore"))
+        .arg(&fpath)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let want = format!(
