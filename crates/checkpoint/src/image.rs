@@ -297,10 +297,15 @@ pub struct Region {
     pub content_offset: u64,
     pub content_len: u64,
     pub name: Vec<u8>,
+    /// Which bytes of the region are saved, as (offset in the region,
+    /// length) runs, page aligned, in order; their contents follow each
+    /// other from content_offset. The rest of the region is zeros (pages
+    /// of anonymous memory the program never touched).
+    pub runs: Vec<[u64; 2]>,
 }
 
 impl Region {
-    pub const MIN_SIZE: usize = 8 * 5 + 4 * 3 + 2;
+    pub const MIN_SIZE: usize = 8 * 5 + 4 * 3 + 2 + 4;
     #[allow(clippy::too_many_arguments)]
     pub fn encode_fields(
         e: &mut Enc,
@@ -313,6 +318,8 @@ impl Region {
         content_offset: u64,
         content_len: u64,
         name: &[u8],
+        runs: &[[u64; 2]],
+        runs_base: u64,
     ) {
         e.u64(start);
         e.u64(end);
@@ -323,9 +330,14 @@ impl Region {
         e.u64(content_offset);
         e.u64(content_len);
         e.name(name);
+        e.u32(runs.len() as u32);
+        for r in runs {
+            e.u64(r[0] - runs_base);
+            e.u64(r[1]);
+        }
     }
     fn decode(d: &mut Dec) -> Result<Self, String> {
-        Ok(Region {
+        Region {
             start: d.u64()?,
             end: d.u64()?,
             prot: d.u32()?,
@@ -335,7 +347,40 @@ impl Region {
             content_offset: d.u64()?,
             content_len: d.u64()?,
             name: d.name()?,
-        })
+            runs: Vec::new(),
+        }
+        .with_runs(d)
+    }
+    /// Read the runs and check them against the region: in order, inside
+    /// it, page aligned, adding up to content_len.
+    fn with_runs(mut self, d: &mut Dec) -> Result<Self, String> {
+        let n = d.count(16)?;
+        let mut at = 0u64;
+        let mut total = 0u64;
+        for _ in 0..n {
+            let (off, len) = (d.u64()?, d.u64()?);
+            let size = self.end.wrapping_sub(self.start);
+            if off < at
+                || off % 4096 != 0
+                || len % 4096 != 0
+                || off.checked_add(len).map_or(true, |e| e > size)
+            {
+                return Err(format!(
+                    "region {:#x}-{:#x} has a bad run of saved pages (+{off:#x}, {len:#x} bytes)",
+                    self.start, self.end
+                ));
+            }
+            at = off + len;
+            total += len;
+            self.runs.push([off, len]);
+        }
+        if total != self.content_len {
+            return Err(format!(
+                "region {:#x}-{:#x}: its runs hold {total} bytes, its contents {}",
+                self.start, self.end, self.content_len
+            ));
+        }
+        Ok(self)
     }
     pub fn name_str(&self) -> String {
         String::from_utf8_lossy(&self.name).into_owned()
@@ -412,6 +457,8 @@ pub fn encode_meta(m: &Meta, e: &mut Enc) {
             r.content_offset,
             r.content_len,
             &r.name,
+            &r.runs,
+            0,
         );
     }
 }
@@ -582,6 +629,7 @@ mod tests {
                     content_offset: 0,
                     content_len: 0x2000,
                     name: b"[heap]".to_vec(),
+                    runs: vec![[0, 0x1000], [0x1000, 0x1000]],
                 },
                 Region {
                     start: 0x7000,
@@ -593,6 +641,7 @@ mod tests {
                     content_offset: 0,
                     content_len: 0,
                     name: b"[vdso]".to_vec(),
+                    runs: vec![],
                 },
             ],
         };
@@ -688,6 +737,22 @@ mod tests {
         let threads_at = 4 + 8 + 8 + 4 + 88 + 2 + 4 + 2 + 6 + 4;
         bad[threads_at..threads_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(decode_meta(&bad).unwrap_err().contains("claims"));
+    }
+
+    #[test]
+    fn runs_outside_their_region_or_not_adding_up_are_refused() {
+        let (_, m) = sample();
+        for (runs, want) in [
+            (vec![[0, 0x1000], [0x1000, 0x2000]], "bad run"), // past the end
+            (vec![[0x1000, 0x1000], [0, 0x1000]], "bad run"), // out of order
+            (vec![[0x800, 0x1000], [0x1800, 0x1000]], "bad run"), // not page aligned
+            (vec![[0, 0x1000]], "its runs hold 4096 bytes"),  // 0x2000 claimed
+        ] {
+            let mut bad = m.clone();
+            bad.regions[0].runs = runs;
+            let e = decode_meta(&meta_bytes(&bad)).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

@@ -492,7 +492,7 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
     let chunks: u64 = m
         .regions
         .iter()
-        .map(|r| r.content_len.div_ceil(PREAD_CHUNK))
+        .flat_map(|r| r.runs.iter().map(|run| run[1].div_ceil(PREAD_CHUNK)))
         .sum();
     let nops = 32
         + 4 * m.regions.len() as u64
@@ -699,22 +699,23 @@ fn build_ops(
                     r.start,
                     &format!("mapping {what}"),
                 );
-                let mut done = 0;
-                while done < r.content_len {
-                    let n = (r.content_len - done).min(PREAD_CHUNK);
-                    p.op(
-                        SYS_pread64,
-                        &[
-                            img_fd as u64,
-                            r.start + done,
+                // the saved runs, one after the other in the image; the
+                // rest of the region stays the fresh mapping's zeros
+                let mut from = h.data_offset + r.content_offset;
+                for run in &r.runs {
+                    let mut done = 0;
+                    while done < run[1] {
+                        let n = (run[1] - done).min(PREAD_CHUNK);
+                        p.op(
+                            SYS_pread64,
+                            &[img_fd as u64, r.start + run[0] + done, n, from],
+                            K_EQ,
                             n,
-                            h.data_offset + r.content_offset + done,
-                        ],
-                        K_EQ,
-                        n,
-                        &format!("reading the contents of {what}"),
-                    );
-                    done += n;
+                            &format!("reading the contents of {what}"),
+                        );
+                        done += n;
+                        from += n;
+                    }
                 }
                 if prot0 != r.prot as u64 {
                     p.op(

@@ -42,7 +42,9 @@ const META_BUF: usize = 4 << 20;
 const COPY_BUF: usize = 1 << 20;
 const DIR_BUF: usize = 64 << 10;
 const TIDS_MAX: usize = MAX_THREADS;
-const SCRATCH_LEN: usize = MAPS_BUF + META_BUF + COPY_BUF + DIR_BUF + TIDS_MAX * 4;
+/// Runs of saved pages, (address, length): 256 Ki of them.
+const RUNS_MAX: usize = 256 << 10;
+const SCRATCH_LEN: usize = MAPS_BUF + META_BUF + COPY_BUF + DIR_BUF + TIDS_MAX * 4 + RUNS_MAX * 16;
 
 /// The restorer writes the address of its own work area into `area`
 /// (nonzero) and its length into `len`: checkpoint() sees it returned in
@@ -482,6 +484,7 @@ struct Scratch {
     copy: &'static mut [u8],
     dir: &'static mut [u8],
     tids: &'static mut [u32],
+    runs: &'static mut [[u64; 2]],
 }
 
 fn scratch() -> Scratch {
@@ -499,12 +502,16 @@ fn scratch() -> Scratch {
         let dir = std::slice::from_raw_parts_mut(p, DIR_BUF);
         p = p.add(DIR_BUF);
         let tids = std::slice::from_raw_parts_mut(p as *mut u32, TIDS_MAX);
+        p = p.add(TIDS_MAX * 4);
+        // (8-byte aligned: everything before is a multiple of 8 bytes)
+        let runs = std::slice::from_raw_parts_mut(p as *mut [u64; 2], RUNS_MAX);
         Scratch {
             maps,
             meta,
             copy,
             dir,
             tids,
+            runs,
         }
     }
 }
@@ -901,8 +908,20 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     let at = e.reserve_u32();
     let mut nregions = 0u32;
     let mut content_total: u64 = 0;
-    // (the regions are listed twice: here into the meta section, then
-    // again when their contents are written; the maps text is kept)
+    // Which pages to save, as runs (address, length) in s.runs: all of a
+    // region, except in private anonymous memory (heap, stacks, malloc's
+    // mmaps), where a page the program never touched is neither present
+    // nor swapped (/proc/self/pagemap) and is zeros: not saved, restored
+    // as zeros. Fixed here, before any content is read: the data pass
+    // writes exactly these runs.
+    let pagemap = unsafe {
+        libc::open(
+            c"/proc/self/pagemap".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    let mut nruns = 0usize;
+    let mut runs_full = false;
     let maps = &s.maps[..maps_len];
     let mut bad = false;
     for_each_region(
@@ -912,7 +931,27 @@ fn write_image(uc: *mut libc::c_void) -> bool {
                 return;
             }
             let (kind, content) = classify(&r);
-            let len = if content { r.end - r.start } else { 0 };
+            let first = nruns;
+            if content {
+                if kind == image::REGION_PRIVATE && r.inode == 0 && pagemap >= 0 {
+                    touched_runs(
+                        pagemap,
+                        r.start,
+                        r.end,
+                        s.dir,
+                        s.runs,
+                        &mut nruns,
+                        &mut runs_full,
+                    );
+                } else if nruns < RUNS_MAX {
+                    s.runs[nruns] = [r.start, r.end - r.start];
+                    nruns += 1;
+                } else {
+                    runs_full = true;
+                }
+            }
+            let runs = &s.runs[first..nruns];
+            let len: u64 = runs.iter().map(|r| r[1]).sum();
             Region::encode_fields(
                 &mut e,
                 r.start,
@@ -924,14 +963,22 @@ fn write_image(uc: *mut libc::c_void) -> bool {
                 content_total,
                 len,
                 r.name,
+                runs,
+                r.start,
             );
             content_total += len;
             nregions += 1;
         },
         &mut bad,
     );
+    if pagemap >= 0 {
+        close(pagemap);
+    }
     if bad {
         fail!("cannot parse /proc/self/maps");
+    }
+    if runs_full {
+        fail!("memory too fragmented: more than {RUNS_MAX} runs of touched pages");
     }
     e.patch_u32(at, nregions);
     if e.overflow {
@@ -945,59 +992,51 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     }
     let data_offset = ((HEADER_SIZE + meta_len + PAGE - 1) / PAGE * PAGE) as u64;
 
-    // --- the data section: each region's bytes, read through
+    // --- the data section: the runs' bytes, read through
     // process_vm_readv so a page that cannot be read (a file mapping past
     // the end of its file) is saved as zeros instead of faulting ---
     let mut h = Hasher::new();
     let mut off = data_offset;
     let pid = unsafe { libc::getpid() };
     let mut werr = 0;
-    for_each_region(
-        maps,
-        |r| {
-            if r.start == scratch_start || werr != 0 {
-                return;
-            }
-            let (_, content) = classify(&r);
-            if !content {
-                return;
-            }
-            let mut a = r.start;
-            while a < r.end {
-                let want = ((r.end - a) as usize).min(COPY_BUF);
-                let buf = &mut s.copy[..want];
-                let mut done = 0usize;
-                while done < want {
-                    let local = libc::iovec {
-                        iov_base: buf[done..].as_mut_ptr() as *mut _,
-                        iov_len: want - done,
-                    };
-                    let remote = libc::iovec {
-                        iov_base: (a as usize + done) as *mut _,
-                        iov_len: want - done,
-                    };
-                    // SAFETY: reads our own memory into our buffer; the kernel
-                    // checks the remote range and reports a fault as an error.
-                    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-                    if n > 0 {
-                        done += n as usize;
-                    } else {
-                        let end = ((done / PAGE) + 1) * PAGE;
-                        buf[done..end.min(want)].fill(0);
-                        done = end.min(want);
-                    }
+    for run in s.runs[..nruns].iter() {
+        let (mut a, end) = (run[0], run[0] + run[1]);
+        while a < end {
+            let want = ((end - a) as usize).min(COPY_BUF);
+            let buf = &mut s.copy[..want];
+            let mut done = 0usize;
+            while done < want {
+                let local = libc::iovec {
+                    iov_base: buf[done..].as_mut_ptr() as *mut _,
+                    iov_len: want - done,
+                };
+                let remote = libc::iovec {
+                    iov_base: (a as usize + done) as *mut _,
+                    iov_len: want - done,
+                };
+                // SAFETY: reads our own memory into our buffer; the kernel
+                // checks the remote range and reports a fault as an error.
+                let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+                if n > 0 {
+                    done += n as usize;
+                } else {
+                    let end = ((done / PAGE) + 1) * PAGE;
+                    buf[done..end.min(want)].fill(0);
+                    done = end.min(want);
                 }
-                h.update(buf);
-                if !pwrite_all(fd, buf, off) {
-                    werr = errno();
-                    return;
-                }
-                off += want as u64;
-                a += want as u64;
             }
-        },
-        &mut bad,
-    );
+            h.update(buf);
+            if !pwrite_all(fd, buf, off) {
+                werr = errno();
+                break;
+            }
+            off += want as u64;
+            a += want as u64;
+        }
+        if werr != 0 {
+            break;
+        }
+    }
     if werr != 0 {
         fail!("cannot write the memory contents: errno {werr}");
     }
@@ -1017,6 +1056,68 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     STAT_BYTES.store(data_offset + content_total, Relaxed);
     STAT_REGIONS.store(nregions, Relaxed);
     true
+}
+
+/// Append to runs[*n..] the runs of pages of [start, end) that are
+/// present or swapped (pagemap bits 63 and 62): the pages the program
+/// touched. If pagemap cannot be read, the whole range is one run.
+#[allow(clippy::too_many_arguments)]
+fn touched_runs(
+    pagemap: i32,
+    start: u64,
+    end: u64,
+    buf: &mut [u8],
+    runs: &mut [[u64; 2]],
+    n: &mut usize,
+    full: &mut bool,
+) {
+    let per = buf.len() / 8;
+    let mut page = start / PAGE as u64;
+    let last = end / PAGE as u64;
+    let mut open: Option<u64> = None; // start address of the current run
+    let mut push = |s: u64, e: u64, n: &mut usize| {
+        if *n < runs.len() {
+            runs[*n] = [s, e - s];
+            *n += 1;
+        } else {
+            *full = true;
+        }
+    };
+    while page < last {
+        let cnt = ((last - page) as usize).min(per);
+        // SAFETY: reads into a buffer we own.
+        let r = unsafe {
+            libc::pread(
+                pagemap,
+                buf.as_mut_ptr() as *mut _,
+                cnt * 8,
+                (page * 8) as i64,
+            )
+        };
+        if r != (cnt * 8) as isize {
+            // unknown: save the rest of the region
+            let s = open.unwrap_or(page * PAGE as u64);
+            push(s, end, n);
+            return;
+        }
+        for i in 0..cnt {
+            let e = u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap());
+            let addr = (page + i as u64) * PAGE as u64;
+            let touched = e & (3 << 62) != 0;
+            match (touched, open) {
+                (true, None) => open = Some(addr),
+                (false, Some(s)) => {
+                    push(s, addr, n);
+                    open = None;
+                }
+                _ => {}
+            }
+        }
+        page += cnt as u64;
+    }
+    if let Some(s) = open {
+        push(s, end, n);
+    }
 }
 
 fn pwrite_all(fd: i32, mut b: &[u8], mut off: u64) -> bool {
