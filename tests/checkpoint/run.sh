@@ -31,10 +31,10 @@ for prog in single threads; do
         || { echo "run.sh: cannot build $prog.c" >&2; exit 2; }
 done
 
-# roundtrip NAME PROGRAM STEPS [USER]: USER (with setpriv) runs everything
-# unprivileged.
+# roundtrip NAME PROGRAM STEPS [USER [EXTRA]]: USER (with setpriv) runs
+# everything unprivileged; EXTRA is the program's last argument.
 roundtrip() {
-    local name=$1 prog=$2 steps=$3 user=${4:-}
+    local name=$1 prog=$2 steps=$3 user=${4:-} extra=${5:-}
     local d=$WORK/$name as=()
     checks=$((checks + 1))
     rm -rf "$d"; mkdir -p "$d/ref" "$d/ck"
@@ -43,10 +43,10 @@ roundtrip() {
         as=(setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups --inh-caps=-all)
     fi
     # (the outer subshells' stderr: bash's "Killed" notes, expected here)
-    ( (cd "$d/ref" && timeout 60 "${as[@]}" "$WORK/$prog" "$d/ref/img" "$steps" run > out 2> err) ) 2> /dev/null
+    ( (cd "$d/ref" && timeout 60 "${as[@]}" "$WORK/$prog" "$d/ref/img" "$steps" run $extra > out 2> err) ) 2> /dev/null
     local st=$?
     [ $st -eq 0 ] || { fail "$name: the uninterrupted run exited $st: $(cat "$d/ref/err")"; return; }
-    ( (cd "$d/ck" && timeout 60 "${as[@]}" "$WORK/$prog" "$d/ck/img" "$steps" kill > out.0 2> err.0) ) 2> /dev/null
+    ( (cd "$d/ck" && timeout 60 "${as[@]}" "$WORK/$prog" "$d/ck/img" "$steps" kill $extra > out.0 2> err.0) ) 2> /dev/null
     st=$?
     [ $st -eq 137 ] || { fail "$name: the run to checkpoint exited $st, not by SIGKILL after its checkpoint: $(cat "$d/ck/err.0")"; return; }
     local n i want
@@ -87,6 +87,7 @@ for rep in $(seq 1 "$REPEAT"); do
     roundtrip single-twice single 5,30
     roundtrip threads-mid threads 11
     roundtrip threads-thrice threads 2,14,27
+    roundtrip threads-by-worker threads 4,19 "" worker
     if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
         roundtrip single-unprivileged single 9,21 nobody
         roundtrip threads-unprivileged threads 6 nobody

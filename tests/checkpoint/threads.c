@@ -5,7 +5,10 @@
  * everyone goes on and the main thread joins them (which needs the
  * restored threads' tid addresses: the kernel clears them at exit).
  *
- * threads IMAGE CKPT_STEPS run|kill: as single.c. */
+ * threads IMAGE CKPT_STEPS run|kill [worker]: as single.c; with "worker",
+ * worker 1 takes the checkpoints (between the barriers, while the main
+ * thread prints: its lines stay in stdio's buffer, well under a flush), so
+ * the restored process's first thread is a worker and main is a clone. */
 #define _GNU_SOURCE
 #include "gridmpi_checkpoint.h"
 #include <pthread.h>
@@ -24,6 +27,15 @@ static uint64_t results[WORKERS];
 static uint64_t shared_sum;
 static __thread uint64_t tls_acc;
 static __thread int tls_id;
+static int ckpt_at[STEPS];
+static int kill_after, by_worker;
+static const char *image;
+
+static void take_checkpoint(void) {
+    int r = gridmpi_checkpoint(image);
+    if (r < 0) exit(3);
+    if (r == 0 && kill_after) raise(SIGKILL);
+}
 
 static uint64_t mix(uint64_t h, uint64_t v) { h ^= v; h *= 1099511628211ull; return h; }
 
@@ -42,6 +54,7 @@ static void *worker(void *arg) {
         shared_sum += tls_acc & 0xffff;
         pthread_mutex_unlock(&lock);
         pthread_barrier_wait(&bar);   /* results are ready */
+        if (by_worker && tls_id == 1 && ckpt_at[step]) take_checkpoint();
         pthread_barrier_wait(&bar);   /* main printed them (and maybe checkpointed) */
     }
     free(buf);
@@ -49,15 +62,16 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) { fprintf(stderr, "usage: threads IMAGE CKPT_STEPS run|kill\n"); return 2; }
+    if (argc != 4 && argc != 5) { fprintf(stderr, "usage: threads IMAGE CKPT_STEPS run|kill [worker]\n"); return 2; }
+    image = argv[1];
+    by_worker = argc == 5 && strcmp(argv[4], "worker") == 0;
     /* CKPT_STEPS: a comma-separated list; each checkpoint overwrites IMAGE */
-    int ckpt_at[STEPS] = {0};
     for (char *p = argv[2]; *p;) {
         int s = (int)strtol(p, &p, 10);
         if (s >= 0 && s < STEPS) ckpt_at[s] = 1;
         if (*p == ',') p++; else break;
     }
-    int kill_after = strcmp(argv[3], "kill") == 0;
+    kill_after = strcmp(argv[3], "kill") == 0;
     pthread_barrier_init(&bar, NULL, WORKERS + 1);
     pthread_t t[WORKERS];
     for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
@@ -68,11 +82,7 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&lock);
         printf(" sum %llu\n", (unsigned long long)shared_sum);
         pthread_mutex_unlock(&lock);
-        if (ckpt_at[step]) {
-            int r = gridmpi_checkpoint(argv[1]);
-            if (r < 0) return 3;
-            if (r == 0 && kill_after) raise(SIGKILL);
-        }
+        if (ckpt_at[step] && !by_worker) take_checkpoint();
         pthread_barrier_wait(&bar);
     }
     uint64_t j = 0;
