@@ -257,6 +257,7 @@ pub struct Process {
     pub writer: u32,
 }
 
+/// A regular file or a directory: opened again at its path and offset.
 pub const FD_REGULAR: u32 = 0;
 /// A pipe, socket, terminal, deleted file...: recorded, not restored.
 pub const FD_OTHER: u32 = 1;

@@ -27,11 +27,21 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
 /// The signal that stops threads for a checkpoint: SIGRTMAX - 3 (61 with
-/// glibc), a real-time signal programs rarely use. A program that blocks
-/// it in a thread makes the checkpoint fail after [`STOP_TIMEOUT_MS`].
-pub fn checkpoint_signal() -> i32 {
-    libc::SIGRTMAX() - 3
+/// glibc), a real-time signal programs rarely use, or
+/// GRIDMPI_CHECKPOINT_SIGNAL (a number) for a program that uses it. A
+/// program that blocks it in a thread makes the checkpoint fail after
+/// [`STOP_TIMEOUT_MS`]. Not for the handler: it reads the environment.
+pub fn checkpoint_signal() -> Result<i32, String> {
+    match std::env::var("GRIDMPI_CHECKPOINT_SIGNAL") {
+        Ok(v) => match v.parse::<i32>() {
+            Ok(s) if (1..=64).contains(&s) && s != libc::SIGKILL && s != libc::SIGSTOP => Ok(s),
+            _ => Err(format!("gridmpi_checkpoint: GRIDMPI_CHECKPOINT_SIGNAL={v} is not a signal number we can catch")),
+        },
+        Err(_) => Ok(libc::SIGRTMAX() - 3),
+    }
 }
+/// The signal of the checkpoint under way, for the handler.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 pub const STOP_TIMEOUT_MS: u64 = 10_000;
 const MAX_THREADS: usize = 1024;
@@ -156,7 +166,15 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
         format!("gridmpi_checkpoint: cannot map {SCRATCH_LEN} bytes of work space: {e}")
     })?;
     find_rseq();
-    let sig = checkpoint_signal();
+    let sig = match checkpoint_signal() {
+        Ok(s) => s,
+        Err(e) => {
+            close(fd);
+            unmap(scratch, SCRATCH_LEN);
+            return Err(e);
+        }
+    };
+    SIGNAL.store(sig, SeqCst);
     let (old_action, old_mask) = match install_handler(sig) {
         Ok(v) => v,
         Err(e) => {
@@ -235,6 +253,36 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
         regions: STAT_REGIONS.load(Relaxed),
         threads: STAT_THREADS.load(Relaxed),
     })
+}
+
+/// Checkpoint from a thread of our own after `delay`, with the program's
+/// threads stopped wherever they are; then SIGKILL the process if
+/// `then_kill` (a crash right after the checkpoint). In a process restored
+/// from that image the thread just ends. A failed checkpoint exits the
+/// process (status 3): whoever asked for it would otherwise never know.
+pub fn checkpoint_after(
+    delay: std::time::Duration,
+    path: String,
+    then_kill: bool,
+) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("gridmpi-ckpt".into())
+        .spawn(move || {
+            std::thread::sleep(delay);
+            match checkpoint(&path) {
+                Ok(Outcome::Checkpointed { .. }) if then_kill => {
+                    // SAFETY: kill of our own process.
+                    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    eprintln!("{e}");
+                    std::process::exit(3);
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("gridmpi_checkpoint_after: cannot start its thread: {e}"))
 }
 
 /// glibc's rseq area (glibc 2.35+): the restorer registers it again for
@@ -736,7 +784,7 @@ fn stop_threads(me: i32, s: &mut Scratch, sig: i32) -> bool {
 /// The handler's work in the writer thread. False: ERR says why.
 fn write_image(uc: *mut libc::c_void) -> bool {
     let me = gettid();
-    let sig = checkpoint_signal();
+    let sig = SIGNAL.load(SeqCst);
     let mut s = scratch();
     if !stop_threads(me, &mut s, sig) {
         return false;
@@ -880,7 +928,9 @@ fn write_image(uc: *mut libc::c_void) -> bool {
         let flags = proc_field(info, b"flags")
             .and_then(|v| parse_radix(v, 8))
             .unwrap_or(0) as u32;
-        let regular = st.st_mode & libc::S_IFMT == libc::S_IFREG
+        // regular files and directories (opendir's) can be opened again
+        let fmt = st.st_mode & libc::S_IFMT;
+        let regular = (fmt == libc::S_IFREG || fmt == libc::S_IFDIR)
             && !link.ends_with(b" (deleted)")
             && link.starts_with(b"/");
         image::encode_file(
