@@ -111,8 +111,8 @@ test-testbed: build
 test-trace: build
 	bash tests/trace/run.sh
 
-# Checkpoint/restart of C programs (docs/checkpoint.md), about 2 s.
-# REPEAT=N runs the set N times (it passed REPEAT=20 before joining test).
+# Checkpoint/restart of C programs (docs/checkpoint.md), about 4 s.
+# REPEAT=N runs the set N times (it passed REPEAT=20, 260 of 260 checks, before joining test).
 test-checkpoint:
 	$(CARGO) build --release -p gridmpi-checkpoint
 	bash tests/checkpoint/run.sh
