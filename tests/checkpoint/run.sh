@@ -35,6 +35,13 @@ for prog in single threads async; do
         || { echo "run.sh: cannot build $prog.c" >&2; exit 2; }
 done
 
+# python.py through a wrapper, so every program is run the same way
+if command -v python3 > /dev/null; then
+    printf '#!/bin/sh\nexec python3 "%s" "$@"\n' "$ROOT/tests/checkpoint/python.py" > "$WORK/py"
+    chmod 755 "$WORK/py"
+fi
+export GRIDMPI_CKPT_LIB=$REL/libgridmpi_checkpoint.so
+
 # roundtrip NAME PROGRAM STEPS [USER [EXTRA]]: STEPS is the program's
 # second argument, a list of steps to checkpoint at (or async's delay);
 # USER (with setpriv) runs everything unprivileged; EXTRA is the
@@ -96,6 +103,11 @@ for rep in $(seq 1 "$REPEAT"); do
     roundtrip threads-by-worker threads 4,19 "" worker
     # at a moment the program does not choose: 20 to 500 ms into a 0.8 s
     # computation, from the library's own thread
+    if [ -x "$WORK/py" ]; then
+        roundtrip python py 3,17
+    else
+        echo "SKIP python: no python3"
+    fi
     delay=$((20 + RANDOM % 480))
     roundtrip "async-${delay}ms" async "$delay"
     if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
