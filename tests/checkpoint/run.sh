@@ -9,14 +9,14 @@
 # uninterrupted run's. Then damaged images must be refused, with the reason.
 #
 # REPEAT=N runs the whole set N times. Needs target/release built:
-# cargo build --release -p gridmpi-checkpoint.
+# cargo build --release -p gridmpi-checkpoint --examples.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REL=$ROOT/target/release
 RESTORE=$REL/gridmpi-restore
 REPEAT=${REPEAT:-1}
 CC=${CC:-cc}
-[ -x "$RESTORE" ] && [ -f "$REL/libgridmpi_checkpoint.so" ] || { echo "run.sh: build first: cargo build --release -p gridmpi-checkpoint" >&2; exit 2; }
+[ -x "$RESTORE" ] && [ -f "$REL/libgridmpi_checkpoint.so" ] || { echo "run.sh: build first: cargo build --release -p gridmpi-checkpoint --examples" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/gridmpi-ckpt.XXXXXX)
 chmod 755 "$WORK"
@@ -41,8 +41,11 @@ if command -v python3 > /dev/null; then
     chmod 755 "$WORK/py"
 fi
 export GRIDMPI_CKPT_LIB=$REL/libgridmpi_checkpoint.so
+# the Rust program (cargo build --release -p gridmpi-checkpoint --examples)
+[ -x "$REL/examples/rust_roundtrip" ] && cp "$REL/examples/rust_roundtrip" "$WORK/rustprog"
 
-# roundtrip NAME PROGRAM STEPS [USER [EXTRA]]: STEPS is the program's
+# roundtrip NAME PROGRAM STEPS [USER [EXTRA]]: NAME is a directory in
+# $WORK (so no program there may have a case's name); STEPS is the program's
 # second argument, a list of steps to checkpoint at (or async's delay);
 # USER (with setpriv) runs everything unprivileged; EXTRA is the
 # program's last argument.
@@ -107,6 +110,11 @@ for rep in $(seq 1 "$REPEAT"); do
         roundtrip python py 3,17
     else
         echo "SKIP python: no python3"
+    fi
+    if [ -x "$WORK/rustprog" ]; then
+        roundtrip rust rustprog 6,15
+    else
+        fail "rust: no $REL/examples/rust_roundtrip (cargo build --release -p gridmpi-checkpoint --examples)"
     fi
     delay=$((20 + RANDOM % 480))
     roundtrip "async-${delay}ms" async "$delay"
