@@ -114,7 +114,7 @@ test-trace: build
 # Checkpoint/restart of C programs (docs/checkpoint.md), about 4 s.
 # REPEAT=N runs the set N times (it passed REPEAT=20, 260 of 260 checks, before joining test).
 test-checkpoint:
-	$(CARGO) build --release -p gridmpi-checkpoint --examples
+	$(CARGO) build --release -p gridmpi-checkpoint --lib --bins --examples
 	bash tests/checkpoint/run.sh
 
 demo: build

@@ -9,14 +9,14 @@
 # uninterrupted run's. Then damaged images must be refused, with the reason.
 #
 # REPEAT=N runs the whole set N times. Needs target/release built:
-# cargo build --release -p gridmpi-checkpoint --examples.
+# cargo build --release -p gridmpi-checkpoint --lib --bins --examples.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 REL=$ROOT/target/release
 RESTORE=$REL/gridmpi-restore
 REPEAT=${REPEAT:-1}
 CC=${CC:-cc}
-[ -x "$RESTORE" ] && [ -f "$REL/libgridmpi_checkpoint.so" ] || { echo "run.sh: build first: cargo build --release -p gridmpi-checkpoint --examples" >&2; exit 2; }
+[ -x "$RESTORE" ] && [ -f "$REL/libgridmpi_checkpoint.so" ] || { echo "run.sh: build first: cargo build --release -p gridmpi-checkpoint --lib --bins --examples" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/gridmpi-ckpt.XXXXXX)
 chmod 755 "$WORK"
@@ -41,7 +41,7 @@ if command -v python3 > /dev/null; then
     chmod 755 "$WORK/py"
 fi
 export GRIDMPI_CKPT_LIB=$REL/libgridmpi_checkpoint.so
-# the Rust program (cargo build --release -p gridmpi-checkpoint --examples)
+# the Rust program (cargo build --release -p gridmpi-checkpoint --lib --bins --examples)
 [ -x "$REL/examples/rust_roundtrip" ] && cp "$REL/examples/rust_roundtrip" "$WORK/rustprog"
 
 # roundtrip NAME PROGRAM STEPS [USER [EXTRA]]: NAME is a directory in
@@ -114,7 +114,7 @@ for rep in $(seq 1 "$REPEAT"); do
     if [ -x "$WORK/rustprog" ]; then
         roundtrip rust rustprog 6,15
     else
-        fail "rust: no $REL/examples/rust_roundtrip (cargo build --release -p gridmpi-checkpoint --examples)"
+        fail "rust: no $REL/examples/rust_roundtrip (cargo build --release -p gridmpi-checkpoint --lib --bins --examples)"
     fi
     delay=$((20 + RANDOM % 480))
     roundtrip "async-${delay}ms" async "$delay"
@@ -141,6 +141,12 @@ for rep in $(seq 1 "$REPEAT"); do
         head -c $((size / 2)) "$img" > "$WORK/short"
         refused truncated "$WORK/short" "is truncated"
         refused not-an-image /etc/passwd "not a GridMPI image"
+        checks=$((checks + 1))
+        if info=$("$RESTORE" --info "$img") && echo "$info" | grep -q "checksums good.*; restorable here"; then
+            echo "ok   info: $(echo "$info" | head -1)"
+        else
+            fail "info: gridmpi-restore --info $img said: $info"
+        fi
     fi
 done
 

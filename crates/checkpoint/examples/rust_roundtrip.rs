@@ -19,7 +19,10 @@ fn main() {
         eprintln!("usage: rust_roundtrip IMAGE STEPS run|kill");
         std::process::exit(2);
     }
-    let steps: Vec<u32> = args[2].split(',').map(|s| s.parse().expect("a step number")).collect();
+    let steps: Vec<u32> = args[2]
+        .split(',')
+        .map(|s| s.parse().expect("a step number"))
+        .collect();
     let kill = args[3] == "kill";
     // workers square what they are sent, with a thread-local twist
     let mut to_workers = Vec::new();
@@ -45,7 +48,8 @@ fn main() {
     let mut acc = 0u64;
     for step in 0..25u32 {
         for (w, tx) in to_workers.iter().enumerate() {
-            tx.send(acc.wrapping_add((step * 10 + w as u32) as u64)).unwrap();
+            tx.send(acc.wrapping_add((step * 10 + w as u32) as u64))
+                .unwrap();
         }
         let mut got = [0u64; 3];
         for _ in 0..3 {
@@ -54,7 +58,13 @@ fn main() {
         }
         acc = got.iter().fold(acc, |a, v| a.rotate_left(7) ^ v);
         table.insert(acc % 1000, format!("s{step}"));
-        println!("step {step}: {:016x} {:016x} {:016x} acc {acc:016x} table {}", got[0], got[1], got[2], table.len());
+        println!(
+            "step {step}: {:016x} {:016x} {:016x} acc {acc:016x} table {}",
+            got[0],
+            got[1],
+            got[2],
+            table.len()
+        );
         if steps.contains(&step) {
             match checkpoint(&args[1]) {
                 Ok(Outcome::Checkpointed { .. }) if kill => unsafe {
@@ -70,5 +80,8 @@ fn main() {
     }
     drop(to_workers);
     let locals: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    println!("joined {:016x}; done", locals.iter().fold(0u64, |a, v| a ^ v));
+    println!(
+        "joined {:016x}; done",
+        locals.iter().fold(0u64, |a, v| a ^ v)
+    );
 }

@@ -17,7 +17,8 @@ use crate::hash::hash;
 use crate::machine::Machine;
 
 pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
-pub const VERSION: u32 = 1;
+/// 2: regions carry runs of saved pages (1 saved every region whole).
+pub const VERSION: u32 = 2;
 pub const HEADER_SIZE: usize = 4096;
 
 /// Where the sections are. The meta section always starts at HEADER_SIZE.

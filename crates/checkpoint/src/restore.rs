@@ -405,6 +405,54 @@ fn open_high(path: &[u8], flags: i32, floor: i32) -> Result<i32, String> {
     }
 }
 
+/// `gridmpi-restore --info IMAGE`: check the image as a restore would
+/// (checksums, machine, vDSO sizes) and describe it; changes nothing.
+pub fn info(path: &str) -> Result<String, String> {
+    let t0 = std::time::Instant::now();
+    let file = File::open(path)
+        .map_err(|e| format!("gridmpi-restore: cannot open the image {path}: {e}"))?;
+    let (h, m) = image::read_image(&file, path).map_err(|e| format!("gridmpi-restore: {e}"))?;
+    check_data(path, &file, &h)?;
+    let verdict = match check_image(path, &h, &m, &own_maps()?) {
+        Ok(()) => "restorable here".to_string(),
+        Err(e) => format!("NOT restorable here: {e}"),
+    };
+    let kind = |k: u32| m.regions.iter().filter(move |r| r.kind == k);
+    let saved = |k: u32| kind(k).map(|r| r.content_len).sum::<u64>();
+    let mapped = |k: u32| kind(k).map(|r| r.end - r.start).sum::<u64>();
+    let mut out = format!(
+        "{path}: {} bytes, taken from pid {} ({}) on kernel {}, xsave size {}\n",
+        h.data_offset + h.data_len,
+        m.process.pid,
+        String::from_utf8_lossy(&m.process.comm),
+        h.machine.kernel_str(),
+        h.machine.xsave_size
+    );
+    out += &format!(
+        "  {} threads; {} regions: private {} of {} bytes saved, shared anonymous {} bytes, shared files {} bytes (from their files), {} special\n",
+        m.threads.len(),
+        m.regions.len(),
+        saved(image::REGION_PRIVATE),
+        mapped(image::REGION_PRIVATE),
+        saved(image::REGION_SHARED_ANON),
+        mapped(image::REGION_SHARED_FILE),
+        kind(image::REGION_SPECIAL).count()
+    );
+    let restorable = m
+        .files
+        .iter()
+        .filter(|f| f.kind == image::FD_REGULAR && f.fd > 2)
+        .count();
+    out += &format!(
+        "  {} descriptors ({} reopened on restart); cwd {}\n  checksums good ({:.0} ms); {verdict}",
+        m.files.len(),
+        restorable,
+        String::from_utf8_lossy(&m.process.cwd),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(out)
+}
+
 /// Restore the image at `path` into this process. Returns only on an
 /// error found before the point of no return.
 pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {

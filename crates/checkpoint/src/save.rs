@@ -887,12 +887,14 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     // open files
     let at = e.reserve_u32();
     let mut nfiles = 0u32;
-    let mut fds = [0u32; 1024];
+    // (the descriptors' numbers go in the runs table, unused until the
+    // regions below)
+    let fds = &mut *s.runs;
     let mut nfds = 0;
     let mut too_many = false;
     if let Err(er) = list_dir(c"/proc/self/fd", s.dir, |fdn| {
         if nfds < fds.len() {
-            fds[nfds] = fdn as u32;
+            fds[nfds][0] = fdn;
             nfds += 1;
         } else {
             too_many = true;
@@ -903,7 +905,7 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     if too_many {
         fail!("more than {} open file descriptors", fds.len());
     }
-    for &fdn in &fds[..nfds] {
+    for fdn in (0..nfds).map(|i| fds[i][0] as u32) {
         if fdn as i32 == fd {
             continue;
         }
