@@ -25,22 +25,28 @@ failures=0
 checks=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
+# Everything the tests run is copied under $WORK (mode 755), so the
+# unprivileged cases work wherever the source tree is.
+mkdir -p "$WORK/lib"
+cp "$REL/libgridmpi_checkpoint.so" "$REL/gridmpi-restore" "$ROOT/tests/checkpoint/python.py" "$WORK/lib/"
+RESTORE=$WORK/lib/gridmpi-restore
+
 # async.c's loops vectorized with AVX2 where there is AVX2: the saved and
 # restored registers then include the ymm ones.
 avx2=; grep -qw avx2 /proc/cpuinfo && avx2=-mavx2
 for prog in single threads async; do
     opt=-O1; [ $prog = async ] && opt="-O2 $avx2"
     $CC $opt -g -Wall -Werror -pthread -I "$ROOT/crates/checkpoint/include" -o "$WORK/$prog" \
-        "$ROOT/tests/checkpoint/$prog.c" -L "$REL" -lgridmpi_checkpoint -Wl,-rpath,"$REL" \
+        "$ROOT/tests/checkpoint/$prog.c" -L "$WORK/lib" -lgridmpi_checkpoint -Wl,-rpath,"$WORK/lib" \
         || { echo "run.sh: cannot build $prog.c" >&2; exit 2; }
 done
 
 # python.py through a wrapper, so every program is run the same way
 if command -v python3 > /dev/null; then
-    printf '#!/bin/sh\nexec python3 "%s" "$@"\n' "$ROOT/tests/checkpoint/python.py" > "$WORK/py"
+    printf '#!/bin/sh\nexec python3 "%s" "$@"\n' "$WORK/lib/python.py" > "$WORK/py"
     chmod 755 "$WORK/py"
 fi
-export GRIDMPI_CKPT_LIB=$REL/libgridmpi_checkpoint.so
+export GRIDMPI_CKPT_LIB=$WORK/lib/libgridmpi_checkpoint.so
 # the Rust program (cargo build --release -p gridmpi-checkpoint --lib --bins --examples)
 [ -x "$REL/examples/rust_roundtrip" ] && cp "$REL/examples/rust_roundtrip" "$WORK/rustprog"
 
