@@ -17,8 +17,9 @@ use crate::hash::hash;
 use crate::machine::Machine;
 
 pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
-/// 2: regions carry runs of saved pages (1 saved every region whole).
-pub const VERSION: u32 = 2;
+/// 2: regions carry runs of saved pages (1 saved every region whole);
+/// 3: files carry their size.
+pub const VERSION: u32 = 3;
 pub const HEADER_SIZE: usize = 4096;
 
 /// Where the sections are. The meta section always starts at HEADER_SIZE.
@@ -270,6 +271,8 @@ pub struct FileRec {
     /// open flags as /proc/self/fdinfo shows them (O_CLOEXEC included)
     pub flags: u32,
     pub offset: u64,
+    /// its size at the checkpoint (a file found shorter is reported)
+    pub size: u64,
     pub path: Vec<u8>,
 }
 
@@ -420,11 +423,20 @@ pub fn encode_sigaction(e: &mut Enc, a: &KSigaction) {
     e.u64(a.mask);
 }
 
-pub fn encode_file(e: &mut Enc, fd: u32, kind: u32, flags: u32, offset: u64, path: &[u8]) {
+pub fn encode_file(
+    e: &mut Enc,
+    fd: u32,
+    kind: u32,
+    flags: u32,
+    offset: u64,
+    size: u64,
+    path: &[u8],
+) {
     e.u32(fd);
     e.u32(kind);
     e.u32(flags);
     e.u64(offset);
+    e.u64(size);
     e.name(path);
 }
 
@@ -444,7 +456,7 @@ pub fn encode_meta(m: &Meta, e: &mut Enc) {
     }
     e.u32(m.files.len() as u32);
     for f in &m.files {
-        encode_file(e, f.fd, f.kind, f.flags, f.offset, &f.path);
+        encode_file(e, f.fd, f.kind, f.flags, f.offset, f.size, &f.path);
     }
     e.u32(m.regions.len() as u32);
     for r in &m.regions {
@@ -502,7 +514,7 @@ pub fn decode_meta(buf: &[u8]) -> Result<Meta, String> {
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let n = d.count(22)?;
+    let n = d.count(30)?;
     let files = (0..n)
         .map(|_| {
             Ok(FileRec {
@@ -510,6 +522,7 @@ pub fn decode_meta(buf: &[u8]) -> Result<Meta, String> {
                 kind: d.u32()?,
                 flags: d.u32()?,
                 offset: d.u64()?,
+                size: d.u64()?,
                 path: d.name()?,
             })
         })
@@ -618,6 +631,7 @@ mod tests {
                 kind: FD_REGULAR,
                 flags: 0o2,
                 offset: 77,
+                size: 300,
                 path: b"/tmp/x/data".to_vec(),
             }],
             regions: vec![

@@ -494,6 +494,22 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         let oflags = (f.flags as i32)
             & !(libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL | libc::O_CLOEXEC | libc::O_NOCTTY);
         let t = open_high(&f.path, oflags, floor)?;
+        // File contents are not in the image: a file that lost bytes since
+        // the checkpoint is the program's problem, but say so.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat of our descriptor into a struct we own.
+        if unsafe { libc::fstat(t, &mut st) } == 0
+            && (st.st_mode & libc::S_IFMT) == libc::S_IFREG
+            && (st.st_size as u64) < f.size
+        {
+            eprintln!(
+                "gridmpi-restore: warning: {} (fd {}) is {} bytes, it was {} at the checkpoint",
+                String::from_utf8_lossy(&f.path),
+                f.fd,
+                st.st_size,
+                f.size
+            );
+        }
         // SAFETY: our descriptor.
         if unsafe { libc::lseek(t, f.offset as i64, libc::SEEK_SET) } < 0 {
             return Err(format!(

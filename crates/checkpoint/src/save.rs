@@ -945,6 +945,7 @@ fn write_image(uc: *mut libc::c_void) -> bool {
             },
             flags,
             pos,
+            st.st_size as u64,
             link,
         );
         nfiles += 1;
