@@ -734,10 +734,14 @@ fn build_ops(
                 );
             }
             _ => {
+                // MAP_NORESERVE: a large sparse region (an arena, a
+                // reservation the program made with MAP_NORESERVE) must
+                // not fail the restore for commit accounting; its pages
+                // are committed as they are written, as before.
                 let share = if r.kind == image::REGION_SHARED_ANON {
                     MAP_SHARED
                 } else {
-                    MAP_PRIVATE
+                    MAP_PRIVATE | MAP_NORESERVE
                 };
                 let grows = if r.flags & image::RFLAG_GROWSDOWN != 0 {
                     MAP_GROWSDOWN
