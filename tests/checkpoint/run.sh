@@ -147,6 +147,12 @@ for rep in $(seq 1 "$REPEAT"); do
         head -c $((size / 2)) "$img" > "$WORK/short"
         refused truncated "$WORK/short" "is truncated"
         refused not-an-image /etc/passwd "not a GridMPI image"
+        # a file the program mapped (here the program itself) changed
+        mkdir -p "$WORK/changed"
+        cp "$WORK/single" "$WORK/changed/prog"
+        ( (cd "$WORK/changed" && ./prog "$WORK/changed/img" 0 kill > /dev/null 2>&1) ) 2> /dev/null
+        touch -d "2001-01-01" "$WORK/changed/prog"
+        refused changed-program "$WORK/changed/img" "changed since the checkpoint"
         checks=$((checks + 1))
         if info=$("$RESTORE" --info "$img") && echo "$info" | grep -q "checksums good.*; restorable here"; then
             echo "ok   info: $(echo "$info" | head -1)"

@@ -18,8 +18,8 @@ use crate::machine::Machine;
 
 pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
 /// 2: regions carry runs of saved pages (1 saved every region whole);
-/// 3: files carry their size.
-pub const VERSION: u32 = 3;
+/// 3: files carry their size; 4: private file mappings come from their files.
+pub const VERSION: u32 = 4;
 pub const HEADER_SIZE: usize = 4096;
 
 /// Where the sections are. The meta section always starts at HEADER_SIZE.
@@ -286,6 +286,11 @@ pub const REGION_SHARED_FILE: u32 = 1;
 pub const REGION_SHARED_ANON: u32 = 2;
 /// vDSO, vvar, vsyscall: the restoring kernel's are moved there.
 pub const REGION_SPECIAL: u32 = 3;
+/// MAP_PRIVATE of a file that still exists (libraries, the program):
+/// mapped again from the file, which must have the same size and
+/// modification time; the runs hold only the pages the program wrote
+/// (anonymous copies), laid over the file's.
+pub const REGION_PRIVATE_FILE: u32 = 4;
 
 pub const RFLAG_GROWSDOWN: u32 = 1;
 
@@ -298,6 +303,9 @@ pub struct Region {
     pub kind: u32,
     pub flags: u32,
     pub file_offset: u64,
+    /// REGION_PRIVATE_FILE: the file's size and mtime (ns) at the checkpoint
+    pub file_size: u64,
+    pub file_mtime: u64,
     /// from the start of the data section; content_len 0: none saved
     pub content_offset: u64,
     pub content_len: u64,
@@ -310,7 +318,7 @@ pub struct Region {
 }
 
 impl Region {
-    pub const MIN_SIZE: usize = 8 * 5 + 4 * 3 + 2 + 4;
+    pub const MIN_SIZE: usize = 8 * 7 + 4 * 3 + 2 + 4;
     #[allow(clippy::too_many_arguments)]
     pub fn encode_fields(
         e: &mut Enc,
@@ -320,6 +328,8 @@ impl Region {
         kind: u32,
         flags: u32,
         file_offset: u64,
+        file_size: u64,
+        file_mtime: u64,
         content_offset: u64,
         content_len: u64,
         name: &[u8],
@@ -332,6 +342,8 @@ impl Region {
         e.u32(kind);
         e.u32(flags);
         e.u64(file_offset);
+        e.u64(file_size);
+        e.u64(file_mtime);
         e.u64(content_offset);
         e.u64(content_len);
         e.name(name);
@@ -349,6 +361,8 @@ impl Region {
             kind: d.u32()?,
             flags: d.u32()?,
             file_offset: d.u64()?,
+            file_size: d.u64()?,
+            file_mtime: d.u64()?,
             content_offset: d.u64()?,
             content_len: d.u64()?,
             name: d.name()?,
@@ -468,6 +482,8 @@ pub fn encode_meta(m: &Meta, e: &mut Enc) {
             r.kind,
             r.flags,
             r.file_offset,
+            r.file_size,
+            r.file_mtime,
             r.content_offset,
             r.content_len,
             &r.name,
@@ -642,6 +658,8 @@ mod tests {
                     kind: REGION_PRIVATE,
                     flags: 0,
                     file_offset: 0,
+                    file_size: 0,
+                    file_mtime: 0,
                     content_offset: 0,
                     content_len: 0x2000,
                     name: b"[heap]".to_vec(),
@@ -654,6 +672,8 @@ mod tests {
                     kind: REGION_SPECIAL,
                     flags: 0,
                     file_offset: 0,
+                    file_size: 0,
+                    file_mtime: 0,
                     content_offset: 0,
                     content_len: 0,
                     name: b"[vdso]".to_vec(),

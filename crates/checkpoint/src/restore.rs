@@ -429,11 +429,13 @@ pub fn info(path: &str) -> Result<String, String> {
         h.machine.xsave_size
     );
     out += &format!(
-        "  {} threads; {} regions: private {} of {} bytes saved, shared anonymous {} bytes, shared files {} bytes (from their files), {} special\n",
+        "  {} threads; {} regions: anonymous {} of {} bytes saved, private files {} of {} bytes saved (the rest from the files), shared anonymous {} bytes, shared files {} bytes (from their files), {} special\n",
         m.threads.len(),
         m.regions.len(),
         saved(image::REGION_PRIVATE),
         mapped(image::REGION_PRIVATE),
+        saved(image::REGION_PRIVATE_FILE),
+        mapped(image::REGION_PRIVATE_FILE),
         saved(image::REGION_SHARED_ANON),
         mapped(image::REGION_SHARED_FILE),
         kind(image::REGION_SPECIAL).count()
@@ -534,6 +536,46 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
             libc::O_RDONLY
         };
         map_fds.push((i, open_high(&r.name, fl, floor)?));
+    }
+    // Private file mappings: the file must be the one the program mapped
+    // (same size and modification time: what the program saw of it is not
+    // in the image). One descriptor per file.
+    let mut private_files: std::collections::HashMap<Vec<u8>, i32> = Default::default();
+    for (i, r) in m
+        .regions
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == image::REGION_PRIVATE_FILE)
+    {
+        let fd = match private_files.get(&r.name) {
+            Some(&fd) => fd,
+            None => {
+                let fd = open_high(&r.name, libc::O_RDONLY, floor)?;
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: fstat of our descriptor into a struct we own.
+                if unsafe { libc::fstat(fd, &mut st) } != 0 {
+                    return Err(format!(
+                        "gridmpi-restore: cannot stat {}: {}",
+                        r.name_str(),
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                let mtime = st.st_mtime as u64 * 1_000_000_000 + st.st_mtime_nsec as u64;
+                if st.st_size as u64 != r.file_size || mtime != r.file_mtime {
+                    return Err(format!(
+                        "gridmpi-restore: {} changed since the checkpoint ({} bytes, modified at {} ns; it was {} bytes, modified at {} ns): the program mapped the old one",
+                        r.name_str(),
+                        st.st_size,
+                        mtime,
+                        r.file_size,
+                        r.file_mtime
+                    ));
+                }
+                private_files.insert(r.name.clone(), fd);
+                fd
+            }
+        };
+        map_fds.push((i, fd));
     }
     let cwd = CString::new(m.process.cwd.clone())
         .map_err(|_| "gridmpi-restore: the saved cwd holds a NUL".to_string())?;
@@ -738,10 +780,20 @@ fn build_ops(
                 // reservation the program made with MAP_NORESERVE) must
                 // not fail the restore for commit accounting; its pages
                 // are committed as they are written, as before.
-                let share = if r.kind == image::REGION_SHARED_ANON {
-                    MAP_SHARED
-                } else {
-                    MAP_PRIVATE | MAP_NORESERVE
+                // A private file mapping comes from its file (its pages the
+                // program wrote are laid over it below); anonymous memory
+                // is fresh zeros.
+                let (share, fd, off) = match r.kind {
+                    image::REGION_SHARED_ANON => (MAP_SHARED | MAP_ANONYMOUS, u64::MAX, 0),
+                    image::REGION_PRIVATE_FILE => {
+                        let fd = map_fds
+                            .iter()
+                            .find(|(j, _)| *j == i)
+                            .expect("opened above")
+                            .1;
+                        (MAP_PRIVATE | MAP_NORESERVE, fd as u64, r.file_offset)
+                    }
+                    _ => (MAP_PRIVATE | MAP_NORESERVE | MAP_ANONYMOUS, u64::MAX, 0),
                 };
                 let grows = if r.flags & image::RFLAG_GROWSDOWN != 0 {
                     MAP_GROWSDOWN
@@ -759,16 +811,17 @@ fn build_ops(
                         r.start,
                         len,
                         prot0,
-                        (share | MAP_ANONYMOUS | MAP_FIXED | grows) as u64,
-                        u64::MAX,
-                        0,
+                        (share | MAP_FIXED | grows) as u64,
+                        fd,
+                        off,
                     ],
                     K_EQ,
                     r.start,
                     &format!("mapping {what}"),
                 );
                 // the saved runs, one after the other in the image; the
-                // rest of the region stays the fresh mapping's zeros
+                // rest of the region stays the fresh mapping's zeros (or
+                // the file's pages)
                 let mut from = h.data_offset + r.content_offset;
                 for run in &r.runs {
                     let mut done = 0;
@@ -835,7 +888,10 @@ fn build_ops(
             "closing a temporary descriptor",
         );
     }
-    for &(_, t) in map_fds {
+    let mut distinct: Vec<i32> = map_fds.iter().map(|f| f.1).collect();
+    distinct.sort();
+    distinct.dedup();
+    for t in distinct {
         p.op(
             SYS_close,
             &[t as u64],

@@ -983,10 +983,25 @@ fn write_image(uc: *mut libc::c_void) -> bool {
             if r.start == scratch_start {
                 return;
             }
-            let (kind, content) = classify(&r);
+            let (mut kind, content) = classify(&r);
+            let (mut fsize, mut fmtime) = (0, 0);
+            if kind == image::REGION_PRIVATE_FILE {
+                // the path must still name the mapped file (same inode),
+                // and we need pagemap to tell written pages from the file's
+                match (pagemap >= 0, stat_path(r.name)) {
+                    (true, Some(st)) if st.st_ino == r.inode => {
+                        fsize = st.st_size as u64;
+                        fmtime = st.st_mtime as u64 * 1_000_000_000 + st.st_mtime_nsec as u64;
+                    }
+                    _ => kind = image::REGION_PRIVATE,
+                }
+            }
             let first = nruns;
             if content {
-                if kind == image::REGION_PRIVATE && r.inode == 0 && pagemap >= 0 {
+                if (kind == image::REGION_PRIVATE && r.inode == 0
+                    || kind == image::REGION_PRIVATE_FILE)
+                    && pagemap >= 0
+                {
                     touched_runs(
                         pagemap,
                         r.start,
@@ -995,6 +1010,7 @@ fn write_image(uc: *mut libc::c_void) -> bool {
                         s.runs,
                         &mut nruns,
                         &mut runs_full,
+                        kind == image::REGION_PRIVATE_FILE,
                     );
                 } else if nruns < RUNS_MAX {
                     s.runs[nruns] = [r.start, r.end - r.start];
@@ -1013,6 +1029,8 @@ fn write_image(uc: *mut libc::c_void) -> bool {
                 kind,
                 r.flags,
                 r.offset,
+                fsize,
+                fmtime,
                 content_total,
                 len,
                 r.name,
@@ -1113,7 +1131,8 @@ fn write_image(uc: *mut libc::c_void) -> bool {
 
 /// Append to runs[*n..] the runs of pages of [start, end) that are
 /// present or swapped (pagemap bits 63 and 62): the pages the program
-/// touched. If pagemap cannot be read, the whole range is one run.
+/// touched; with `anon_only`, only those that are not the file's pages.
+/// If pagemap cannot be read, the rest of the range is one run.
 #[allow(clippy::too_many_arguments)]
 fn touched_runs(
     pagemap: i32,
@@ -1123,6 +1142,7 @@ fn touched_runs(
     runs: &mut [[u64; 2]],
     n: &mut usize,
     full: &mut bool,
+    anon_only: bool,
 ) {
     let per = buf.len() / 8;
     let mut page = start / PAGE as u64;
@@ -1156,7 +1176,14 @@ fn touched_runs(
         for i in 0..cnt {
             let e = u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap());
             let addr = (page + i as u64) * PAGE as u64;
-            let touched = e & (3 << 62) != 0;
+            // bit 63 present, 62 swapped, 61 a file page (or shared
+            // anonymous): in a private file mapping, the pages the program
+            // wrote are its anonymous copies
+            let touched = if anon_only {
+                e & (1 << 62) != 0 || (e & (1 << 63) != 0 && e & (1 << 61) == 0)
+            } else {
+                e & (3 << 62) != 0
+            };
             match (touched, open) {
                 (true, None) => open = Some(addr),
                 (false, Some(s)) => {
@@ -1287,7 +1314,31 @@ fn classify(r: &MapLine) -> (u32, bool) {
         } else {
             (image::REGION_SHARED_ANON, readable)
         }
+    } else if readable
+        && r.inode != 0
+        && r.name.starts_with(b"/")
+        && !r.name.ends_with(b" (deleted)")
+    {
+        (image::REGION_PRIVATE_FILE, true)
     } else {
         (image::REGION_PRIVATE, readable)
+    }
+}
+
+/// stat() of a path given as bytes (no allocation: a stack buffer).
+fn stat_path(name: &[u8]) -> Option<libc::stat> {
+    let mut buf = [0u8; 4096];
+    if name.len() >= buf.len() {
+        return None;
+    }
+    buf[..name.len()].copy_from_slice(name);
+    // SAFETY: a NUL-terminated path and a struct we own.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::stat(buf.as_ptr() as *const libc::c_char, &mut st) == 0 {
+            Some(st)
+        } else {
+            None
+        }
     }
 }
