@@ -1029,8 +1029,9 @@ fn region_what(r: &Region) -> String {
 }
 
 /// Copy the blob, its ops and data into the area, block every signal,
-/// drop the restorer's rseq registration (the kernel would write into
-/// memory the blob unmaps, and kill us) and jump.
+/// drop the restorer's rseq registration if there is one (the kernel
+/// would write into memory the blob unmaps, and kill us; gridmpi-restore
+/// normally runs with glibc's registration off) and jump.
 unsafe fn launch(p: &Plan, code: &[u8], code_len: u64, stack_top: u64) -> ! {
     let base = p.base as *mut u8;
     std::ptr::copy_nonoverlapping(code.as_ptr(), base, code.len());

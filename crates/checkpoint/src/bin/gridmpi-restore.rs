@@ -4,8 +4,27 @@
 //! gridmpi-restore --info IMAGE: check and describe it (status 0
 //! restorable here, 1 not, 2 damaged or unreadable).
 
+use std::os::unix::process::CommandExt;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    // glibc registers an rseq area in our TLS, which the restore unmaps;
+    // the kernel would then write into nothing and kill us. Run again
+    // with glibc's rseq registration off (if that fails, the restore
+    // unregisters it itself, which needs the length glibc used).
+    if std::env::var_os("GRIDMPI_RESTORE_NO_RSEQ").is_none() {
+        let mut t = std::env::var("GLIBC_TUNABLES").unwrap_or_default();
+        if !t.is_empty() {
+            t.push(':');
+        }
+        t.push_str("glibc.pthread.rseq=0");
+        let _ = std::process::Command::new("/proc/self/exe")
+            .arg0(&args[0])
+            .args(&args[1..])
+            .env("GLIBC_TUNABLES", t)
+            .env("GRIDMPI_RESTORE_NO_RSEQ", "1")
+            .exec();
+    }
     if args.len() == 3 && args[1] == "--info" {
         match gridmpi_checkpoint::restore::info(&args[2]) {
             Ok(s) => {
