@@ -14,7 +14,7 @@
 #include <string.h>
 
 #define N 4096
-#define ROUNDS 200000
+#define ROUNDS 400000
 
 static double a[N], b[N];
 static uint64_t ring[N];
@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
         }
         for (int i = 0; i < N; i++) heap[i] = heap[i] * 0.5 + a[i] * 1e-3;
         for (int i = 0; i < N; i += 64) { h ^= ring[(i + r) % N] + (uint64_t)(s * 1e3); h *= 1099511628211ull; ring[i] = h; }
-        if (r % 20000 == 19999) printf("round %d: sum %.9e hash %016llx\n", r + 1, s, (unsigned long long)h);
+        if (r % 40000 == 39999) printf("round %d: sum %.9e hash %016llx\n", r + 1, s, (unsigned long long)h);
     }
     printf("done %016llx\n", (unsigned long long)h);
     return 0;

@@ -152,12 +152,11 @@ impl Machine {
                 "{head}: the saved registers (XSAVE layout) would not load here"
             ));
         }
-        for i in 0..5 {
-            let missing = self.features[i] & !here.features[i];
+        for ((mine, theirs), name) in self.features.iter().zip(here.features).zip(FEATURE_NAMES) {
+            let missing = mine & !theirs;
             if missing != 0 {
                 return Err(format!(
-                    "{head}: CPU features the program may be using are missing here ({} bits {:#x})",
-                    FEATURE_NAMES[i], missing
+                    "{head}: CPU features the program may be using are missing here ({name} bits {missing:#x})"
                 ));
             }
         }

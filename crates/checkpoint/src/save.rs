@@ -1061,7 +1061,7 @@ fn write_image(uc: *mut libc::c_void) -> bool {
     if !pwrite_all(fd, meta, HEADER_SIZE as u64) {
         fail!("cannot write the meta section: errno {}", errno());
     }
-    let data_offset = ((HEADER_SIZE + meta_len + PAGE - 1) / PAGE * PAGE) as u64;
+    let data_offset = ((HEADER_SIZE + meta_len).div_ceil(PAGE) * PAGE) as u64;
 
     // --- the data section: the runs' bytes, read through
     // process_vm_readv so a page that cannot be read (a file mapping past
