@@ -105,5 +105,36 @@ fn an_image_of_this_process_decodes_and_a_foreign_machine_is_refused() {
     );
     assert!(err.starts_with(&want), "{err}");
     assert!(err.contains("XSAVE layout"), "{err}");
+
+    // The same image with a vDSO one page larger than this kernel's: the
+    // program's pointers into it would not fit this one.
+    let mut m2 = m.clone();
+    let v = m2.regions.iter_mut().find(|r| r.name == b"[vdso]").unwrap();
+    let (vsize, vnew) = (v.end - v.start, v.end - v.start + 4096);
+    v.start -= 4096;
+    let mut mb = vec![0u8; h.meta_len as usize];
+    let mut e = image::Enc::new(&mut mb);
+    image::encode_meta(&m2, &mut e);
+    assert_eq!(e.pos as u64, h.meta_len, "same numbers, same length");
+    let mut h2 = h.clone();
+    h2.meta_hash = gridmpi_checkpoint::hash::hash(&mb);
+    encode_header(&h2, &mut hb);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..HEADER_SIZE].copy_from_slice(&hb);
+    bytes[HEADER_SIZE..HEADER_SIZE + mb.len()].copy_from_slice(&mb);
+    let vpath = dir.join("vdso");
+    std::fs::write(&vpath, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gridmpi-restore"))
+        .arg(&vpath)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "has a [vdso] of {vnew} bytes, this kernel's is {vsize} bytes"
+        )),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
