@@ -1,6 +1,7 @@
 //! The test process checkpoints itself (with a few extra threads), and the
 //! image decodes and describes it; gridmpi-restore refuses the same image
-//! rewritten as if taken on another machine, saying why.
+//! rewritten as if taken on another machine, or with a vDSO of another
+//! size, saying why.
 
 use gridmpi_checkpoint::image::{self, encode_header, HEADER_SIZE};
 use gridmpi_checkpoint::{checkpoint, Outcome};
