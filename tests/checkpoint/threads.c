@@ -41,6 +41,9 @@ static uint64_t mix(uint64_t h, uint64_t v) { h ^= v; h *= 1099511628211ull; ret
 
 static void *worker(void *arg) {
     tls_id = (int)(intptr_t)arg;
+    char name[16];
+    snprintf(name, sizeof name, "worker-%d", tls_id);
+    pthread_setname_np(pthread_self(), name);
     tls_acc = 0xcbf29ce484222325ull + (uint64_t)tls_id;
     uint64_t *buf = malloc(4096 * sizeof *buf);
     uint64_t local[32];
@@ -74,6 +77,7 @@ int main(int argc, char **argv) {
     kill_after = strcmp(argv[3], "kill") == 0;
     pthread_barrier_init(&bar, NULL, WORKERS + 1);
     pthread_t t[WORKERS];
+    char names[WORKERS][16];
     for (int i = 0; i < WORKERS; i++) pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     for (int step = 0; step < STEPS; step++) {
         pthread_barrier_wait(&bar);
@@ -83,8 +87,15 @@ int main(int argc, char **argv) {
         printf(" sum %llu\n", (unsigned long long)shared_sum);
         pthread_mutex_unlock(&lock);
         if (ckpt_at[step] && !by_worker) take_checkpoint();
+        /* the workers' names, while they wait in the barrier (read through
+         * each thread's tid, which glibc keeps where the restorer told the
+         * kernel to write it) */
+        if (step == STEPS - 1)
+            for (int i = 0; i < WORKERS; i++)
+                if (pthread_getname_np(t[i], names[i], sizeof names[i]) != 0) strcpy(names[i], "?");
         pthread_barrier_wait(&bar);
     }
+    for (int i = 0; i < WORKERS; i++) printf("thread %d: %s\n", i, names[i]);
     uint64_t j = 0;
     for (int i = 0; i < WORKERS; i++) {
         void *ret;

@@ -18,8 +18,9 @@ use crate::machine::Machine;
 
 pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
 /// 2: regions carry runs of saved pages (1 saved every region whole);
-/// 3: files carry their size; 4: private file mappings come from their files.
-pub const VERSION: u32 = 4;
+/// 3: files carry their size; 4: private file mappings come from their
+/// files; 5: threads carry their names.
+pub const VERSION: u32 = 5;
 pub const HEADER_SIZE: usize = 4096;
 
 /// Where the sections are. The meta section always starts at HEADER_SIZE.
@@ -215,10 +216,12 @@ pub struct Thread {
     pub tid_address: u64,
     pub robust_head: u64,
     pub robust_len: u64,
+    /// its name (/proc/thread-self/comm), NUL padded
+    pub name: [u8; 16],
 }
 
 impl Thread {
-    pub const SIZE: usize = 4 + 5 * 8;
+    pub const SIZE: usize = 4 + 5 * 8 + 16;
     pub fn encode(&self, e: &mut Enc) {
         e.u32(self.tid);
         e.u64(self.ucontext);
@@ -226,16 +229,25 @@ impl Thread {
         e.u64(self.tid_address);
         e.u64(self.robust_head);
         e.u64(self.robust_len);
+        e.bytes(&self.name);
     }
     fn decode(d: &mut Dec) -> Result<Self, String> {
-        Ok(Thread {
+        let mut t = Thread {
             tid: d.u32()?,
             ucontext: d.u64()?,
             fs_base: d.u64()?,
             tid_address: d.u64()?,
             robust_head: d.u64()?,
             robust_len: d.u64()?,
-        })
+            name: [0; 16],
+        };
+        t.name.copy_from_slice(d.bytes(16)?);
+        t.name[15] = 0; // a C string for PR_SET_NAME, whatever the image says
+        Ok(t)
+    }
+    /// The name without its padding.
+    pub fn name_bytes(&self) -> &[u8] {
+        &self.name[..self.name.iter().position(|&c| c == 0).unwrap_or(16)]
     }
 }
 
@@ -243,8 +255,9 @@ impl Thread {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Process {
     pub pid: u32,
-    /// The u32 the restorer sets to 1: how gridmpi_checkpoint() learns it
-    /// returned in a restarted process.
+    /// The restart words (two u64: the restorer's area and its length)
+    /// the restorer sets: how gridmpi_checkpoint() learns it returned in a
+    /// restarted process.
     pub restarted_flag: u64,
     /// glibc's __rseq_offset from the thread pointer, and the length it
     /// registered (0: no rseq area to register again)
@@ -626,6 +639,7 @@ mod tests {
                     tid_address: 0x7f00_0010,
                     robust_head: 0x7f00_0020,
                     robust_len: 24,
+                    name: *b"worker-1\0\0\0\0\0\0\0\0",
                 },
                 Thread {
                     tid: 11,

@@ -58,8 +58,9 @@ struct Op {
     x1: u64,      // 80: K_CLONE's rseq area
     msg: u64,     // 88
     msg_len: u64, // 96
+    x2: u64,      // 104: K_CLONE's thread name (a C string), or 0
 }
-const OP_SIZE: usize = 104;
+const OP_SIZE: usize = 112;
 const _: () = assert!(std::mem::size_of::<Op>() == OP_SIZE);
 
 // The blob: rdi = first op, rsi = number of ops, rsp = its own stack.
@@ -109,7 +110,7 @@ gridmpi_restore_blob_start:
     mov r11, qword ptr [r15 + 64]
     mov dword ptr [r11], eax
 8:
-    add r15, 104
+    add r15, 112
     dec rbx
     jmp 2b
 40:
@@ -127,6 +128,7 @@ gridmpi_restore_blob_start:
     mov r13, qword ptr [r15 + 80]
     mov r14, rsi
     mov rbp, qword ptr [r15 + 64]
+    mov r9, qword ptr [r15 + 104]
     syscall
     test rax, rax
     jnz 3b
@@ -134,6 +136,13 @@ gridmpi_restore_blob_start:
     mov esi, 24
     mov eax, 273
     syscall
+    test r9, r9
+    jz 62f
+    mov edi, 15
+    mov rsi, r9
+    mov eax, 157
+    syscall
+62:
     test r13, r13
     jz 61f
     mov rdi, r13
@@ -965,8 +974,15 @@ fn build_ops(
             "registering rseq",
         );
     }
-    if !m.process.comm.is_empty() {
-        let mut c = m.process.comm.clone();
+    // the writer's own name (this thread becomes the leader, whose name
+    // is the process's), else the process's
+    let name = if w.name_bytes().is_empty() {
+        &m.process.comm[..]
+    } else {
+        w.name_bytes()
+    };
+    if !name.is_empty() {
+        let mut c = name.to_vec();
         c.truncate(15);
         c.push(0);
         let at = p.data(&c);
@@ -1008,6 +1024,9 @@ fn build_ops(
         );
         p.ops[before].x0 = t.robust_head;
         p.ops[before].x1 = rseq(t);
+        if !t.name_bytes().is_empty() {
+            p.ops[before].x2 = p.data(&t.name); // (16 bytes, NUL terminated)
+        }
     }
     // 10. Resume the writer where its checkpoint signal interrupted it.
     p.op(

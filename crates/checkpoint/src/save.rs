@@ -89,6 +89,7 @@ struct Slot {
     tid_addr: AtomicU64,
     rhead: AtomicU64,
     rlen: AtomicU64,
+    name: [AtomicU64; 2],
 }
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
@@ -98,6 +99,7 @@ const EMPTY: Slot = Slot {
     tid_addr: AtomicU64::new(0),
     rhead: AtomicU64::new(0),
     rlen: AtomicU64::new(0),
+    name: [AtomicU64::new(0), AtomicU64::new(0)],
 };
 static SLOTS: [Slot; MAX_THREADS] = [EMPTY; MAX_THREADS];
 
@@ -451,6 +453,10 @@ fn this_thread(uc: *mut libc::c_void) -> Thread {
             t.robust_len = len as u64;
         }
     }
+    // its name (PR_GET_NAME: no file to open, 16 bytes NUL padded)
+    // SAFETY: PR_GET_NAME writes at most 16 bytes into the array.
+    unsafe { libc::prctl(libc::PR_GET_NAME, t.name.as_mut_ptr()) };
+    t.name[15] = 0;
     t
 }
 
@@ -477,6 +483,8 @@ extern "C" fn on_signal(_sig: i32, _info: *mut libc::siginfo_t, uc: *mut libc::c
             s.tid_addr.store(t.tid_address, Relaxed);
             s.rhead.store(t.robust_head, Relaxed);
             s.rlen.store(t.robust_len, Relaxed);
+            s.name[0].store(u64::from_ne_bytes(t.name[..8].try_into().unwrap()), Relaxed);
+            s.name[1].store(u64::from_ne_bytes(t.name[8..].try_into().unwrap()), Relaxed);
         }
         ARRIVED.fetch_add(1, Release);
         futex_wake(&ARRIVED);
@@ -860,6 +868,12 @@ fn write_image(uc: *mut libc::c_void) -> bool {
             tid_address: sl.tid_addr.load(Relaxed),
             robust_head: sl.rhead.load(Relaxed),
             robust_len: sl.rlen.load(Relaxed),
+            name: {
+                let mut n = [0u8; 16];
+                n[..8].copy_from_slice(&sl.name[0].load(Relaxed).to_ne_bytes());
+                n[8..].copy_from_slice(&sl.name[1].load(Relaxed).to_ne_bytes());
+                n
+            },
         }
         .encode(&mut e);
     }
