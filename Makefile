@@ -5,14 +5,14 @@
 CARGO    ?= $(shell command -v cargo 2>/dev/null || echo $(HOME)/.cargo/bin/cargo)
 BUILD    := build
 RELEASE  := target/release
-PACKAGES := -p gridmpi -p gridmpi-mpiabi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace
+PACKAGES := -p gridmpi -p gridmpi-mpiabi -p gridmpi-launcher -p gridmpi-abi -p gridmpi-testbed -p gridmpi-fortran -p gridmpi-trace -p gridmpi-checkpoint
 # Fortran compiler for the mpi module (not FC: make's built-in FC is f77)
 MPIFC    ?= gfortran
 # For the pkg-config files: our version, and the MPICH version whose ABI we provide
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -57,10 +57,14 @@ build:
 	    rm -f $(BUILD)/include/mpi_f08.o $(BUILD)/include/libgridmpi_f08.so; \
 	else echo "no Fortran compiler ($(MPIFC)): the mpi and mpi_f08 modules are not built"; fi
 	install -m 755 $(RELEASE)/gridmpi-trace $(BUILD)/bin/gridmpi-trace
+	@# the process checkpointer (docs/checkpoint.md)
+	install -m 755 $(RELEASE)/gridmpi-restore $(BUILD)/bin/gridmpi-restore
+	install -m 755 $(RELEASE)/libgridmpi_checkpoint.so $(BUILD)/lib/libgridmpi_checkpoint.so
+	install -m 644 crates/checkpoint/include/gridmpi_checkpoint.h $(BUILD)/include/
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-mpi4py test-hdf5 test-testbed test-trace
+test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-mpi4py test-hdf5 test-testbed test-trace test-checkpoint
 
 test-unit:
 	$(CARGO) test --release --workspace
@@ -114,6 +118,12 @@ test-testbed: build
 
 test-trace: build
 	bash tests/trace/run.sh
+
+# Checkpoint/restart of C programs (docs/checkpoint.md), about 4 s.
+# REPEAT=N runs the set N times (it passed REPEAT=20, 340 of 340 checks, before joining test).
+test-checkpoint:
+	$(CARGO) build --release -p gridmpi-checkpoint --lib --bins --examples
+	bash tests/checkpoint/run.sh
 
 demo: build
 	bash demo/run.sh
