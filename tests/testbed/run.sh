@@ -354,13 +354,20 @@ fi
 # groups meet at a rendezvous server on h0 (docs/grid.md) and run as one
 # job: each group one cluster, the allreduce and the checked all-to-all
 # loop right.
-rendezvous_run() { # program-and-args... ; writes $WORK/rv.out
+# A rendezvous server for 2 groups on h0: sets RV_PID and RV_PORT; its
+# output goes to $1.
+start_rendezvous() {
     rm -f "$WORK/rv.addr"
     "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
-        --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/rv-server.out" 2>&1 &
-    local server=$! i
+        --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$1" 2>&1 &
+    RV_PID=$!
+    local i
     for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
-    local port; port=$(sed 's/.*://' "$WORK/rv.addr")
+    RV_PORT=$(sed 's/.*://' "$WORK/rv.addr")
+}
+rendezvous_run() { # program-and-args... ; writes $WORK/rv.out
+    start_rendezvous "$WORK/rv-server.out"
+    local server=$RV_PID port=$RV_PORT
     "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
         --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB "$@" >"$WORK/rv-b.out" 2>&1 &
     local b=$!
@@ -429,12 +436,8 @@ SLURM
     for i in $(seq 60); do [ "$(slurm sinfo -h -o %t 2>/dev/null)" = idle ] && break; sleep 0.5; done
     if [ "$(slurm sinfo -h -o '%t %D' 2>/dev/null)" = "idle 4" ]; then
         pass "Slurm in the testbed: slurmctld on h0, 4 idle nodes h0-h3"
-        rm -f "$WORK/rv.addr"
-        "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
-            --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/sl-server.out" 2>&1 &
-        server=$!
-        for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
-        port=$(sed 's/.*://' "$WORK/rv.addr")
+        start_rendezvous "$WORK/sl-server.out"
+        server=$RV_PID port=$RV_PORT
         "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
             --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB "$WORK/outage" 3 >"$WORK/sl-b.out" 2>&1 &
         b=$!
@@ -618,12 +621,8 @@ if tb up "$HERE/private.toml" >"$WORK/up-private.log" 2>&1; then
         ra="h0:$(sed 's/.*://' "$WORK/relay-h0.addr")" rb="h4:$(sed 's/.*://' "$WORK/relay-h4.addr")"
         relayed_run() { # name check-regexp program-and-args...
             local name=$1 want=$2; shift 2
-            rm -f "$WORK/rv.addr"
-            "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 \
-                --secret-file "$WORK/rv.key" --address-file "$WORK/rv.addr" >"$WORK/prv-server.out" 2>&1 &
-            local server=$! i
-            for i in $(seq 100); do [ -s "$WORK/rv.addr" ] && break; sleep 0.1; done
-            local port; port=$(sed 's/.*://' "$WORK/rv.addr")
+            start_rendezvous "$WORK/prv-server.out"
+            local server=$RV_PID port=$RV_PORT
             "$TB" exec h4 -- timeout 120 "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 \
                 --rendezvous "h0:$port" --secret-file "$WORK/rv.key" -x GRIDMPI_CLUSTER=siteB -x GRIDMPI_RELAY="$rb" \
                 "$@" >"$WORK/prv-b.out" 2>&1 &

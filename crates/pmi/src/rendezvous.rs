@@ -326,22 +326,7 @@ pub fn default_secret_file() -> std::path::PathBuf {
     Path::new(&home).join(".gridmpi").join("job-secret")
 }
 
-pub fn random_bytes(out: &mut [u8]) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < out.len() {
-        // SAFETY: the pointer and length describe the unfilled part of `out`.
-        let n = unsafe { libc::getrandom(out[filled..].as_mut_ptr().cast(), out.len() - filled, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        filled += n as usize;
-    }
-    Ok(())
-}
+pub use gridmpi_relay::random_bytes;
 
 /// The rank's end of the rendezvous connection once it speaks PMI.
 ///
