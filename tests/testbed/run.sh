@@ -395,8 +395,9 @@ fi
 # ---------------------------------------------------------------- 9b3. a real Slurm at site A
 # slurmctld on h0 and a slurmd on each of h0-h3 (Debian's Slurm 22.05, no
 # munge: auth/none inside the testbed). Site A's 4 ranks started by
-# `srun --mpi=pmi2` and site B's 4 by gridmpirun meet at a rendezvous; and
-# mpi4py's suite runs at 2 ranks under srun.
+# `srun --mpi=pmi2` and site B's 4 by gridmpirun meet at a rendezvous;
+# 8 ranks run under `srun --mpi=pmix`; mpi4py's suite runs at 2 ranks
+# under srun --mpi=pmi2.
 if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null \
     && [ -x "$ROOT/build/bin/gridmpirun" ]; then
     SL=$WORK/slurm
@@ -427,8 +428,14 @@ SLURM
     SLURM_PIDS=()
     "$TB" exec h0 -- slurmctld -D -f "$SL/slurm.conf" >"$SL/ctld.out" 2>&1 &
     SLURM_PIDS+=($!)
+    # Each slurmd its own mpi.conf: Slurm's PMIx plugin makes a directory
+    # per step under PMIxCliTmpDirBase, which must differ between nodes
+    # that share one /tmp.
     for h in h0 h1 h2 h3; do
-        "$TB" exec $h -- sh "$HERE/slurmd.sh" "$SL/slurm.conf" >"$SL/slurmd-$h.out" 2>&1 &
+        mkdir -p "$SL/$h" "$SL/pmix-$h"
+        cp "$SL/slurm.conf" "$SL/$h/"
+        echo "PMIxCliTmpDirBase=$SL/pmix-$h" >"$SL/$h/mpi.conf"
+        "$TB" exec $h -- sh "$HERE/slurmd.sh" "$SL/$h/slurm.conf" >"$SL/slurmd-$h.out" 2>&1 &
         SLURM_PIDS+=($!)
     done
     LOAD_PIDS+=("${SLURM_PIDS[@]}")
@@ -450,6 +457,13 @@ SLURM
             pass "site A by srun --mpi=pmi2, site B by gridmpirun, one job at a rendezvous: $(grep -o '[0-9]* iterations.*' "$WORK/sl.out")"
         else
             fail "srun + gridmpirun at a rendezvous (rc $rc_a $rc_b $rc_s): $(tail -8 "$WORK/sl.out" | tr '\n' '|')"
+        fi
+        slurm timeout 60 srun -N 4 -n 8 --mpi=pmix "$WORK/cluster_map" >"$WORK/sl-pmix.out" 2>&1
+        if [ $? = 0 ] && [ "$(grep -c 'with 8 ranks; world sum 8' "$WORK/sl-pmix.out")" = 8 ] \
+            && [ "$(grep -o '^rank [0-7] ' "$WORK/sl-pmix.out" | sort -u | wc -l)" = 8 ]; then
+            pass "srun --mpi=pmix (Slurm's PMIx server): 8 ranks, each its own rank of 8"
+        else
+            fail "srun --mpi=pmix: $(tail -5 "$WORK/sl-pmix.out" | tr '\n' '|')"
         fi
         m4p_venv=${MPI4PY_VENV:-/opt/mpi4py}
         m4p_tests=$(ls -d "$ROOT"/build/mpi4py-src/mpi4py-*/test 2>/dev/null | head -1)
