@@ -19,6 +19,10 @@ pub static OTHER_VARIABLES: &[(&str, &str)] = &[
     ("GRIDMPI_TESTBED", "test scripts: the gridmpi-testbed binary to test"),
     ("GRIDMPI_BUILD", "test scripts: the build directory to test"),
     ("GRIDMPI_TRACE_TOOL", "test scripts: the gridmpi-trace binary to test"),
+    ("GRIDMPI_CHECKPOINT_SIGNAL", "the checkpointer (crates/checkpoint): the signal that stops threads for an image"),
+    ("GRIDMPI_RESTORE_VERBOSE", "gridmpi-restore: say what is restored and what is not"),
+    ("GRIDMPI_RESTORE_OTHER_KERNEL", "gridmpi-restore: accept an image taken under another kernel release"),
+    ("GRIDMPI_RESTORE_NO_RSEQ", "set by gridmpi-restore for itself when it runs itself again without rseq"),
 ];
 
 /// Whether `name` is a setting or one of the [`OTHER_VARIABLES`].
