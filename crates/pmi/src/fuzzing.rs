@@ -18,11 +18,17 @@ pub fn pmi(data: &[u8]) {
     }
 }
 
-/// What a stranger may send a rendezvous server or a rank: any bytes are
-/// an error or, for a line made with the secret, exactly what was sent.
+/// What a stranger may send a rendezvous server, a relay or a rank: any
+/// bytes are an error or, for a line made with the secret, exactly what
+/// was sent.
 pub fn rendezvous_lines(data: &[u8]) {
     use crate::rendezvous::{parse_greeting, Join, Placed};
     let (secret, nonce) = ([0x11u8; 32], [0x22u8; 32]);
+    let key = gridmpi_relay::relay_key(&secret);
+    if let Ok(p) = gridmpi_relay::Preface::parse(data, &key) {
+        let line = p.line(&key);
+        assert_eq!(gridmpi_relay::Preface::parse(&line[..line.len() - 1], &key).as_ref(), Ok(&p));
+    }
     let text = String::from_utf8_lossy(data);
     let _ = parse_greeting(&text);
     let _ = Placed::parse(&text, &secret, &nonce, &nonce);
