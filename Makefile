@@ -98,7 +98,7 @@ test-fortran: build
 test-hostile: build
 	python3 tests/hostile/run.py
 
-# Jobs formed at a rendezvous from separately started groups (docs/grid.md).
+# Jobs formed at a rendezvous from separately started groups, and relays (docs/grid.md).
 test-rendezvous: build
 	python3 tests/rendezvous/run.py
 

@@ -17,7 +17,13 @@ groups, each started by its own launcher on this host, form one job:
     the job waits; 300 idle connections, 100 of random bytes and forged
     join lines during the wait do not stop the right group from forming
     the job with the others;
-  - a secret file other users can read is refused.
+  - a secret file other users can read is refused;
+  - relays on this host (every connection between the two clusters forced
+    through them with GRIDMPI_TRANSPORT=tcp): the loop is right and the
+    relays' logs show the connections; a relay started with another
+    secret refuses the ranks, and the job ends naming the relay and
+    GRIDMPI_JOB_SECRET_FILE. (Private sites and the relays' bandwidth are
+    in the testbed suite and bench/wan/relay.sh.)
 
     python3 tests/rendezvous/run.py       # needs build/ (make build)
 """
@@ -211,6 +217,50 @@ def main():
     rv.proc.kill()
     rv.proc.wait()
     check("a secret file other users can read is refused", res[p][0] not in (None, 0) and "chmod 600" in res[p][1], res[p][1])
+
+    # Relays: the way between the clusters goes through one relay each.
+    def relay(secret_path):
+        addr_file = os.path.join(work, "relay-%d" % random.randrange(1 << 30))
+        log = tempfile.TemporaryFile(mode="w+")
+        p = subprocess.Popen([os.path.join(BIN, "gridmpirun"), "--relay", "127.0.0.1:0", "--secret-file", secret_path,
+                              "--address-file", addr_file], stdout=log, stderr=subprocess.STDOUT,
+                             env=dict(os.environ, GRIDMPI_DEBUG="relay"))
+        for _ in range(100):
+            if os.path.exists(addr_file) and open(addr_file).read().endswith("\n"):
+                break
+            time.sleep(0.05)
+        p.log = log
+        return p, open(addr_file).read().strip()
+
+    def two_clusters_through(relay_a, relay_b):
+        cmd = [os.path.join(BIN, "gridmpirun"), "--secret-file", secret,
+               "-n", "2", "-env", "GRIDMPI_CLUSTER", "A", "-env", "GRIDMPI_RELAY", relay_a] + outage + [
+               ":", "-n", "2", "-env", "GRIDMPI_CLUSTER", "B", "-env", "GRIDMPI_RELAY", relay_b] + outage
+        log = tempfile.TemporaryFile(mode="w+")
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, GRIDMPI_TRANSPORT="tcp"))
+        p.log = log
+        return p
+
+    (ra, a_addr), (rb, b_addr) = relay(secret), relay(secret)
+    job = two_clusters_through(a_addr, b_addr)
+    res = finish([job], 60)
+    for r in (ra, rb):
+        r.terminate()
+    logs = finish([ra, rb], 10)
+    relayed = [logs[r][1].count("relaying") for r in (ra, rb)]
+    # 2 x 2 pairs across the clusters, each through both relays.
+    check("two clusters through a relay each: loop right, both relays carry the connections (%s)" % relayed,
+          res[job][0] == 0 and "data correct" in res[job][1] and min(relayed) >= 4,
+          res[job][1] + logs[ra][1] + logs[rb][1])
+
+    stranger, s_addr = relay(secret_file(work, "relay-other"))
+    job = two_clusters_through(s_addr, "")
+    res = finish([job], 60)
+    stranger.terminate()
+    slog = finish([stranger], 10)[stranger][1]
+    check("a relay started with another secret refuses the ranks; the error names it and the secret file",
+          res[job][0] not in (None, 0) and ("the relay " + s_addr) in res[job][1]
+          and "GRIDMPI_JOB_SECRET_FILE" in res[job][1] and "refused" in slog, res[job][1] + slog)
 
     if failures:
         print("%d rendezvous test(s) failed: %s" % (len(failures), ", ".join(failures)))

@@ -230,7 +230,19 @@ impl Tcp {
         match (phase, peer) {
             // Our own call, closed before the peer's verdict: it dropped us
             // (a refusal comes with its reason first).
-            (Phase::Connecting(_) | Phase::Connector(_), Some(_)) if !self.finalizing => {
+            (Phase::Connecting(_) | Phase::Connector(_), Some(p)) if !self.finalizing => {
+                // Through relays, a relay closes what it will not forward.
+                if let Some(way) = &self.peers[p as usize].relay {
+                    return Err(terr(
+                        peer,
+                        format!(
+                            "the connection through the relay {} was closed during the handshake: the relay could not reach the peer, \
+                             or refused us (a relay forwards only for ranks with the job secret file it was started with: \
+                             GRIDMPI_JOB_SECRET_FILE; its log says which)",
+                            way.first
+                        ),
+                    ));
+                }
                 return Err(terr(peer, "the peer closed the connection during the handshake (a different GridMPI version?)"));
             }
             _ => {}
