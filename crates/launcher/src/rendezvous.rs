@@ -32,6 +32,8 @@ const HANDSHAKE_TIME: Duration = Duration::from_secs(10);
 /// Connections still proving themselves at once; more are closed at once
 /// (someone is flooding the port).
 const MAX_HANDSHAKES: usize = 512;
+/// While the job forms, say what it still waits for this often.
+const WAITING_NOTE: Duration = Duration::from_secs(30);
 
 /// What the command line asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +149,23 @@ fn handshake(stream: &TcpStream, secret: &[u8; 32]) -> Result<(Join, [u8; 32]), 
     Ok((join, nonce))
 }
 
+/// What the job still lacks, for the periodic note while it forms.
+fn waiting_for(waiting: &BTreeMap<String, BTreeMap<u32, Waiting>>, groups: u32) -> String {
+    let mut parts: Vec<String> = waiting
+        .values()
+        .filter_map(|g| {
+            let first = &g.values().next()?.join;
+            let name = if first.name.is_empty() { "(unnamed)" } else { first.name.as_str() };
+            (g.len() < first.size as usize).then(|| format!("group {name} has {} of {} ranks", g.len(), first.size))
+        })
+        .collect();
+    let unseen = groups as usize - waiting.len();
+    if unseen > 0 {
+        parts.push(format!("{unseen} group{} not seen yet", if unseen == 1 { "" } else { "s" }));
+    }
+    parts.join("; ")
+}
+
 /// A placed rank: its connection and where it came from.
 struct Member {
     stream: TcpStream,
@@ -163,7 +182,14 @@ fn form_job(groups: u32, secret: &[u8; 32], events: &mpsc::Receiver<Event>) -> R
         w.len() == groups as usize && w.values().all(|g| g.values().next().is_some_and(|r| r.join.size as usize == g.len()))
     };
     while !complete(&waiting) {
-        let Ok(ev) = events.recv() else { return Err("the accepting thread ended".into()) };
+        let ev = match events.recv_timeout(WAITING_NOTE) {
+            Ok(ev) => ev,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                eprintln!("gridmpirun: rendezvous: still waiting: {}", waiting_for(&waiting, groups));
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the accepting thread ended".into()),
+        };
         let Event::Joined { join, server_nonce, stream, peer } = ev else { continue };
         let refuse = |stream: &TcpStream, why: String| {
             eprintln!("gridmpirun: rendezvous: refused rank {} of group {:?} from {peer}: {why}", join.rank, join.name);
