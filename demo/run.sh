@@ -15,6 +15,10 @@
 # 3. As root: the WAN connections are reset twice (ss -K, as a NAT or
 #    firewall losing its state) while the program runs, under GridMPI and
 #    under MPICH.
+# 4. As root: two sites whose hosts cannot be reached from the other
+#    (only the gateways cross the WAN): each site starts its ranks with its
+#    own gridmpirun, they meet at a rendezvous and talk through a relay on
+#    each gateway; MPICH's one mpiexec for both sites cannot run there.
 #
 # DEMO_OUT=DIR puts the outputs elsewhere; DEMO_LOCAL_ONLY=1 skips part 2.
 set -euo pipefail
@@ -161,6 +165,52 @@ if [ -x "$B/examples/exchange-mpich" ]; then
     wait
     echo "MPICH (exit code $mpich_rc; the resets hit its MPI connections and hydra's own link to its proxies):"
     { grep '^MPI_' "$OUT/resets-mpich.txt" || grep -a -i -m2 'error\|abort' "$OUT/resets-mpich.txt" || true; } | cut -c1-160 | sed 's/^/    /'
+fi
+
+echo
+echo "== part 4: two sites that cannot see each other"
+# Both clusters' hosts have private addresses: only the gateways h0 and h4
+# cross the WAN (tests/testbed/private.toml). Each site starts its own
+# ranks with its own gridmpirun; they meet at a rendezvous on h0, and every
+# connection between the sites goes through a relay on each gateway.
+"$TB" down >/dev/null 2>&1 || true
+"$TB" up "$ROOT/tests/testbed/private.toml" | sed -n '1,/^$/p'
+KEYDIR=$(mktemp -d)
+SECRET=$KEYDIR/job-secret
+python3 -c 'import os, sys; open(sys.argv[1], "w").write(os.urandom(32).hex() + "\n")' "$SECRET"
+chmod 600 "$SECRET"
+PIDS=()
+for gw in h0 h4; do
+    "$TB" exec $gw -- env GRIDMPI_DEBUG=relay "$B/bin/gridmpirun" --relay 0.0.0.0:0 --secret-file "$SECRET" \
+        --address-file "$KEYDIR/relay-$gw" >"$OUT/relay-$gw.txt" 2>&1 &
+    PIDS+=($!)
+done
+"$TB" exec h0 -- timeout 120 "$B/bin/gridmpirun" --rendezvous-server 0.0.0.0:0 --groups 2 --secret-file "$SECRET" \
+    --address-file "$KEYDIR/rendezvous" >"$OUT/rendezvous.txt" 2>&1 &
+PIDS+=($!)
+for i in $(seq 100); do [ -s "$KEYDIR/relay-h0" ] && [ -s "$KEYDIR/relay-h4" ] && [ -s "$KEYDIR/rendezvous" ] && break; sleep 0.1; done
+port() { sed 's/.*://' "$1"; }
+echo "-- site B's gridmpirun (on h4) starts h4-h7, site A's (on h0) h0-h3; rendezvous h0:$(port "$KEYDIR/rendezvous")"
+"$TB" exec h4 -- timeout 120 "$B/bin/gridmpirun" --launcher "$AGENT" -hosts h4,h5,h6,h7 -n 4 --secret-file "$SECRET" \
+    --rendezvous "h0:$(port "$KEYDIR/rendezvous")" -x GRIDMPI_CLUSTER=siteB -x GRIDMPI_RELAY="h4:$(port "$KEYDIR/relay-h4")" \
+    "$B/examples/exchange" 262144 8 >"$OUT/private-siteB.txt" 2>&1 &
+site_b=$!
+"$TB" exec h0 -- timeout 120 "$B/bin/gridmpirun" --launcher "$AGENT" -hosts h0,h1,h2,h3 -n 4 --secret-file "$SECRET" \
+    --rendezvous "h0:$(port "$KEYDIR/rendezvous")" -x GRIDMPI_CLUSTER=siteA -x GRIDMPI_RELAY="h0:$(port "$KEYDIR/relay-h0")" \
+    "$B/examples/exchange" 262144 8 >"$OUT/private-siteA.txt" 2>&1 || true
+wait $site_b || true
+echo "GridMPI, one job of 8 ranks from two launchers:"
+{ grep '^MPI_' "$OUT/private-siteA.txt" || echo "(no result: see $OUT/private-siteA.txt)"; } | sed 's/^/    /'
+echo "    connections carried: relay on h0 $(grep -c relaying "$OUT/relay-h0.txt"), relay on h4 $(grep -c relaying "$OUT/relay-h4.txt")"
+kill "${PIDS[@]}" 2>/dev/null || true
+wait 2>/dev/null || true
+rm -rf "$KEYDIR"
+if [ -x "$B/examples/exchange-mpich" ]; then
+    "$TB" exec h0 -- timeout 20 env MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp \
+        "$MPICH/bin/mpiexec" -launcher ssh -launcher-exec "$AGENT" -hosts $HOSTS -n 8 \
+        "$B/examples/exchange-mpich" 262144 8 >"$OUT/private-mpich.txt" 2>&1 && mpich_rc=0 || mpich_rc=$?
+    echo "MPICH, one mpiexec for both sites (exit code $mpich_rc$([ $mpich_rc = 124 ] && echo ': stopped after 20 s'); its ranks connect directly, and the sites' hosts cannot reach each other):"
+    { grep '^MPI_' "$OUT/private-mpich.txt" || grep -a -i -m2 'error\|abort' "$OUT/private-mpich.txt" || echo "(no result)"; } | cut -c1-160 | sed 's/^/    /'
 fi
 
 echo
