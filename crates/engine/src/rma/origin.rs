@@ -192,13 +192,12 @@ impl Engine {
             self.new_req(ReqOp::Recv(op))
         });
         let mut frames = Vec::new();
-        let frame = |d: &OpDesc, data: &[u8]| {
-            let payload = d.encode(&type_bytes, data);
+        let frame = |payload: Vec<u8>| {
             let h = Header::new(Frame::RmaOp { win: win.0, offset, reply: reply.map(|r| r.0) }, payload.len() as u32);
             (h, Payload::Owned(payload))
         };
         if c.kind == OpKind::Get {
-            frames.push(frame(&whole, &[]));
+            frames.push(frame(whole.encode(&type_bytes, &[])));
         } else {
             // Pieces of at most a frame each, cut at element boundaries.
             let room = (self.peers[pid as usize].params.max_data_frame as u64).saturating_sub((OP_DESC_LEN + type_bytes.len()) as u64);
@@ -208,11 +207,18 @@ impl Engine {
             while at < whole.packed_len {
                 let n = (whole.packed_len - at).min(piece);
                 let d = OpDesc { packed_at: at, packed_len: n, ..whole };
-                let mut data = c.origin.map(|o| packed(o, at, n)).unwrap_or_default();
-                if let Some(cmp) = c.compare {
-                    data.extend_from_slice(&packed(cmp, at, n));
-                }
-                frames.push(frame(&d, &data));
+                // The data (and compare value) copied once, into the frame.
+                let parts = [c.origin, c.compare];
+                let data_len = parts.iter().flatten().count() as u64 * n;
+                let payload = d.encode_with(&type_bytes, data_len as usize, |out| {
+                    for (i, b) in parts.iter().flatten().enumerate() {
+                        let i = i * n as usize;
+                        // SAFETY: the caller's buffers hold their items until
+                        // the call returns (we copy now).
+                        unsafe { b.read_packed(at, &mut out[i..i + n as usize]) };
+                    }
+                });
+                frames.push(frame(payload));
                 at += n;
             }
         }
