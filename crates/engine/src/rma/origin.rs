@@ -135,6 +135,17 @@ impl Engine {
         }
         let (me, direct, gate) = (w.rank, w.members[t.rank as usize].direct, w.targets[t.rank as usize].gate);
         let desc = OpDesc { kind: c.kind, op: c.op.map(op_index), count: t.count, packed_at: 0, packed_len: len };
+        if let (Some(ctl), Some(base)) = (w.shared.as_deref(), direct) {
+            // Every member's memory is mapped here: the operation is done
+            // now, in the target's memory (see shared.rs), once the epoch
+            // lets it (our own window: always, as below).
+            if t.rank == me || gate == Gate::Open {
+                let mem = buf_at(base + offset, t.count, &t.dt);
+                shared_op(&c, &desc, &mem, ctl.acc_mutex(t.rank as usize))?;
+                return Ok(done(self));
+            }
+            return Ok(self.rma_send(win, &c, desc));
+        }
         if t.rank == me {
             let addr = w.local_address(offset, t.count, &t.dt).ok_or_else(|| {
                 RmaError::new(RmaErrorKind::Range, format!("address {offset:#x} with {} item(s) is outside the memory attached to this window", t.count))
@@ -157,6 +168,37 @@ impl Engine {
         Ok(self.rma_send(win, &c, desc))
     }
 
+}
+
+/// An operation on a window in shared memory (`mem`: the target's items,
+/// mapped here), done now by this process.
+fn shared_op(c: &Call, d: &OpDesc, mem: &UserBuf, mutex: &std::sync::atomic::AtomicU64) -> Result<(), RmaError> {
+    // SAFETY (the copies): the window memory was checked to hold the items;
+    // the caller's buffers are valid in the call. They cannot overlap in a
+    // correct program (that would be a conflicting access).
+    match c.kind {
+        OpKind::Put => {
+            unsafe { mem.copy_from(c.origin.expect("a put has data")) };
+        }
+        OpKind::Get => {
+            unsafe { c.result.expect("a get has a result buffer").copy_from(mem) };
+        }
+        _ => {
+            let len = d.packed_len;
+            let mut data = c.origin.map(|o| packed(o, 0, len)).unwrap_or_default();
+            if let Some(cmp) = c.compare {
+                data.extend_from_slice(&packed(cmp, 0, len));
+            }
+            let old = super::shared::apply(d, c.op, mem, &data, mutex).map_err(|e| RmaError::new(RmaErrorKind::Op, e))?;
+            if let (Some(old), Some(res)) = (old, c.result) {
+                unsafe { res.write_packed(0, &old) };
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Engine {
     /// An operation on our own window (`mem`), done now.
     fn rma_here(&mut self, c: &Call, d: &OpDesc, mem: &UserBuf) -> Result<(), RmaError> {
         let len = d.packed_len;
@@ -227,6 +269,7 @@ impl Engine {
         ts.dirty = true;
         if let Some(r) = reply {
             ts.gets.push(r);
+            self.rma.gets_out += 1;
         }
         if ts.gate == Gate::Open {
             for (h, p) in frames {

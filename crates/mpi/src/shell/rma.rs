@@ -463,7 +463,7 @@ fn flush(name: &'static str, win: MPI_Win, rank: Option<c_int>, local: bool) -> 
         if rank == Some(MPI_PROC_NULL) {
             return Ok(None);
         }
-        st.rt.engine.win_flush(id, rank, local).map(Some).map_err(rma_err)
+        st.rt.engine.win_flush(id, rank, local).map_err(rma_err)
     })
 }
 
