@@ -185,10 +185,18 @@ fn shared_op(c: &Call, d: &OpDesc, mem: &UserBuf, mutex: &std::sync::atomic::Ato
         }
         _ => {
             let len = d.packed_len;
-            let mut data = c.origin.map(|o| packed(o, 0, len)).unwrap_or_default();
-            if let Some(cmp) = c.compare {
-                data.extend_from_slice(&packed(cmp, 0, len));
-            }
+            let contiguous = c.origin.and_then(|o| o.contiguous());
+            let data: std::borrow::Cow<[u8]> = match (contiguous, c.compare) {
+                // SAFETY: the caller's buffer holds `len` dense bytes for the call.
+                (Some(p), None) => unsafe { std::slice::from_raw_parts(p, len as usize) }.into(),
+                _ => {
+                    let mut v = c.origin.map(|o| packed(o, 0, len)).unwrap_or_default();
+                    if let Some(cmp) = c.compare {
+                        v.extend_from_slice(&packed(cmp, 0, len));
+                    }
+                    v.into()
+                }
+            };
             let old = super::shared::apply(d, c.op, mem, &data, mutex).map_err(|e| RmaError::new(RmaErrorKind::Op, e))?;
             if let (Some(old), Some(res)) = (old, c.result) {
                 unsafe { res.write_packed(0, &old) };

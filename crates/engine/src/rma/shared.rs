@@ -161,6 +161,27 @@ macro_rules! atomic_rmw {
             (_, Op::NoOp) => a.load(Ordering::Acquire),
             (_, Op::Replace) => a.swap(val($input), Ordering::AcqRel),
             (_, Op::Sum) if matches!($b.class(), TypeClass::SignedInt | TypeClass::UnsignedInt) => a.fetch_add(val($input), Ordering::AcqRel),
+            // Sums of doubles and floats, the commonest accumulate: the
+            // addition inline rather than through the kernel table.
+            (_, Op::Sum) if $b.class() == TypeClass::Float && (size_of::<$int>() == 8 || size_of::<$int>() == 4) => {
+                let add = |cur: $int| -> $int {
+                    let (x, y) = (cur.to_ne_bytes(), $input);
+                    if size_of::<$int>() == 8 {
+                        let s = f64::from_ne_bytes(x[..].try_into().unwrap()) + f64::from_ne_bytes(y.try_into().unwrap());
+                        <$int>::from_ne_bytes(s.to_ne_bytes()[..].try_into().unwrap())
+                    } else {
+                        let s = f32::from_ne_bytes(x[..].try_into().unwrap()) + f32::from_ne_bytes(y.try_into().unwrap());
+                        <$int>::from_ne_bytes(s.to_ne_bytes()[..].try_into().unwrap())
+                    }
+                };
+                let mut cur = a.load(Ordering::Relaxed);
+                loop {
+                    match a.compare_exchange_weak(cur, add(cur), Ordering::AcqRel, Ordering::Relaxed) {
+                        Ok(_) => break cur,
+                        Err(x) => cur = x,
+                    }
+                }
+            }
             (_, op) => {
                 let mut cur = a.load(Ordering::Relaxed);
                 loop {
@@ -227,18 +248,24 @@ pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mute
         _ => (data, &[][..]),
     };
     let mut runs = Vec::new();
-    mem.runs(at, len as u64, usize::MAX, &mut runs);
+    match mem.contiguous() {
+        Some(p) => runs.push((p.wrapping_add(at as usize), len)),
+        None => {
+            mem.runs(at, len as u64, usize::MAX, &mut runs);
+        }
+    }
     let needs_mutex = runs.iter().any(|&(p, l)| (0..l / s).any(|i| !atomic_element(b, p.wrapping_add(i * s))));
     let _m = needs_mutex.then(|| Mutex::lock(mutex));
-    let mut old = vec![0u8; len];
+    // Old values: for the kinds that fetch; else a scratch element.
+    let mut old = vec![0u8; if fetches { len } else { s }];
     let mut k = 0;
-    let zero = vec![0u8; s];
+    let zero = vec![0u8; if input.is_empty() { s } else { 0 }];
     for (p, l) in runs {
         for i in 0..l / s {
             let e = p.wrapping_add(i * s);
             let inp = if input.is_empty() { &zero[..] } else { &input[k..k + s] };
             let cmp = if compare.is_empty() { &[][..] } else { &compare[k..k + s] };
-            let o = &mut old[k..k + s];
+            let o = if fetches { &mut old[k..k + s] } else { &mut old[..] };
             if atomic_element(b, e) {
                 match s {
                     1 => atomic_rmw!(AtomicU8, u8, e, b, d.kind, op, inp, cmp, o),

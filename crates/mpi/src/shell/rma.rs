@@ -11,6 +11,9 @@ use gridmpi_engine::ReqId;
 
 const KNOWN_ASSERTS: c_int = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
 
+/// Operations done in their calls between two progress passes.
+const RMA_QUIET_CALLS: u32 = 16;
+
 fn check_assert(assert: c_int) -> R<()> {
     if assert & !KNOWN_ASSERTS != 0 {
         return Err(err(MPI_ERR_ASSERT, format!("invalid assert {assert:#x} (only MPI_MODE_* values may be or-ed)")));
@@ -66,8 +69,15 @@ fn issue(
             let r = f(st, id)?;
             // Frames go out now, and what came in is applied: a program
             // that spins on RMA calls (loads and stores included) must let
-            // the operations others aim at it progress.
-            st.progress()?;
+            // the operations others aim at it progress. An operation done
+            // in the call (shared memory) has nothing to send, so it
+            // progresses one call in RMA_QUIET_CALLS: often enough for such
+            // a program, and the common case costs no transport poll.
+            st.rma_quiet_calls += 1;
+            if st.rt.engine.has_actions() || st.rma_quiet_calls >= RMA_QUIET_CALLS {
+                st.rma_quiet_calls = 0;
+                st.progress()?;
+            }
             Ok(r.map(|r| st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Send, comm: MPI_COMM_SELF })))
         })?;
         if let (Some(p), Some(h)) = (request, h) {
@@ -330,7 +340,13 @@ fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R
         let r = state::with(|st| {
             let id = st.win(win)?.id;
             let r = f(st, id)?;
-            st.progress()?;
+            // As in `issue`: a call over at once with nothing to send (a
+            // flush of loads and stores, a lock word taken) need not poll.
+            st.rma_quiet_calls += 1;
+            if r.is_some() || st.rt.engine.has_actions() || st.rma_quiet_calls >= RMA_QUIET_CALLS {
+                st.rma_quiet_calls = 0;
+                st.progress()?;
+            }
             // A call with nothing to wait for (a flush of loads and
             // stores) is over at once.
             if let Some(q) = r.filter(|&q| st.rt.engine.is_complete(q)) {
