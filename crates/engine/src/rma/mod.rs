@@ -19,8 +19,9 @@
 //! they are complete at the origin when issued.
 //!
 //! Operations to the calling process itself are applied in the call; on a
-//! window of shared memory (`MPI_Win_allocate_shared`) puts and gets to
-//! any member are loads and stores into the mapping.
+//! window every member maps (`MPI_Win_allocate_shared`, and
+//! `MPI_Win_allocate` with every member on the host) the origin does every
+//! operation, locks included, in the mapping itself ([`shared`]).
 //!
 //! # Completion and synchronization
 //! A target answers nothing per operation. Remote completion is a round
