@@ -11,8 +11,10 @@ use gridmpi_engine::ReqId;
 
 const KNOWN_ASSERTS: c_int = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
 
-/// Operations done in their calls between two progress passes.
+/// Operations between two progress passes (see `issue`).
 const RMA_QUIET_CALLS: u32 = 16;
+/// Frames of operations holding this many bytes are sent in the call.
+const RMA_SEND_NOW: u64 = 16 * 1024;
 
 fn check_assert(assert: c_int) -> R<()> {
     if assert & !KNOWN_ASSERTS != 0 {
@@ -67,14 +69,17 @@ fn issue(
                 return Ok(request.map(|_| st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_SELF })));
             }
             let r = f(st, id)?;
-            // Frames go out now, and what came in is applied: a program
-            // that spins on RMA calls (loads and stores included) must let
-            // the operations others aim at it progress. An operation done
-            // in the call (shared memory) has nothing to send, so it
-            // progresses one call in RMA_QUIET_CALLS: often enough for such
-            // a program, and the common case costs no transport poll.
+            // What came in is applied: a program that spins on RMA calls
+            // (loads and stores included) must let the operations others
+            // aim at it progress, so one call in RMA_QUIET_CALLS
+            // progresses: often enough for such a program, and the common
+            // case costs no transport poll. Frames of small operations
+            // wait for that or for the synchronization call, which then
+            // sends them together with its own (a put and its flush in one
+            // write, one wakeup of the target); large ones leave now, so
+            // the transfer overlaps what the program does next.
             st.rma_quiet_calls += 1;
-            if st.rt.engine.has_actions() || st.rma_quiet_calls >= RMA_QUIET_CALLS {
+            if st.rt.engine.queued_bytes() >= RMA_SEND_NOW || st.rma_quiet_calls >= RMA_QUIET_CALLS {
                 st.rma_quiet_calls = 0;
                 st.progress()?;
             }
