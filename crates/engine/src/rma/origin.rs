@@ -197,9 +197,20 @@ fn shared_op(c: &Call, d: &OpDesc, mem: &UserBuf, mutex: &std::sync::atomic::Ato
                     v.into()
                 }
             };
-            let old = super::shared::apply(d, c.op, mem, &data, mutex).map_err(|e| RmaError::new(RmaErrorKind::Op, e))?;
-            if let (Some(old), Some(res)) = (old, c.result) {
-                unsafe { res.write_packed(0, &old) };
+            let failed = |e| RmaError::new(RmaErrorKind::Op, e);
+            match c.result {
+                None => super::shared::apply_into(d, c.op, mem, &data, mutex, None).map_err(failed)?,
+                // The old values straight into a dense result buffer.
+                Some(res) if res.contiguous().is_some() => {
+                    // SAFETY: the caller's result buffer holds `len` dense bytes for the call.
+                    let out = unsafe { std::slice::from_raw_parts_mut(res.contiguous().unwrap(), len as usize) };
+                    super::shared::apply_into(d, c.op, mem, &data, mutex, Some(out)).map_err(failed)?
+                }
+                Some(res) => {
+                    let mut old = vec![0u8; len as usize];
+                    super::shared::apply_into(d, c.op, mem, &data, mutex, Some(&mut old)).map_err(failed)?;
+                    unsafe { res.write_packed(0, &old) };
+                }
             }
         }
     }

@@ -223,20 +223,33 @@ fn locked_rmw(p: *mut u8, b: BasicType, kind: OpKind, op: Op, input: &[u8], comp
 /// module doc); `mutex` is the target's accumulate mutex. Returns the old
 /// bytes (packed) for the kinds that fetch.
 pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mutex: &AtomicU64) -> Result<Option<Vec<u8>>, String> {
+    let fetches = matches!(d.kind, OpKind::GetAccumulate | OpKind::FetchAndOp | OpKind::CompareAndSwap);
+    let mut old = vec![0u8; if fetches { d.packed_len as usize } else { 0 }];
+    apply_into(d, op, mem, data, mutex, fetches.then_some(&mut old[..]))?;
+    Ok(fetches.then_some(old))
+}
+
+/// [`apply`], the old bytes (packed) written to `old` for the kinds that
+/// fetch (`old` holds the piece's length then).
+pub(crate) fn apply_into(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mutex: &AtomicU64, old: Option<&mut [u8]>) -> Result<(), String> {
+    let (at, len) = (d.packed_at, d.packed_len as usize);
+    let keep = |o: Option<Vec<u8>>, old: Option<&mut [u8]>| {
+        if let (Some(o), Some(out)) = (o, old) {
+            out.copy_from_slice(&o);
+        }
+    };
     if d.kind == OpKind::Put {
         // Not an accumulate: no atomicity is promised (a put that races
         // with another access to the same bytes is erroneous).
-        return super::target::apply(d, op, mem, data);
+        return super::target::apply(d, op, mem, data).map(|o| keep(o, old));
     }
-    let (at, len) = (d.packed_at, d.packed_len as usize);
-    let fetches = d.kind != OpKind::Accumulate;
     let dt: &Datatype = mem.datatype();
     let op = op.unwrap_or(Op::Replace);
     let Some(b) = dt.uniform_element().filter(|_| dt.pair().or(dt.uniform_pair()).is_none()) else {
         // Pairs (MINLOC/MAXLOC) and types mixing elements: never a CPU
         // atomic, so always under the mutex.
         let _m = Mutex::lock(mutex);
-        return super::target::apply(d, Some(op), mem, data).map(|old| old.filter(|_| fetches));
+        return super::target::apply(d, Some(op), mem, data).map(|o| keep(o, old));
     };
     let s = b.size();
     if s == 0 || len % s != 0 {
@@ -247,20 +260,35 @@ pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mute
         _ if op == Op::NoOp => (&[][..], &[][..]),
         _ => (data, &[][..]),
     };
-    let mut runs = Vec::new();
-    match mem.contiguous() {
-        Some(p) => runs.push((p.wrapping_add(at as usize), len)),
-        None => {
-            mem.runs(at, len as u64, usize::MAX, &mut runs);
+    // The memory's runs; one (no allocation) when it is contiguous.
+    let mut one = [(std::ptr::null_mut(), 0usize)];
+    let mut many = Vec::new();
+    let runs: &[(*mut u8, usize)] = match mem.contiguous() {
+        Some(p) => {
+            one[0] = (p.wrapping_add(at as usize), len);
+            &one
         }
-    }
+        None => {
+            mem.runs(at, len as u64, usize::MAX, &mut many);
+            &many
+        }
+    };
     let needs_mutex = runs.iter().any(|&(p, l)| (0..l / s).any(|i| !atomic_element(b, p.wrapping_add(i * s))));
     let _m = needs_mutex.then(|| Mutex::lock(mutex));
-    // Old values: for the kinds that fetch; else a scratch element.
-    let mut old = vec![0u8; if fetches { len } else { s }];
-    let mut k = 0;
+    // Where old values go: the caller's, or a scratch element.
+    let mut scratch = [0u8; 64];
+    let mut scratch_big = Vec::new();
+    let (old, fetches) = match old {
+        Some(o) => (o, true),
+        None if s <= 64 => (&mut scratch[..s], false),
+        None => {
+            scratch_big.resize(s, 0);
+            (&mut scratch_big[..], false)
+        }
+    };
     let zero = vec![0u8; if input.is_empty() { s } else { 0 }];
-    for (p, l) in runs {
+    let mut k = 0;
+    for &(p, l) in runs {
         for i in 0..l / s {
             let e = p.wrapping_add(i * s);
             let inp = if input.is_empty() { &zero[..] } else { &input[k..k + s] };
@@ -282,7 +310,7 @@ pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mute
     if k != len {
         return Err(format!("the window's memory covers {k} of the piece's {len} bytes"));
     }
-    Ok(fetches.then_some(old))
+    Ok(())
 }
 
 /// What a flush or unlock of a window in shared memory makes of our
