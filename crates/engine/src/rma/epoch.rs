@@ -67,6 +67,13 @@ impl Window {
         self.lock_all || self.targets.iter().any(|t| t.lock.is_some())
     }
 
+    /// Whether a flush of `rank` would be over at once: ourselves, or
+    /// nothing sent as frames is unanswered.
+    fn quiet(&self, rank: i32) -> bool {
+        let t = &self.targets[rank as usize];
+        rank == self.rank || (t.gate == Gate::Open && !t.dirty && t.gets.is_empty() && t.flush_done == t.flush_asked && t.failures == 0)
+    }
+
     /// Targets other than us that a flush must ask.
     fn others(&self, ranks: impl IntoIterator<Item = i32>) -> Flushing {
         ranks.into_iter().filter(|&r| r != self.rank).map(|r| (r, None)).collect()
@@ -241,8 +248,9 @@ impl Engine {
         Ok((!wait.is_empty()).then(|| self.new_sync(win, SyncWhat::Grants { targets: wait })))
     }
 
-    /// MPI_Win_unlock.
-    pub fn win_unlock(&mut self, win: WinId, rank: i32) -> Result<ReqId, RmaError> {
+    /// MPI_Win_unlock: a request to wait for, or None when it is over
+    /// already (a window in shared memory with nothing in flight).
+    pub fn win_unlock(&mut self, win: WinId, rank: i32) -> Result<Option<ReqId>, RmaError> {
         let w = self.window(win)?;
         w.check_rank(rank)?;
         if w.lock_all {
@@ -251,17 +259,32 @@ impl Engine {
         if w.targets[rank as usize].lock.is_none() {
             return Err(sync_err(format!("rank {rank}'s window is not locked by this process")));
         }
-        Ok(self.new_sync(win, SyncWhat::Unlock { targets: vec![(rank, None)], all: false }))
+        let quiet = w.shared.is_some() && w.quiet(rank);
+        let mut s = SyncCall { req: ReqId(0), win: win.0, what: SyncWhat::Unlock { targets: vec![(rank, None)], all: false } };
+        if quiet {
+            // Nothing to wait for: publish and release now.
+            let done = self.advance_sync(&mut s);
+            debug_assert!(matches!(done, Some(Ok(()))), "a quiet unlock is over at once");
+            return Ok(None);
+        }
+        Ok(Some(self.new_sync(win, s.what)))
     }
 
-    /// MPI_Win_unlock_all.
-    pub fn win_unlock_all(&mut self, win: WinId) -> Result<ReqId, RmaError> {
+    /// MPI_Win_unlock_all (as [`Engine::win_unlock`]).
+    pub fn win_unlock_all(&mut self, win: WinId) -> Result<Option<ReqId>, RmaError> {
         let w = self.window(win)?;
         if !w.lock_all {
             return Err(sync_err("MPI_Win_lock_all was not called on this window"));
         }
+        let quiet = w.shared.is_some() && (0..w.size()).all(|r| w.quiet(r));
         let targets = (0..w.size()).map(|r| (r, None)).collect();
-        Ok(self.new_sync(win, SyncWhat::Unlock { targets, all: true }))
+        let mut s = SyncCall { req: ReqId(0), win: win.0, what: SyncWhat::Unlock { targets, all: true } };
+        if quiet {
+            let done = self.advance_sync(&mut s);
+            debug_assert!(matches!(done, Some(Ok(()))), "a quiet unlock is over at once");
+            return Ok(None);
+        }
+        Ok(Some(self.new_sync(win, s.what)))
     }
 
     /// MPI_Win_flush(_local) of `rank`, or of every member (`None`): a
@@ -284,11 +307,7 @@ impl Engine {
                 (0..w.size()).filter(|&r| w.passive_to(r)).collect()
             }
         };
-        let quiet = |r: i32| {
-            let t = &w.targets[r as usize];
-            r == w.rank || (t.gate == Gate::Open && !t.dirty && t.gets.is_empty() && t.flush_done == t.flush_asked && t.failures == 0)
-        };
-        if ranks.iter().all(|&r| quiet(r)) {
+        if ranks.iter().all(|&r| w.quiet(r)) {
             if w.shared.is_some() {
                 super::shared::publish();
             }

@@ -462,7 +462,7 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         if rank == MPI_PROC_NULL {
             return Ok(None);
         }
-        st.rt.engine.win_unlock(id, rank).map(Some).map_err(rma_err)
+        st.rt.engine.win_unlock(id, rank).map_err(rma_err)
     })
 }
 
@@ -476,7 +476,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
-    sync("MPI_Win_unlock_all", win, |st, id| st.rt.engine.win_unlock_all(id).map(Some).map_err(rma_err))
+    sync("MPI_Win_unlock_all", win, |st, id| st.rt.engine.win_unlock_all(id).map_err(rma_err))
 }
 
 fn flush(name: &'static str, win: MPI_Win, rank: Option<c_int>, local: bool) -> c_int {
