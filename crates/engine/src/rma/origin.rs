@@ -2,6 +2,7 @@
 //! bounds, then doing it here (our own window, or shared memory) or
 //! cutting it into frames for the target.
 
+use super::shared::Items;
 use super::target::apply;
 use super::window::{Gate, Window};
 use super::{buf_at, Op, RmaError, RmaErrorKind, TargetSpec, WinId};
@@ -140,8 +141,8 @@ impl Engine {
             // now, in the target's memory (see shared.rs), once the epoch
             // lets it (our own window: always, as below).
             if t.rank == me || gate == Gate::Open {
-                let mem = buf_at(base + offset, t.count, &t.dt);
-                shared_op(&c, &desc, &mem, ctl.acc_mutex(t.rank as usize))?;
+                let mem = Items { addr: base + offset, count: t.count, dt: &t.dt };
+                shared_op(&c, &desc, mem, ctl.acc_mutex(t.rank as usize))?;
                 return Ok(done(self));
             }
             return Ok(self.rma_send(win, &c, desc));
@@ -167,21 +168,33 @@ impl Engine {
         }
         Ok(self.rma_send(win, &c, desc))
     }
-
 }
 
 /// An operation on a window in shared memory (`mem`: the target's items,
 /// mapped here), done now by this process.
-fn shared_op(c: &Call, d: &OpDesc, mem: &UserBuf, mutex: &std::sync::atomic::AtomicU64) -> Result<(), RmaError> {
+fn shared_op(c: &Call, d: &OpDesc, mem: Items, mutex: &std::sync::atomic::AtomicU64) -> Result<(), RmaError> {
     // SAFETY (the copies): the window memory was checked to hold the items;
     // the caller's buffers are valid in the call. They cannot overlap in a
     // correct program (that would be a conflicting access).
+    let len = d.packed_len as usize;
     match c.kind {
         OpKind::Put => {
-            unsafe { mem.copy_from(c.origin.expect("a put has data")) };
+            let origin = c.origin.expect("a put has data");
+            match (mem.dense(), origin.contiguous()) {
+                (Some(to), Some(from)) => unsafe { std::ptr::copy_nonoverlapping(from, to, len) },
+                _ => {
+                    unsafe { mem.buf().copy_from(origin) };
+                }
+            }
         }
         OpKind::Get => {
-            unsafe { c.result.expect("a get has a result buffer").copy_from(mem) };
+            let result = c.result.expect("a get has a result buffer");
+            match (mem.dense(), result.contiguous()) {
+                (Some(from), Some(to)) => unsafe { std::ptr::copy_nonoverlapping(from, to, len) },
+                _ => {
+                    unsafe { result.copy_from(&mem.buf()) };
+                }
+            }
         }
         _ => {
             let len = d.packed_len;

@@ -27,6 +27,7 @@ use super::Op;
 use gridmpi_datatype::{BasicType, Datatype, TypeClass, UserBuf};
 use gridmpi_wire::rma::{OpDesc, OpKind};
 use std::sync::atomic::{fence, AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 /// The control words of a window whose members all map its memory.
 pub trait SharedCtl: Send + Sync {
@@ -222,16 +223,38 @@ fn locked_rmw(p: *mut u8, b: BasicType, kind: OpKind, op: Op, input: &[u8], comp
 /// items of a window in shared memory, element-wise atomically (see the
 /// module doc); `mutex` is the target's accumulate mutex. Returns the old
 /// bytes (packed) for the kinds that fetch.
-pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mutex: &AtomicU64) -> Result<Option<Vec<u8>>, String> {
+pub(crate) fn apply(d: &OpDesc, op: Option<Op>, mem: Items, data: &[u8], mutex: &AtomicU64) -> Result<Option<Vec<u8>>, String> {
     let fetches = matches!(d.kind, OpKind::GetAccumulate | OpKind::FetchAndOp | OpKind::CompareAndSwap);
     let mut old = vec![0u8; if fetches { d.packed_len as usize } else { 0 }];
     apply_into(d, op, mem, data, mutex, fetches.then_some(&mut old[..]))?;
     Ok(fetches.then_some(old))
 }
 
+/// `count` items of `dt` at `addr` (window memory, checked to hold them).
+#[derive(Clone, Copy)]
+pub(crate) struct Items<'a> {
+    pub(crate) addr: u64,
+    pub(crate) count: u64,
+    pub(crate) dt: &'a Arc<Datatype>,
+}
+
+impl Items<'_> {
+    /// The items as a buffer (for what needs one: copies of non-contiguous
+    /// data, pairs).
+    pub(crate) fn buf(&self) -> UserBuf {
+        super::buf_at(self.addr, self.count, self.dt)
+    }
+
+    /// Where the data starts, when it is one dense run of any count of a
+    /// contiguous type.
+    pub(crate) fn dense(&self) -> Option<*mut u8> {
+        self.dt.is_contiguous().then(|| (self.addr as usize as *mut u8).wrapping_offset(self.dt.true_lb() as isize))
+    }
+}
+
 /// [`apply`], the old bytes (packed) written to `old` for the kinds that
 /// fetch (`old` holds the piece's length then).
-pub(crate) fn apply_into(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8], mutex: &AtomicU64, old: Option<&mut [u8]>) -> Result<(), String> {
+pub(crate) fn apply_into(d: &OpDesc, op: Option<Op>, mem: Items, data: &[u8], mutex: &AtomicU64, old: Option<&mut [u8]>) -> Result<(), String> {
     let (at, len) = (d.packed_at, d.packed_len as usize);
     let keep = |o: Option<Vec<u8>>, old: Option<&mut [u8]>| {
         if let (Some(o), Some(out)) = (o, old) {
@@ -241,15 +264,15 @@ pub(crate) fn apply_into(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8],
     if d.kind == OpKind::Put {
         // Not an accumulate: no atomicity is promised (a put that races
         // with another access to the same bytes is erroneous).
-        return super::target::apply(d, op, mem, data).map(|o| keep(o, old));
+        return super::target::apply(d, op, &mem.buf(), data).map(|o| keep(o, old));
     }
-    let dt: &Datatype = mem.datatype();
+    let dt: &Datatype = mem.dt;
     let op = op.unwrap_or(Op::Replace);
     let Some(b) = dt.uniform_element().filter(|_| dt.pair().or(dt.uniform_pair()).is_none()) else {
         // Pairs (MINLOC/MAXLOC) and types mixing elements: never a CPU
         // atomic, so always under the mutex.
         let _m = Mutex::lock(mutex);
-        return super::target::apply(d, Some(op), mem, data).map(|o| keep(o, old));
+        return super::target::apply(d, Some(op), &mem.buf(), data).map(|o| keep(o, old));
     };
     let s = b.size();
     if s == 0 || len % s != 0 {
@@ -263,13 +286,13 @@ pub(crate) fn apply_into(d: &OpDesc, op: Option<Op>, mem: &UserBuf, data: &[u8],
     // The memory's runs; one (no allocation) when it is contiguous.
     let mut one = [(std::ptr::null_mut(), 0usize)];
     let mut many = Vec::new();
-    let runs: &[(*mut u8, usize)] = match mem.contiguous() {
+    let runs: &[(*mut u8, usize)] = match mem.dense() {
         Some(p) => {
             one[0] = (p.wrapping_add(at as usize), len);
             &one
         }
         None => {
-            mem.runs(at, len as u64, usize::MAX, &mut many);
+            mem.buf().runs(at, len as u64, usize::MAX, &mut many);
             &many
         }
     };
@@ -353,16 +376,16 @@ mod tests {
                         let mut olds = Vec::with_capacity(ITERS);
                         for _ in 0..ITERS {
                             // SAFETY (every buffer): within `mem`, alive for the scope.
-                            let m = unsafe { UserBuf::new(base as *mut u8, 1, long.clone()) };
-                            let old = apply(&desc(OpKind::FetchAndOp, Op::Sum, 1, 8), Some(Op::Sum), &m, &1i64.to_ne_bytes(), &mutex).unwrap().unwrap();
+                            let m = Items { addr: (base) as u64, count: 1, dt: &long };
+                            let old = apply(&desc(OpKind::FetchAndOp, Op::Sum, 1, 8), Some(Op::Sum), m, &1i64.to_ne_bytes(), &mutex).unwrap().unwrap();
                             olds.push(i64::from_ne_bytes(old.try_into().unwrap()));
-                            let m = unsafe { UserBuf::new((base + 8) as *mut u8, 1, dbl.clone()) };
-                            apply(&desc(OpKind::Accumulate, Op::Sum, 1, 8), Some(Op::Sum), &m, &0.5f64.to_ne_bytes(), &mutex).unwrap();
-                            let m = unsafe { UserBuf::new((base + 17) as *mut u8, 2, int.clone()) };
+                            let m = Items { addr: (base + 8) as u64, count: 1, dt: &dbl };
+                            apply(&desc(OpKind::Accumulate, Op::Sum, 1, 8), Some(Op::Sum), m, &0.5f64.to_ne_bytes(), &mutex).unwrap();
+                            let m = Items { addr: (base + 17) as u64, count: 2, dt: &int };
                             let two: Vec<u8> = [3i32, -1].iter().flat_map(|v| v.to_ne_bytes()).collect();
-                            apply(&desc(OpKind::Accumulate, Op::Sum, 2, 8), Some(Op::Sum), &m, &two, &mutex).unwrap();
-                            let m = unsafe { UserBuf::new((base + 32) as *mut u8, 1, byte.clone()) };
-                            apply(&desc(OpKind::Accumulate, Op::Max, 1, 1), Some(Op::Max), &m, &[(olds.len() % 200) as u8], &mutex).unwrap();
+                            apply(&desc(OpKind::Accumulate, Op::Sum, 2, 8), Some(Op::Sum), m, &two, &mutex).unwrap();
+                            let m = Items { addr: (base + 32) as u64, count: 1, dt: &byte };
+                            apply(&desc(OpKind::Accumulate, Op::Max, 1, 1), Some(Op::Max), m, &[(olds.len() % 200) as u8], &mutex).unwrap();
                         }
                         olds
                     })
@@ -390,14 +413,14 @@ mod tests {
         let cell = AtomicU64::new(5);
         let mutex = AtomicU64::new(0);
         let long = Arc::new(Datatype::basic(BasicType::Long));
-        let m = unsafe { UserBuf::new(cell.as_ptr() as *mut u8, 1, long) };
+        let m = Items { addr: cell.as_ptr() as u64, count: 1, dt: &long };
         let d = desc(OpKind::CompareAndSwap, Op::Replace, 1, 8);
         let d = OpDesc { op: None, ..d };
         let data: Vec<u8> = [9i64, 4].iter().flat_map(|v| v.to_ne_bytes()).collect();
-        assert_eq!(apply(&d, None, &m, &data, &mutex).unwrap().unwrap(), 5i64.to_ne_bytes());
+        assert_eq!(apply(&d, None, m, &data, &mutex).unwrap().unwrap(), 5i64.to_ne_bytes());
         assert_eq!(cell.load(Ordering::Relaxed), 5);
         let data: Vec<u8> = [9i64, 5].iter().flat_map(|v| v.to_ne_bytes()).collect();
-        assert_eq!(apply(&d, None, &m, &data, &mutex).unwrap().unwrap(), 5i64.to_ne_bytes());
+        assert_eq!(apply(&d, None, m, &data, &mutex).unwrap().unwrap(), 5i64.to_ne_bytes());
         assert_eq!(cell.load(Ordering::Relaxed), 9);
     }
 

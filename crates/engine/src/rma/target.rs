@@ -133,7 +133,7 @@ impl Engine {
             }
             _ => {
                 let old = match &shared {
-                    Some((ctl, me)) => super::shared::apply(&d, op, &mem, data, ctl.acc_mutex(*me)),
+                    Some((ctl, me)) => super::shared::apply(&d, op, super::shared::Items { addr, count: d.count, dt: &dt }, data, ctl.acc_mutex(*me)),
                     None => apply(&d, op, &mem, data),
                 }
                 .map_err(err)?;
