@@ -168,6 +168,11 @@ impl Engine {
         !self.actions.is_empty()
     }
 
+    /// Payload bytes of the frames waiting in the action queue.
+    pub fn queued_bytes(&self) -> u64 {
+        self.actions.iter().map(|a| if let Action::Transmit(t) = a { t.payload.len() } else { 0 }).sum()
+    }
+
     /// Queue a frame, piggybacking the eager credit we owe the peer.
     pub(crate) fn transmit(&mut self, peer: Pid, mut h: Header, payload: Payload, notify: Option<ReqId>) {
         h.credit = self.peers[peer as usize].credit.take_owed();

@@ -123,9 +123,10 @@ impl Engine {
     /// How long the driver may sleep before it must report unsent bytes
     /// again: nothing wakes a process when a socket's queue drains, so while
     /// the engine waits on one the driver looks again every millisecond
-    /// (epoll's resolution).
+    /// (epoll's resolution); so it does while an RMA call waits for a lock
+    /// word in shared memory, which no transport reports on.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.watching_unsent().then_some(Duration::from_millis(1))
+        (self.watching_unsent() || self.rma_polls_shared()).then_some(Duration::from_millis(1))
     }
 }
 

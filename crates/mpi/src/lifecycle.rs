@@ -169,6 +169,7 @@ fn start() -> R<()> {
         bsend_inflight: Vec::new(),
         flushes: Vec::new(),
         pairs: Vec::new(),
+        rma_quiet_calls: 0,
         pending_idups: Vec::new(),
         attr_storage: Box::new([0; 8]),
         coll_selector: crate::shell::coll_select::build_selector(&config),

@@ -512,7 +512,7 @@ pub enum WinMemory {
     /// MPI_Win_allocate: from the heap.
     Heap { ptr: *mut u8, layout: std::alloc::Layout },
     /// MPI_Win_allocate_shared: one mapping shared by the members.
-    Shared(gridmpi_transport::sys::SharedMap),
+    Shared(std::sync::Arc<gridmpi_transport::sys::SharedMap>),
 }
 
 impl Drop for WinMemory {

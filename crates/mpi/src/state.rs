@@ -96,6 +96,9 @@ pub struct State {
     pub flushes: Vec<(ReqId, BufOwner)>,
     /// MPI_Isendrecv requests.
     pub pairs: Vec<crate::shell::p2p::PairOp>,
+    /// One-sided operations done in their calls (shared memory) since the
+    /// last progress (see shell/rma.rs: `issue`).
+    pub rma_quiet_calls: u32,
     /// MPI_Comm_idup calls waiting for their context id.
     pub pending_idups: Vec<crate::shell::comm::PendingIdup>,
     /// Storage the predefined attributes point to (MPI_TAG_UB, ...).

@@ -91,7 +91,21 @@ impl OpDesc {
 
     /// The payload: descriptor, `typemap`, `data`.
     pub fn encode(&self, typemap: &[u8], data: &[u8]) -> Vec<u8> {
-        let mut v = Vec::with_capacity(OP_DESC_LEN + typemap.len() + data.len());
+        self.encode_with(typemap, data.len(), |out| out.copy_from_slice(data))
+    }
+
+    /// The payload of `data_len` data bytes that `fill` writes in place:
+    /// one buffer, so a large put's data is copied once out of user memory.
+    pub fn encode_with(&self, typemap: &[u8], data_len: usize, fill: impl FnOnce(&mut [u8])) -> Vec<u8> {
+        let mut v = Vec::with_capacity(OP_DESC_LEN + typemap.len() + data_len);
+        self.encode_head(&mut v, typemap);
+        let at = v.len();
+        v.resize(at + data_len, 0);
+        fill(&mut v[at..]);
+        v
+    }
+
+    fn encode_head(&self, v: &mut Vec<u8>, typemap: &[u8]) {
         v.push(self.kind as u8);
         v.push(self.op.unwrap_or(NO_REDUCTION));
         v.extend_from_slice(&[0, 0]);
@@ -100,8 +114,6 @@ impl OpDesc {
             v.extend_from_slice(&x.to_le_bytes());
         }
         v.extend_from_slice(typemap);
-        v.extend_from_slice(data);
-        v
     }
 
     /// Split and check a payload: the descriptor, the type bytes, the data.

@@ -10,6 +10,7 @@
 //! target then runs a barrier among the members.
 
 use super::lock::LockKind;
+use super::shared::SharedCtl;
 use super::window::{Gate, Window};
 use super::{RmaError, RmaErrorKind, WinId};
 use crate::request::{ReqId, Status};
@@ -44,6 +45,15 @@ pub(crate) struct SyncCall {
     pub(crate) what: SyncWhat,
 }
 
+/// Try to take `kind` of lock at `rank`'s lock word in shared memory.
+fn try_lock_shm(ctl: &dyn SharedCtl, rank: i32, kind: LockKind, waiting: &mut bool) -> bool {
+    let word = ctl.lock_word(rank as usize);
+    match kind {
+        LockKind::Shared => super::shared::try_lock_shared(word),
+        LockKind::Exclusive => super::shared::try_lock_exclusive(word, waiting),
+    }
+}
+
 fn sync_err(msg: impl Into<String>) -> RmaError {
     RmaError::new(RmaErrorKind::Sync, msg)
 }
@@ -55,6 +65,13 @@ impl Window {
 
     fn any_lock(&self) -> bool {
         self.lock_all || self.targets.iter().any(|t| t.lock.is_some())
+    }
+
+    /// Whether a flush of `rank` would be over at once: ourselves, or
+    /// nothing sent as frames is unanswered.
+    fn quiet(&self, rank: i32) -> bool {
+        let t = &self.targets[rank as usize];
+        rank == self.rank || (t.gate == Gate::Open && !t.dirty && t.gets.is_empty() && t.flush_done == t.flush_asked && t.failures == 0)
     }
 
     /// Targets other than us that a flush must ask.
@@ -179,6 +196,13 @@ impl Engine {
             t.gate = Gate::Open;
             return false;
         }
+        if let Some(ctl) = w.shared.as_deref() {
+            // Every locker is on this host: the target's lock word decides
+            // (its own process included), and we wait until we hold it.
+            let got = try_lock_shm(ctl, rank, kind, &mut t.shm_waiting);
+            t.gate = if got { Gate::Open } else { Gate::AwaitGrant };
+            return !got;
+        }
         if rank == me {
             let granted = w.locks.request(me, kind);
             w.targets[me as usize].gate = if granted { Gate::Open } else { Gate::AwaitGrant };
@@ -224,8 +248,9 @@ impl Engine {
         Ok((!wait.is_empty()).then(|| self.new_sync(win, SyncWhat::Grants { targets: wait })))
     }
 
-    /// MPI_Win_unlock.
-    pub fn win_unlock(&mut self, win: WinId, rank: i32) -> Result<ReqId, RmaError> {
+    /// MPI_Win_unlock: a request to wait for, or None when it is over
+    /// already (a window in shared memory with nothing in flight).
+    pub fn win_unlock(&mut self, win: WinId, rank: i32) -> Result<Option<ReqId>, RmaError> {
         let w = self.window(win)?;
         w.check_rank(rank)?;
         if w.lock_all {
@@ -234,21 +259,38 @@ impl Engine {
         if w.targets[rank as usize].lock.is_none() {
             return Err(sync_err(format!("rank {rank}'s window is not locked by this process")));
         }
-        Ok(self.new_sync(win, SyncWhat::Unlock { targets: vec![(rank, None)], all: false }))
+        let quiet = w.shared.is_some() && w.quiet(rank);
+        let mut s = SyncCall { req: ReqId(0), win: win.0, what: SyncWhat::Unlock { targets: vec![(rank, None)], all: false } };
+        if quiet {
+            // Nothing to wait for: publish and release now.
+            let done = self.advance_sync(&mut s);
+            debug_assert!(matches!(done, Some(Ok(()))), "a quiet unlock is over at once");
+            return Ok(None);
+        }
+        Ok(Some(self.new_sync(win, s.what)))
     }
 
-    /// MPI_Win_unlock_all.
-    pub fn win_unlock_all(&mut self, win: WinId) -> Result<ReqId, RmaError> {
+    /// MPI_Win_unlock_all (as [`Engine::win_unlock`]).
+    pub fn win_unlock_all(&mut self, win: WinId) -> Result<Option<ReqId>, RmaError> {
         let w = self.window(win)?;
         if !w.lock_all {
             return Err(sync_err("MPI_Win_lock_all was not called on this window"));
         }
+        let quiet = w.shared.is_some() && (0..w.size()).all(|r| w.quiet(r));
         let targets = (0..w.size()).map(|r| (r, None)).collect();
-        Ok(self.new_sync(win, SyncWhat::Unlock { targets, all: true }))
+        let mut s = SyncCall { req: ReqId(0), win: win.0, what: SyncWhat::Unlock { targets, all: true } };
+        if quiet {
+            let done = self.advance_sync(&mut s);
+            debug_assert!(matches!(done, Some(Ok(()))), "a quiet unlock is over at once");
+            return Ok(None);
+        }
+        Ok(Some(self.new_sync(win, s.what)))
     }
 
-    /// MPI_Win_flush(_local) of `rank`, or of every member (`None`).
-    pub fn win_flush(&mut self, win: WinId, rank: Option<i32>, local: bool) -> Result<ReqId, RmaError> {
+    /// MPI_Win_flush(_local) of `rank`, or of every member (`None`): a
+    /// request to wait for, or None when it is over already (nothing went
+    /// as frames since the last flush: loads and stores, or nothing).
+    pub fn win_flush(&mut self, win: WinId, rank: Option<i32>, local: bool) -> Result<Option<ReqId>, RmaError> {
         let w = self.window(win)?;
         let ranks: Vec<i32> = match rank {
             Some(r) => {
@@ -265,8 +307,14 @@ impl Engine {
                 (0..w.size()).filter(|&r| w.passive_to(r)).collect()
             }
         };
+        if ranks.iter().all(|&r| w.quiet(r)) {
+            if w.shared.is_some() {
+                super::shared::publish();
+            }
+            return Ok(None);
+        }
         let targets = w.others(ranks);
-        Ok(self.new_sync(win, SyncWhat::Flush { targets, local }))
+        Ok(Some(self.new_sync(win, SyncWhat::Flush { targets, local })))
     }
 
     /// MPI_Win_free, first half: the epochs must be closed; the members
@@ -286,7 +334,17 @@ impl Engine {
 
     /// MPI_Win_free, second half: forget the window.
     pub fn win_drop(&mut self, win: WinId) {
-        self.rma.windows.remove(&win.0);
+        if let Some(w) = self.rma.windows.remove(&win.0) {
+            self.rma.gets_out -= w.targets.iter().map(|t| t.gets.len()).sum::<usize>();
+        }
+    }
+
+    /// Whether a call waits for a lock word in shared memory, which no
+    /// transport reports on: the driver must not sleep long meanwhile.
+    pub(crate) fn rma_polls_shared(&self) -> bool {
+        self.rma.syncs.iter().any(|s| {
+            matches!(s.what, SyncWhat::Grants { .. }) && self.rma.windows.get(&s.win).is_some_and(|w| w.shared.is_some())
+        })
     }
 
     fn win_barrier(&mut self, win: WinId) -> ReqId {
@@ -302,6 +360,12 @@ impl Engine {
     /// is answered and every get has landed.
     fn advance_flush(&mut self, win: u32, targets: &mut Flushing, local: bool, then: Option<RmaSync>) -> bool {
         let mut done = true;
+        let shm = self.rma.windows.get(&win).is_some_and(|w| w.shared.is_some());
+        if shm {
+            // Our stores into the others' memory come before anything the
+            // flush sends (Complete, a fence's barrier) or its return.
+            super::shared::publish();
+        }
         for (r, asked) in targets.iter_mut() {
             let w = self.rma.windows.get_mut(&win).expect("a live window");
             if *r == w.rank {
@@ -316,20 +380,23 @@ impl Engine {
             }
             if asked.is_none() && !local {
                 // Unlock and complete always speak to the target; a flush
-                // only when something was sent since the last one.
-                let needed = then.is_some() || t.dirty;
+                // only when something was sent since the last one. On a
+                // window in shared memory the lock is not the target's
+                // engine's, and our loads and stores need no answer: only
+                // operations that went as frames do.
+                let needed = (then.is_some() && !shm) || t.dirty;
                 t.dirty = false;
                 if needed {
                     t.flush_asked += 1;
                     let seq = t.flush_asked;
-                    let sync = if then == Some(RmaSync::Unlock) && t.lock.is_some_and(|l| l.1) { RmaSync::Unlock } else { RmaSync::Flush };
+                    let unlock = then == Some(RmaSync::Unlock) && t.lock.is_some_and(|l| l.1) && !shm;
                     *asked = Some(seq);
-                    self.rma_sync_send(pid, ctx, sync, seq, 0);
-                    if then == Some(RmaSync::Complete) {
-                        self.rma_sync_send(pid, ctx, RmaSync::Complete, 0, 0);
-                    }
+                    self.rma_sync_send(pid, ctx, if unlock { RmaSync::Unlock } else { RmaSync::Flush }, seq, 0);
                 } else {
                     *asked = Some(t.flush_asked);
+                }
+                if then == Some(RmaSync::Complete) {
+                    self.rma_sync_send(pid, ctx, RmaSync::Complete, 0, 0);
                 }
             }
             let w = &self.rma.windows[&win];
@@ -357,7 +424,7 @@ impl Engine {
     /// Advance the pending synchronization calls and request-based
     /// operations. Returns whether anything completed.
     pub fn progress_rma(&mut self) -> bool {
-        if self.rma.syncs.is_empty() && self.rma.linked.is_empty() && !self.rma.windows.values().any(|w| w.targets.iter().any(|t| !t.gets.is_empty())) {
+        if self.rma.syncs.is_empty() && self.rma.linked.is_empty() && self.rma.gets_out == 0 {
             return false;
         }
         let mut any = false;
@@ -400,6 +467,7 @@ impl Engine {
                     let complete = self.reqs.get(g.0).is_some_and(|q| q.done);
                     if complete && !self.rma.linked.iter().any(|&(inner, _)| inner == g) {
                         landed.push(g);
+                        self.rma.gets_out -= 1;
                         return false;
                     }
                     true
@@ -437,10 +505,18 @@ impl Engine {
                     ranks = (0..w.size()).collect();
                     w.lock_all = false;
                 }
+                let shared = w.shared.clone();
+                if shared.is_some() {
+                    super::shared::publish();
+                }
                 for &r in &ranks {
                     let t = &mut w.targets[r as usize];
-                    if r == me && t.lock.is_some_and(|l| l.1) {
-                        release_self = true;
+                    match (&shared, t.lock) {
+                        // Our stores are published: let the next locker in.
+                        (Some(ctl), Some((LockKind::Shared, true))) => super::shared::unlock_shared(ctl.lock_word(r as usize)),
+                        (Some(ctl), Some((LockKind::Exclusive, true))) => super::shared::unlock_exclusive(ctl.lock_word(r as usize)),
+                        (None, Some((_, true))) if r == me => release_self = true,
+                        _ => {}
                     }
                     t.lock = None;
                     t.gate = Gate::Open;
@@ -482,7 +558,19 @@ impl Engine {
                 Self::try_end_exposure(w, origins).then_some(Ok(()))
             }
             SyncWhat::Grants { targets } => {
-                let w = &self.rma.windows[&win];
+                let w = self.rma.windows.get_mut(&win).expect("a live window");
+                if let Some(ctl) = w.shared.as_deref() {
+                    // Lock words in shared memory: try again.
+                    for &r in targets.iter() {
+                        let t = &mut w.targets[r as usize];
+                        if t.gate == Gate::AwaitGrant {
+                            let kind = t.lock.expect("a lock was asked for").0;
+                            if try_lock_shm(ctl, r, kind, &mut t.shm_waiting) {
+                                t.gate = Gate::Open;
+                            }
+                        }
+                    }
+                }
                 targets.iter().all(|&r| w.targets[r as usize].gate == Gate::Open).then_some(Ok(()))
             }
             SyncWhat::Free { barrier } => {

@@ -19,8 +19,9 @@
 //! they are complete at the origin when issued.
 //!
 //! Operations to the calling process itself are applied in the call; on a
-//! window of shared memory (`MPI_Win_allocate_shared`) puts and gets to
-//! any member are loads and stores into the mapping.
+//! window every member maps (`MPI_Win_allocate_shared`, and
+//! `MPI_Win_allocate` with every member on the host) the origin does every
+//! operation, locks included, in the mapping itself ([`shared`]).
 //!
 //! # Completion and synchronization
 //! A target answers nothing per operation. Remote completion is a round
@@ -49,6 +50,7 @@
 pub(crate) mod epoch;
 pub(crate) mod lock;
 pub(crate) mod origin;
+pub mod shared;
 pub(crate) mod target;
 pub(crate) mod window;
 
@@ -61,11 +63,13 @@ use crate::Engine;
 use gridmpi_datatype::{Datatype, UserBuf};
 use gridmpi_wire::{Frame, Header, Pid};
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::fmt;
 use std::sync::Arc;
 
 pub use gridmpi_reduce::Op;
 pub use lock::LockKind;
+pub use shared::{LocalCtl, SharedCtl};
 pub use window::{Flavor, MemberInfo, Region, WinConfig};
 
 /// A window, named by its context id.
@@ -127,7 +131,7 @@ pub struct TargetSpec {
 /// wait (see [`epoch`]).
 #[derive(Default)]
 pub(crate) struct Rma {
-    pub(crate) windows: HashMap<u32, window::Window>,
+    pub(crate) windows: HashMap<u32, window::Window, BuildHasherDefault<CtxHasher>>,
     /// Pending synchronization calls.
     pub(crate) syncs: Vec<epoch::SyncCall>,
     /// Request-based operations: the user's request completes when the
@@ -137,6 +141,28 @@ pub(crate) struct Rma {
     pub(crate) errors: HashMap<ReqId, RmaError>,
     /// Target datatypes already decoded, by their encoding.
     pub(crate) types: HashMap<Vec<u8>, Arc<Datatype>>,
+    /// Receives of data coming back, over every window's targets (lets
+    /// progress skip the scan when there are none).
+    pub(crate) gets_out: usize,
+}
+
+/// Hashes a window's context id: every RMA call looks its window up, and
+/// ids are small integers the members agreed, not input to defend from.
+#[derive(Default)]
+pub(crate) struct CtxHasher(u64);
+
+impl std::hash::Hasher for CtxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 /// Decoded target datatypes kept for reuse (the cache is emptied when full).

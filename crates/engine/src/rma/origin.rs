@@ -2,6 +2,7 @@
 //! bounds, then doing it here (our own window, or shared memory) or
 //! cutting it into frames for the target.
 
+use super::shared::Items;
 use super::target::apply;
 use super::window::{Gate, Window};
 use super::{buf_at, Op, RmaError, RmaErrorKind, TargetSpec, WinId};
@@ -135,6 +136,17 @@ impl Engine {
         }
         let (me, direct, gate) = (w.rank, w.members[t.rank as usize].direct, w.targets[t.rank as usize].gate);
         let desc = OpDesc { kind: c.kind, op: c.op.map(op_index), count: t.count, packed_at: 0, packed_len: len };
+        if let (Some(ctl), Some(base)) = (w.shared.as_deref(), direct) {
+            // Every member's memory is mapped here: the operation is done
+            // now, in the target's memory (see shared.rs), once the epoch
+            // lets it (our own window: always, as below).
+            if t.rank == me || gate == Gate::Open {
+                let mem = Items { addr: base + offset, count: t.count, dt: &t.dt };
+                shared_op(&c, &desc, mem, ctl.acc_mutex(t.rank as usize))?;
+                return Ok(done(self));
+            }
+            return Ok(self.rma_send(win, &c, desc));
+        }
         if t.rank == me {
             let addr = w.local_address(offset, t.count, &t.dt).ok_or_else(|| {
                 RmaError::new(RmaErrorKind::Range, format!("address {offset:#x} with {} item(s) is outside the memory attached to this window", t.count))
@@ -156,7 +168,69 @@ impl Engine {
         }
         Ok(self.rma_send(win, &c, desc))
     }
+}
 
+/// An operation on a window in shared memory (`mem`: the target's items,
+/// mapped here), done now by this process.
+fn shared_op(c: &Call, d: &OpDesc, mem: Items, mutex: &std::sync::atomic::AtomicU64) -> Result<(), RmaError> {
+    // SAFETY (the copies): the window memory was checked to hold the items;
+    // the caller's buffers are valid in the call. They cannot overlap in a
+    // correct program (that would be a conflicting access).
+    let len = d.packed_len as usize;
+    match c.kind {
+        OpKind::Put => {
+            let origin = c.origin.expect("a put has data");
+            match (mem.dense(), origin.contiguous()) {
+                (Some(to), Some(from)) => unsafe { std::ptr::copy_nonoverlapping(from, to, len) },
+                _ => {
+                    unsafe { mem.buf().copy_from(origin) };
+                }
+            }
+        }
+        OpKind::Get => {
+            let result = c.result.expect("a get has a result buffer");
+            match (mem.dense(), result.contiguous()) {
+                (Some(from), Some(to)) => unsafe { std::ptr::copy_nonoverlapping(from, to, len) },
+                _ => {
+                    unsafe { result.copy_from(&mem.buf()) };
+                }
+            }
+        }
+        _ => {
+            let len = d.packed_len;
+            let contiguous = c.origin.and_then(|o| o.contiguous());
+            let data: std::borrow::Cow<[u8]> = match (contiguous, c.compare) {
+                // SAFETY: the caller's buffer holds `len` dense bytes for the call.
+                (Some(p), None) => unsafe { std::slice::from_raw_parts(p, len as usize) }.into(),
+                _ => {
+                    let mut v = c.origin.map(|o| packed(o, 0, len)).unwrap_or_default();
+                    if let Some(cmp) = c.compare {
+                        v.extend_from_slice(&packed(cmp, 0, len));
+                    }
+                    v.into()
+                }
+            };
+            let failed = |e| RmaError::new(RmaErrorKind::Op, e);
+            match c.result {
+                None => super::shared::apply_into(d, c.op, mem, &data, mutex, None).map_err(failed)?,
+                // The old values straight into a dense result buffer.
+                Some(res) if res.contiguous().is_some() => {
+                    // SAFETY: the caller's result buffer holds `len` dense bytes for the call.
+                    let out = unsafe { std::slice::from_raw_parts_mut(res.contiguous().unwrap(), len as usize) };
+                    super::shared::apply_into(d, c.op, mem, &data, mutex, Some(out)).map_err(failed)?
+                }
+                Some(res) => {
+                    let mut old = vec![0u8; len as usize];
+                    super::shared::apply_into(d, c.op, mem, &data, mutex, Some(&mut old)).map_err(failed)?;
+                    unsafe { res.write_packed(0, &old) };
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Engine {
     /// An operation on our own window (`mem`), done now.
     fn rma_here(&mut self, c: &Call, d: &OpDesc, mem: &UserBuf) -> Result<(), RmaError> {
         let len = d.packed_len;
@@ -192,13 +266,12 @@ impl Engine {
             self.new_req(ReqOp::Recv(op))
         });
         let mut frames = Vec::new();
-        let frame = |d: &OpDesc, data: &[u8]| {
-            let payload = d.encode(&type_bytes, data);
+        let frame = |payload: Vec<u8>| {
             let h = Header::new(Frame::RmaOp { win: win.0, offset, reply: reply.map(|r| r.0) }, payload.len() as u32);
             (h, Payload::Owned(payload))
         };
         if c.kind == OpKind::Get {
-            frames.push(frame(&whole, &[]));
+            frames.push(frame(whole.encode(&type_bytes, &[])));
         } else {
             // Pieces of at most a frame each, cut at element boundaries.
             let room = (self.peers[pid as usize].params.max_data_frame as u64).saturating_sub((OP_DESC_LEN + type_bytes.len()) as u64);
@@ -208,11 +281,18 @@ impl Engine {
             while at < whole.packed_len {
                 let n = (whole.packed_len - at).min(piece);
                 let d = OpDesc { packed_at: at, packed_len: n, ..whole };
-                let mut data = c.origin.map(|o| packed(o, at, n)).unwrap_or_default();
-                if let Some(cmp) = c.compare {
-                    data.extend_from_slice(&packed(cmp, at, n));
-                }
-                frames.push(frame(&d, &data));
+                // The data (and compare value) copied once, into the frame.
+                let parts = [c.origin, c.compare];
+                let data_len = parts.iter().flatten().count() as u64 * n;
+                let payload = d.encode_with(&type_bytes, data_len as usize, |out| {
+                    for (i, b) in parts.iter().flatten().enumerate() {
+                        let i = i * n as usize;
+                        // SAFETY: the caller's buffers hold their items until
+                        // the call returns (we copy now).
+                        unsafe { b.read_packed(at, &mut out[i..i + n as usize]) };
+                    }
+                });
+                frames.push(frame(payload));
                 at += n;
             }
         }
@@ -221,6 +301,7 @@ impl Engine {
         ts.dirty = true;
         if let Some(r) = reply {
             ts.gets.push(r);
+            self.rma.gets_out += 1;
         }
         if ts.gate == Gate::Open {
             for (h, p) in frames {

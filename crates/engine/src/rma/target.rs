@@ -110,6 +110,9 @@ impl Engine {
         let op = d.op.map(|i| Op::ALL[i as usize]);
         let (w, _) = self.frame_window(from, win)?;
         let dynamic = w.flavor == Flavor::Dynamic;
+        // A window in shared memory: other origins change it directly, so
+        // this one is applied their way (element-wise atomic).
+        let shared = w.shared.clone().map(|c| (c, w.rank as usize));
         let addr = w.local_address(offset, d.count, &dt);
         let Some(addr) = addr else {
             if !dynamic {
@@ -129,7 +132,11 @@ impl Engine {
                 self.reply_data(from, r, d.packed_at, d.packed_len, |off, len| Payload::User { buf: mem.clone(), offset: off, len });
             }
             _ => {
-                let old = apply(&d, op, &mem, data).map_err(err)?;
+                let old = match &shared {
+                    Some((ctl, me)) => super::shared::apply(&d, op, super::shared::Items { addr, count: d.count, dt: &dt }, data, ctl.acc_mutex(*me)),
+                    None => apply(&d, op, &mem, data),
+                }
+                .map_err(err)?;
                 if let (Some(old), Some(r)) = (old, reply) {
                     let old = std::sync::Arc::new(old);
                     self.reply_data(from, r, d.packed_at, d.packed_len, |off, len| {

@@ -3,6 +3,7 @@
 //! access passes before memory is touched.
 
 use super::lock::{LockKind, LockManager};
+use super::shared::SharedCtl;
 use super::{RmaError, RmaErrorKind, WinId};
 use crate::engine::ProtocolError;
 use crate::request::ReqId;
@@ -49,7 +50,7 @@ pub struct MemberInfo {
 }
 
 /// A new window's settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WinConfig {
     /// The context id the members agreed (the window's id); `ctx + 1` is
     /// used for its barriers.
@@ -61,6 +62,10 @@ pub struct WinConfig {
     pub flavor: Flavor,
     /// The memory we expose (none for a dynamic window).
     pub memory: Option<Region>,
+    /// For a window every member maps (all on one host): its control
+    /// words, and then operations and locks bypass the targets' engines
+    /// (see [`super::shared`]). Every member must pass one, or none.
+    pub shared: Option<Arc<dyn SharedCtl>>,
 }
 
 /// The gate of operations from here to one target: they leave when it is
@@ -90,6 +95,9 @@ pub(crate) struct TargetState {
     pub(crate) flush_done: u64,
     /// Receives of data coming back from the target.
     pub(crate) gets: Vec<ReqId>,
+    /// A shared-memory window: we count among the target's waiting
+    /// exclusive lockers (see [`super::shared::try_lock_exclusive`]).
+    pub(crate) shm_waiting: bool,
     /// Operations the target reported failed, not yet reported to the user.
     pub(crate) failures: u64,
 }
@@ -104,6 +112,7 @@ impl TargetState {
             flush_asked: 0,
             flush_done: 0,
             gets: Vec::new(),
+            shm_waiting: false,
             failures: 0,
         }
     }
@@ -143,6 +152,12 @@ pub(crate) struct Window {
     pub(crate) lock_all: bool,
     /// Tag of the next barrier on `ctx + 1`.
     pub(crate) barrier_seq: i32,
+    /// Every member's memory is mapped here: the control words (see
+    /// [`super::shared`]); None until the members are known.
+    pub(crate) shared: Option<Arc<dyn SharedCtl>>,
+    /// The control words as configured, used once every member's mapping
+    /// is known.
+    shared_cfg: Option<Arc<dyn SharedCtl>>,
 }
 
 impl Window {
@@ -240,6 +255,8 @@ impl Engine {
             exposure: None,
             lock_all: false,
             barrier_seq: 0,
+            shared: None,
+            shared_cfg: cfg.shared,
         };
         let prev = self.rma.windows.insert(cfg.ctx, w);
         assert!(prev.is_none(), "window context {} registered twice", cfg.ctx);
@@ -250,6 +267,8 @@ impl Engine {
     pub fn win_set_members(&mut self, win: WinId, members: Vec<MemberInfo>) {
         let w = self.rma.windows.get_mut(&win.0).expect("a registered window");
         assert_eq!(members.len(), w.pids.len());
+        // The shortcut needs every member's memory mapped here.
+        w.shared = w.shared_cfg.take().filter(|_| members.iter().all(|m| m.direct.is_some()));
         w.members = members;
     }
 

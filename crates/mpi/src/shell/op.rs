@@ -151,11 +151,22 @@ impl State {
     }
 }
 
+/// `gridmpi_reduce::supported`, from a table made once: one-sided
+/// accumulates check it on every call, and the kernel lookup behind it
+/// costs more than a small accumulate in shared memory.
+fn supported(op: Op, b: gridmpi_datatype::BasicType) -> bool {
+    use gridmpi_datatype::BasicType;
+    static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| Op::ALL.iter().flat_map(|&o| BasicType::ALL.iter().map(move |&b| gridmpi_reduce::supported(o, b))).collect());
+    let oi = Op::ALL.iter().position(|&o| o == op).expect("every op is in ALL");
+    t[oi * BasicType::ALL.len() + b as usize]
+}
+
 pub(crate) fn check_predefined(op: Op, dt: &Datatype) -> R<()> {
     let ok = if let Some(p) = dt.pair().or(dt.uniform_pair()) {
         matches!(op, Op::Minloc | Op::Maxloc | Op::Replace | Op::NoOp) || p.0 == p.1 && gridmpi_reduce::supported(op, p.0)
     } else if let Some(b) = dt.uniform_element() {
-        !matches!(op, Op::Minloc | Op::Maxloc) && gridmpi_reduce::supported(op, b)
+        !matches!(op, Op::Minloc | Op::Maxloc) && supported(op, b)
     } else {
         dt.size() == 0 || matches!(op, Op::Replace | Op::NoOp)
     };

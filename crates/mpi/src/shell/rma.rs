@@ -11,6 +11,11 @@ use gridmpi_engine::ReqId;
 
 const KNOWN_ASSERTS: c_int = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
 
+/// Operations between two progress passes (see `issue`).
+const RMA_QUIET_CALLS: u32 = 16;
+/// Frames of operations holding this many bytes are sent in the call.
+const RMA_SEND_NOW: u64 = 16 * 1024;
+
 fn check_assert(assert: c_int) -> R<()> {
     if assert & !KNOWN_ASSERTS != 0 {
         return Err(err(MPI_ERR_ASSERT, format!("invalid assert {assert:#x} (only MPI_MODE_* values may be or-ed)")));
@@ -64,10 +69,20 @@ fn issue(
                 return Ok(request.map(|_| st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_SELF })));
             }
             let r = f(st, id)?;
-            // Frames go out now, and what came in is applied: a program
-            // that spins on RMA calls (loads and stores included) must let
-            // the operations others aim at it progress.
-            st.progress()?;
+            // What came in is applied: a program that spins on RMA calls
+            // (loads and stores included) must let the operations others
+            // aim at it progress, so one call in RMA_QUIET_CALLS
+            // progresses: often enough for such a program, and the common
+            // case costs no transport poll. Frames of small operations
+            // wait for that or for the synchronization call, which then
+            // sends them together with its own (a put and its flush in one
+            // write, one wakeup of the target); large ones leave now, so
+            // the transfer overlaps what the program does next.
+            st.rma_quiet_calls += 1;
+            if st.rt.engine.queued_bytes() >= RMA_SEND_NOW || st.rma_quiet_calls >= RMA_QUIET_CALLS {
+                st.rma_quiet_calls = 0;
+                st.progress()?;
+            }
             Ok(r.map(|r| st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Send, comm: MPI_COMM_SELF })))
         })?;
         if let (Some(p), Some(h)) = (request, h) {
@@ -330,7 +345,13 @@ fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R
         let r = state::with(|st| {
             let id = st.win(win)?.id;
             let r = f(st, id)?;
-            st.progress()?;
+            // As in `issue`: a call over at once with nothing to send (a
+            // flush of loads and stores, a lock word taken) need not poll.
+            st.rma_quiet_calls += 1;
+            if r.is_some() || st.rt.engine.has_actions() || st.rma_quiet_calls >= RMA_QUIET_CALLS {
+                st.rma_quiet_calls = 0;
+                st.progress()?;
+            }
             // A call with nothing to wait for (a flush of loads and
             // stores) is over at once.
             if let Some(q) = r.filter(|&q| st.rt.engine.is_complete(q)) {
@@ -441,7 +462,7 @@ pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         if rank == MPI_PROC_NULL {
             return Ok(None);
         }
-        st.rt.engine.win_unlock(id, rank).map(Some).map_err(rma_err)
+        st.rt.engine.win_unlock(id, rank).map_err(rma_err)
     })
 }
 
@@ -455,7 +476,7 @@ pub unsafe extern "C" fn PMPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
-    sync("MPI_Win_unlock_all", win, |st, id| st.rt.engine.win_unlock_all(id).map(Some).map_err(rma_err))
+    sync("MPI_Win_unlock_all", win, |st, id| st.rt.engine.win_unlock_all(id).map_err(rma_err))
 }
 
 fn flush(name: &'static str, win: MPI_Win, rank: Option<c_int>, local: bool) -> c_int {
@@ -463,7 +484,7 @@ fn flush(name: &'static str, win: MPI_Win, rank: Option<c_int>, local: bool) -> 
         if rank == Some(MPI_PROC_NULL) {
             return Ok(None);
         }
-        st.rt.engine.win_flush(id, rank, local).map(Some).map_err(rma_err)
+        st.rt.engine.win_flush(id, rank, local).map_err(rma_err)
     })
 }
 

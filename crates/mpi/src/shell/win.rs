@@ -25,10 +25,34 @@ use gridmpi_engine::rma::{Flavor, MemberInfo, Region, RmaError, RmaErrorKind, Wi
 use gridmpi_transport::sys::SharedMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The bytes before the first segment of a shared window's file: a magic
-/// word and the count of members that mapped it.
-const SHARED_HEADER: usize = 4096;
+/// A shared window's file starts with a header: a magic word and the count
+/// of members that mapped it, then one cache line per member holding its
+/// control words (the engine's `SharedCtl`: the lock word, the accumulate
+/// mutex), rounded up to whole pages; the segments follow.
 const SHARED_MAGIC: u64 = 0x4752_4944_5749_4e53; // "GRIDWINS"
+const CTL_LINE: usize = 64;
+
+fn shared_header(members: usize) -> usize {
+    (CTL_LINE * (1 + members)).next_multiple_of(4096)
+}
+
+/// A shared window's control words, in its mapping (which this keeps).
+pub struct WinCtl {
+    map: Arc<SharedMap>,
+}
+
+impl gridmpi_engine::rma::SharedCtl for WinCtl {
+    fn lock_word(&self, rank: usize) -> &AtomicU64 {
+        // SAFETY: the header holds a cache line per member (the engine asks
+        // for members of the window only), 8-byte aligned in a page-aligned
+        // mapping that lives as long as self; only touched atomically.
+        unsafe { &*(self.map.as_ptr().add(CTL_LINE * (1 + rank)) as *const AtomicU64) }
+    }
+    fn acc_mutex(&self, rank: usize) -> &AtomicU64 {
+        // SAFETY: as above, the next word of the member's line.
+        unsafe { &*(self.map.as_ptr().add(CTL_LINE * (1 + rank) + 8) as *const AtomicU64) }
+    }
+}
 
 /// Alignment of MPI_Win_allocate memory (a cache line: enough for any
 /// element type and for atomics).
@@ -86,6 +110,8 @@ struct Made {
     memory: WinMemory,
     /// For shared memory: where each member's segment is mapped here.
     direct: Option<Vec<u64>>,
+    /// For shared memory: the control words.
+    ctl: Option<Arc<WinCtl>>,
 }
 
 fn check_size_disp(size: i64, disp_unit: i64) -> R<()> {
@@ -98,8 +124,10 @@ fn check_size_disp(size: i64, disp_unit: i64) -> R<()> {
     Ok(())
 }
 
-/// Map the shared file of window `ctx` and place every member's segment.
-fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
+/// Map the shared file of window `ctx` and place every member's segment,
+/// each starting at a multiple of `align` (1: back to back, as
+/// MPI_Win_allocate_shared promises by default).
+fn map_shared(comm: MPI_Comm, ctx: u32, size: u64, align: u64) -> R<Made> {
     let (me, local, pids, job) = state::with(|st| {
         let c = st.comm(comm)?;
         Ok((c.rank as usize, st.rt.local_pids(), c.group.pids.clone(), st.rt.shm_names.clone()))
@@ -110,9 +138,10 @@ fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
     if all.iter().any(|v| v[1] == 0) {
         return Err(err(MPI_ERR_RMA_SHARED, "the communicator's processes are not all on one host, so they cannot share memory"));
     }
-    let sizes: Vec<u64> = all.iter().map(|v| v[0]).collect();
+    let sizes: Vec<u64> = all.iter().map(|v| v[0].next_multiple_of(align)).collect();
     let total: u64 = sizes.iter().sum();
-    let len = SHARED_HEADER + total as usize;
+    let header = shared_header(pids.len());
+    let len = header + total as usize;
     let name = format!("/{job}-win-{ctx}");
     let map = SharedMap::create_or_open(&name, len).map_err(|e| err(MPI_ERR_NO_MEM, format!("cannot map shared memory {name} ({len} bytes): {e}")))?;
     // SAFETY: the header's first words are in the mapping, 8-byte aligned
@@ -125,13 +154,15 @@ fn map_shared(comm: MPI_Comm, ctx: u32, size: u64) -> R<Made> {
     if word(1).fetch_add(1, Ordering::AcqRel) + 1 == pids.len() as u64 {
         map.unlink();
     }
-    let first = map.as_ptr() as u64 + SHARED_HEADER as u64;
+    let first = map.as_ptr() as u64 + header as u64;
     let direct: Vec<u64> = sizes.iter().scan(first, |at, &s| {
         let here = *at;
         *at += s;
         Some(here)
     }).collect();
-    Ok(Made { base: direct[me] as *mut c_void, memory: WinMemory::Shared(map), direct: Some(direct) })
+    let map = Arc::new(map);
+    let ctl = Arc::new(WinCtl { map: map.clone() });
+    Ok(Made { base: direct[me] as *mut c_void, memory: WinMemory::Shared(map), direct: Some(direct), ctl: Some(ctl) })
 }
 
 /// Whether MPI_Win_allocate may take shared memory on `comm`: more than
@@ -162,11 +193,12 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
     })?;
     let ctx = super::comm::agree_ctx(comm, 1)?;
     let made = match flavor {
-        Flavor::Create => Made { base: user_base, memory: WinMemory::User, direct: None },
-        Flavor::Dynamic => Made { base: std::ptr::null_mut(), memory: WinMemory::User, direct: None },
+        Flavor::Create => Made { base: user_base, memory: WinMemory::User, direct: None, ctl: None },
+        Flavor::Dynamic => Made { base: std::ptr::null_mut(), memory: WinMemory::User, direct: None, ctl: None },
         // Members all on this host (each member sees the same answer): the
-        // memory is shared, so puts and gets are loads and stores.
-        Flavor::Allocate if allocate_shared_ok(comm)? => map_shared(comm, ctx, size as u64)?,
+        // memory is shared, so every operation is done by its origin. Each
+        // segment aligned as the heap's would be (atomics need it).
+        Flavor::Allocate if allocate_shared_ok(comm)? => map_shared(comm, ctx, size as u64, ALLOC_ALIGN as u64)?,
         Flavor::Allocate => {
             let layout = std::alloc::Layout::from_size_align((size as usize).max(1), ALLOC_ALIGN)
                 .map_err(|_| err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")))?;
@@ -175,13 +207,14 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
             if ptr.is_null() {
                 return Err(err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes")));
             }
-            Made { base: ptr as *mut c_void, memory: WinMemory::Heap { ptr, layout }, direct: None }
+            Made { base: ptr as *mut c_void, memory: WinMemory::Heap { ptr, layout }, direct: None, ctl: None }
         }
-        Flavor::Shared => map_shared(comm, ctx, size as u64)?,
+        Flavor::Shared => map_shared(comm, ctx, size as u64, 1)?,
     };
     let memory = (flavor != Flavor::Dynamic).then_some(Region { base: made.base as u64, len: size as u64 });
     let id = state::with(|st| {
-        let cfg = WinConfig { ctx, rank, pids: group.pids.clone().into(), flavor, memory };
+        let shared = made.ctl.clone().map(|c| c as Arc<dyn gridmpi_engine::rma::SharedCtl>);
+        let cfg = WinConfig { ctx, rank, pids: group.pids.clone().into(), flavor, memory, shared };
         Ok(st.rt.engine.win_create(cfg))
     })?;
     let (size, disp) = if flavor == Flavor::Dynamic { (0, 1) } else { (size as u64, disp_unit as u64) };

@@ -21,6 +21,13 @@ const DIRECT_MIN: usize = 16 * 1024;
 /// large frame.
 pub(super) const RBUF_LEN: usize = 64 * 1024;
 
+/// Reads that end with an empty buffer and no large frame, after which a
+/// buffer grown for large frames shrinks back. Not at once: a stream of
+/// large frames (one-sided puts of a MiB, which land here rather than
+/// straight in user memory) would otherwise grow, zero and fault in a
+/// fresh buffer for every frame, which cost more than the transfer.
+const BIG_QUIET_READS: u32 = 256;
+
 pub(super) enum Phase {
     /// Non-blocking connect in progress; the machine speaks once it is made.
     Connecting(Connector),
@@ -47,6 +54,8 @@ pub(super) struct Conn {
     /// Bytes read and not yet consumed.
     pub(super) rbuf: Vec<u8>,
     pub(super) rlen: usize,
+    /// Reads since the buffer last held a frame larger than RBUF_LEN.
+    pub(super) big_quiet: u32,
     pub(super) writable_armed: bool,
     /// Addresses left to try (connector).
     pub(super) addrs: Vec<SocketAddrV4>,
@@ -68,6 +77,7 @@ impl Conn {
             hs_out: Vec::new(),
             rbuf: vec![0; RBUF_LEN],
             rlen: 0,
+            big_quiet: 0,
             writable_armed: false,
             addrs,
             direct: None,
@@ -338,6 +348,9 @@ impl Tcp {
                         start += total;
                         continue;
                     }
+                    if total > RBUF_LEN {
+                        c.big_quiet = 0;
+                    }
                     let payload = &c.rbuf[start + HEADER_LEN..start + total];
                     if let Err(e) = sink.frame(peer, &h, payload) {
                         break Err(terr(Some(peer), e));
@@ -351,10 +364,15 @@ impl Tcp {
         if let Some(c) = self.conns[idx].as_mut() {
             c.rbuf.copy_within(start..c.rlen, 0);
             c.rlen -= start;
-            // Shrink a buffer grown for one big frame once it is empty.
+            // Shrink a buffer grown for big frames once it is empty and
+            // big frames stopped coming (see BIG_QUIET_READS).
             if c.rlen == 0 && c.rbuf.len() > (1 << 20) {
-                c.rbuf.truncate(RBUF_LEN);
-                c.rbuf.shrink_to_fit();
+                c.big_quiet += 1;
+                if c.big_quiet >= BIG_QUIET_READS {
+                    c.rbuf.truncate(RBUF_LEN);
+                    c.rbuf.shrink_to_fit();
+                    c.big_quiet = 0;
+                }
             }
         }
         result
