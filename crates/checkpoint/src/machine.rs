@@ -42,15 +42,12 @@ fn cstr(b: &[u8]) -> &str {
 }
 
 impl Machine {
+    /// All zeros: what `current` and `decode` fill in.
+    const EMPTY: Machine = Machine { kernel: [0; 65], arch: [0; 65], xcr0: 0, xsave_size: 0, features: [0; 5] };
+
     /// This machine. Async-signal-safe (uname and CPUID only).
     pub fn current() -> Machine {
-        let mut m = Machine {
-            kernel: [0; 65],
-            arch: [0; 65],
-            xcr0: 0,
-            xsave_size: 0,
-            features: [0; 5],
-        };
+        let mut m = Machine::EMPTY;
         // SAFETY: uname fills a utsname we own.
         unsafe {
             let mut u: libc::utsname = std::mem::zeroed();
@@ -110,13 +107,7 @@ impl Machine {
     }
 
     pub fn decode(d: &mut Dec) -> Result<Machine, String> {
-        let mut m = Machine {
-            kernel: [0; 65],
-            arch: [0; 65],
-            xcr0: 0,
-            xsave_size: 0,
-            features: [0; 5],
-        };
+        let mut m = Machine::EMPTY;
         m.kernel.copy_from_slice(d.bytes(65)?);
         m.arch.copy_from_slice(d.bytes(65)?);
         m.xcr0 = d.u64()?;

@@ -146,24 +146,9 @@ pub(crate) struct Rma {
     pub(crate) gets_out: usize,
 }
 
-/// Hashes a window's context id: every RMA call looks its window up, and
-/// ids are small integers the members agreed, not input to defend from.
-#[derive(Default)]
-pub(crate) struct CtxHasher(u64);
-
-impl std::hash::Hasher for CtxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.0 = (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
+/// Windows are looked up by context id on every RMA call: the same cheap
+/// hasher as the match queues (ids the members agreed, not peer input).
+pub(crate) use crate::p2p::matching::CtxHasher;
 
 /// Decoded target datatypes kept for reuse (the cache is emptied when full).
 const TYPE_CACHE: usize = 1024;
