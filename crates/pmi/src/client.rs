@@ -692,6 +692,9 @@ impl Pmi {
     /// rank's own launcher its group.
     pub fn abort(&mut self, exit_code: i32, message: &str) -> ! {
         let message = message.replace(['\n', '\r'], " ");
+        if self.joined.is_some() {
+            rendezvous::LEAVING.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         match &mut self.mode {
             Mode::Singleton { .. } => {
                 eprintln!("gridmpi: rank 0 aborted the job (exit code {exit_code}): {message}");

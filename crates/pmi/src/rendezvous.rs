@@ -40,6 +40,7 @@ use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -354,6 +355,11 @@ impl Watched {
     }
 }
 
+/// Set when this rank aborts: the server then ends the job and closes our
+/// connection, which is no news to report (and the rank's own launcher
+/// must still hear the abort, with its exit code).
+pub(crate) static LEAVING: AtomicBool = AtomicBool::new(false);
+
 fn watch(mut stream: TcpStream, replies: mpsc::Sender<Vec<u8>>, rank: u32) {
     let mut decoder = Decoder::new();
     let mut buf = [0u8; 4096];
@@ -390,6 +396,12 @@ fn watch(mut stream: TcpStream, replies: mpsc::Sender<Vec<u8>>, rank: u32) {
 /// The job cannot go on: say why and leave at once. (No PMI is left to
 /// abort through from this thread; our own launcher sees us exit.)
 fn end(rank: u32, code: i32, why: &str) -> ! {
+    if LEAVING.load(Ordering::SeqCst) {
+        // The main thread is aborting: let it finish; this thread waits.
+        loop {
+            std::thread::park();
+        }
+    }
     eprintln!("gridmpi: rank {rank}: {why}");
     // SAFETY: _exit ends the process without running anything else; other
     // threads may be inside the library, so nothing may run at exit.
