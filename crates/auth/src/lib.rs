@@ -122,6 +122,31 @@ pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     outer.finish()
 }
 
+/// Lower-case hex of `b`: how secrets, nonces and MACs travel in text
+/// (PMI values, rendezvous and relay lines, secret files).
+pub fn hex(b: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for &x in b {
+        s.push(DIGITS[(x >> 4) as usize] as char);
+        s.push(DIGITS[(x & 15) as usize] as char);
+    }
+    s
+}
+
+/// Exactly `N` bytes from `2N` hex digits (either case); anything else is None.
+pub fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    // Digits only: from_str_radix alone would also take a sign ("+f").
+    if s.len() != 2 * N || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
 /// Compare MACs in time independent of where they differ.
 pub fn equal_ct(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -131,8 +156,14 @@ pub fn equal_ct(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
+    #[test]
+    fn hex_round_trips() {
+        assert_eq!(hex(&[0x00, 0x9f, 0xff]), "009fff");
+        assert_eq!(unhex::<3>("009FfF"), Some([0x00, 0x9f, 0xff]));
+        assert_eq!(unhex::<3>("009ff"), None);
+        assert_eq!(unhex::<2>("0g00"), None);
+        assert_eq!(unhex::<2>("+1ff"), None, "from_str_radix's sign is not a digit");
+        assert_eq!(unhex::<2>("é0"), None);
     }
 
     #[test]

@@ -228,7 +228,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "",
         scope: Scope::Library,
-        help: "comma-separated debug channels printed to stderr: conn (bootstrap, connections, transports), all",
+        help: "comma-separated debug channels printed to stderr: conn (bootstrap, connections, transports), relay (gridmpirun --relay: every connection it carries), all",
     },
     // ---- launcher ------------------------------------------------------
     Setting {

@@ -116,7 +116,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         secret = j.tcp_secret;
     } else if me == 0 {
         sys::random_bytes(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
-        pmi.put("secret", &hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
+        pmi.put("secret", &auth::hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
     }
     let addrs = match config.text("GRIDMPI_TCP_ADDR") {
         "auto" | "" => {
@@ -171,11 +171,11 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         }
         if joined.is_none() {
             let s = get_when_there(&mut pmi, 0, "secret")?;
-            secret = unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
+            secret = auth::unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
         }
     }
     let job_tag = {
-        let h = auth::sha256(format!("{}|{}", pmi.kvs_name(), hex(&secret)).as_bytes());
+        let h = auth::sha256(format!("{}|{}", pmi.kvs_name(), auth::hex(&secret)).as_bytes());
         u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
     };
     if let Some(t) = tcp.as_mut() {
@@ -196,7 +196,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let relay_key = if cards.iter().any(|c| c.relay.is_some()) {
         match &joined {
             Some(j) => Some(j.relay_key),
-            None => Some(gridmpi_relay_key(config)?),
+            None => Some(relay_key_from_file(config)?),
         }
     } else {
         None
@@ -226,7 +226,7 @@ fn job_secret_file(config: &Config, what: &str) -> Result<[u8; 32], String> {
 
 /// Relays of a job formed without a rendezvous check the key derived from
 /// the secret file too (it is what the relay was started with).
-fn gridmpi_relay_key(config: &Config) -> Result<[u8; 32], String> {
+fn relay_key_from_file(config: &Config) -> Result<[u8; 32], String> {
     Ok(gridmpi_transport::relay_key(&job_secret_file(config, "GRIDMPI_RELAY")?))
 }
 
@@ -500,21 +500,6 @@ fn get_when_there(pmi: &mut Pmi, rank: Pid, key: &str) -> Result<String, String>
             Err(e) => return Err(format!("PMI get of rank {rank}'s {key:?}: {e}")),
         }
     }
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(i * 2..i * 2 + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 #[cfg(test)]

@@ -36,7 +36,6 @@
 //! decides which site holds rank 0.
 
 use std::cell::Cell;
-use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -44,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use gridmpi_auth::{equal_ct, hmac_sha256};
+use gridmpi_auth::{equal_ct, hmac_sha256, unhex};
 
 use crate::client::Stream;
 use crate::wire::Decoder;
@@ -93,24 +92,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
-
-pub fn unhex32(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
+pub use gridmpi_auth::hex;
 
 /// The server's first line.
 pub fn greeting(server_nonce: &[u8; 32]) -> String {
@@ -123,7 +105,7 @@ pub fn parse_greeting(line: &str) -> Result<[u8; 32], String> {
     let rest = line.strip_prefix(GREETING).and_then(|r| r.strip_prefix(' ')).ok_or_else(|| {
         format!("it is not a GridMPI rendezvous server of this version (it said {:?}, expected {GREETING} ...)", cut(line))
     })?;
-    unhex32(rest).ok_or_else(|| format!("its greeting has a malformed nonce: {:?}", cut(line)))
+    unhex::<32>(rest).ok_or_else(|| format!("its greeting has a malformed nonce: {:?}", cut(line)))
 }
 
 fn join_mac(secret: &[u8; 32], server_nonce: &[u8; 32], j: &Join) -> [u8; 32] {
@@ -260,7 +242,7 @@ impl<'a> Fields<'a> {
 
     fn bytes(&self, key: &str) -> Result<[u8; 32], String> {
         let v = self.get(key)?;
-        unhex32(v).ok_or_else(|| format!("{key}={:?} is not 64 hex digits", cut(v)))
+        unhex::<32>(v).ok_or_else(|| format!("{key}={:?} is not 64 hex digits", cut(v)))
     }
 }
 
@@ -291,7 +273,7 @@ pub fn read_secret_file(path: &Path) -> Result<[u8; 32], String> {
         return Err(format!("job secret file {}: owned by uid {}, not by us (uid {uid})", path.display(), meta.uid()));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("job secret file {}: {e}", path.display()))?;
-    unhex32(text.trim()).ok_or_else(|| format!("job secret file {}: expected 64 hex digits", path.display()))
+    unhex::<32>(text.trim()).ok_or_else(|| format!("job secret file {}: expected 64 hex digits", path.display()))
 }
 
 /// Create a new secret file (mode 600, its directory created mode 700 if

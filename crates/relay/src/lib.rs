@@ -28,11 +28,10 @@
 //! The line: `GRIDMPI-RELAY-1 via=A:P,... to=A:P,... t=UNIX_SECONDS n=NONCE mac=HMAC\n`.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::net::SocketAddrV4;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gridmpi_auth::{equal_ct, hmac_sha256};
+use gridmpi_auth::{equal_ct, hex, hmac_sha256, unhex};
 
 pub mod server;
 
@@ -65,25 +64,6 @@ pub struct Preface {
 
 fn list(addrs: &[SocketAddrV4]) -> String {
     addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(",")
-}
-
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
-
-fn unhex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    if s.len() != 2 * N || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
 }
 
 pub fn unix_now() -> u64 {
@@ -195,6 +175,8 @@ fn cut(s: &str) -> &str {
     }
 }
 
+/// Fill `out` from the kernel's random source (getrandom(2): no file
+/// descriptor, so it works when a process has run out of them).
 pub fn random_bytes(out: &mut [u8]) -> std::io::Result<()> {
     let mut filled = 0;
     while filled < out.len() {

@@ -51,22 +51,7 @@ pub fn hostname() -> String {
 }
 
 /// Random bytes from the kernel.
-pub fn random_bytes(out: &mut [u8]) -> io::Result<()> {
-    let mut done = 0;
-    while done < out.len() {
-        // SAFETY: the pointer and length describe the unfilled part of `out`.
-        let n = unsafe { libc::getrandom(out[done..].as_mut_ptr() as *mut libc::c_void, out.len() - done, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    Ok(())
-}
+pub use gridmpi_relay::random_bytes;
 
 /// Number of CPUs this process may run on.
 pub fn available_cpus() -> usize {
