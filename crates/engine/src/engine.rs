@@ -146,6 +146,15 @@ impl Engine {
         self.peers.len()
     }
 
+    /// A new peer (a process of a world joined to ours: MPI_Comm_accept,
+    /// connect, spawn, join); returns its pid, the next one.
+    pub fn add_peer(&mut self, params: PeerParams) -> Pid {
+        let mut p = Peer::new(self.config.eager_credit);
+        p.params = params;
+        self.peers.push(p);
+        (self.peers.len() - 1) as Pid
+    }
+
     pub fn set_peer_params(&mut self, peer: Pid, params: PeerParams) {
         self.peers[peer as usize].params = params;
     }

@@ -37,7 +37,7 @@ pub struct Card {
 }
 
 impl Card {
-    fn encode(&self) -> String {
+    pub fn encode(&self) -> String {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
         let cpus: Vec<String> = self.cpus.iter().map(|w| format!("{w:x}")).collect();
         format!(
@@ -54,7 +54,7 @@ impl Card {
         )
     }
 
-    fn decode(s: &str) -> Option<Card> {
+    pub fn decode(s: &str) -> Option<Card> {
         let mut it = s.split(';');
         if it.next()? != "v1" {
             return None;
@@ -129,20 +129,8 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
             .map(|s| s.trim().parse::<Ipv4Addr>().map_err(|_| format!("GRIDMPI_TCP_ADDR: {s:?} is not an IPv4 address")))
             .collect::<Result<Vec<_>, _>>()?,
     };
-    // Listen before publishing the card, which carries the port; only on
-    // the loopback address when that is all we publish (a single-host job
-    // under gridmpirun: nothing outside the host can call). A published
-    // address may not be ours (a NAT's), so otherwise every address.
-    let bind = match addrs.as_slice() {
-        [one] if one.is_loopback() => *one,
-        _ => Ipv4Addr::UNSPECIFIED,
-    };
-    let ports = port_range(config.text("GRIDMPI_TCP_PORTS"))?;
-    let mut tcp = if size > 1 {
-        Some(tcp::Tcp::with_ports(me, size as usize, 0, [0; 32], bind, ports).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))?)
-    } else {
-        None
-    };
+    // Listen before publishing the card, which carries the port.
+    let mut tcp = if size > 1 { Some(listen(config, me, size, &addrs)?) } else { None };
     let card = Card {
         host: sys::hostname(),
         host_key: sys::host_key(),
@@ -179,15 +167,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
     };
     if let Some(t) = tcp.as_mut() {
-        // Key the transport now that the secret is known.
-        t.set_auth(job_tag, secret);
-        t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
-        t.connect_timeout = config.get_duration("GRIDMPI_TCP_CONNECT_TIMEOUT");
-        // A broken connection may take as long as a WAN outage to re-make.
-        if let Some(budget) = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero()) {
-            t.resume_budget = budget;
-        }
-        t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
+        configure(t, config, job_tag, secret);
     }
     let map = build_map(config, &mut pmi, me, &cards, tcp.as_ref().map(|t| t.port()))?;
     let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
@@ -202,6 +182,31 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         None
     };
     Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp, relay_key })
+}
+
+/// The TCP transport of rank `me` of `size`, listening: on the loopback
+/// address only when that is all we publish (a single-host job under
+/// gridmpirun: nothing outside the host can call). A published address may
+/// not be ours (a NAT's), so otherwise on every address.
+pub fn listen(config: &Config, me: Pid, size: u32, addrs: &[Ipv4Addr]) -> Result<tcp::Tcp, String> {
+    let bind = match addrs {
+        [one] if one.is_loopback() => *one,
+        _ => Ipv4Addr::UNSPECIFIED,
+    };
+    let ports = port_range(config.text("GRIDMPI_TCP_PORTS"))?;
+    tcp::Tcp::with_ports(me, size as usize, 0, [0; 32], bind, ports).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))
+}
+
+/// Key the transport once the secret is known, and apply the settings.
+pub fn configure(t: &mut tcp::Tcp, config: &Config, job_tag: u64, secret: [u8; 32]) {
+    t.set_auth(job_tag, secret);
+    t.sndbuf = config.size("GRIDMPI_TCP_SNDBUF").map(|v| v as usize);
+    t.connect_timeout = config.get_duration("GRIDMPI_TCP_CONNECT_TIMEOUT");
+    // A broken connection may take as long as a WAN outage to re-make.
+    if let Some(budget) = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero()) {
+        t.resume_budget = budget;
+    }
+    t.rcvbuf = config.size("GRIDMPI_TCP_RCVBUF").map(|v| v as usize);
 }
 
 /// Join the whole job at the rendezvous server (GRIDMPI_RENDEZVOUS): the

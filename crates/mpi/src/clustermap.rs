@@ -94,6 +94,31 @@ impl ClusterMap {
         ClusterMap { names, of_pid, links: vec![vec![WanLink { bandwidth_bps: None, rtt: None }; k]; k], source }
     }
 
+    /// Place a process of a joined world (the next pid): in the cluster
+    /// its launcher named, or else in the cluster of a process on its host
+    /// (`host_mate`), or else in cluster 0. A name we do not know yet is a
+    /// new cluster, whose WAN links are unknown.
+    pub fn add_pid(&mut self, cluster: &str, host_mate: Option<u32>) -> u32 {
+        let c = match (cluster, host_mate) {
+            ("", Some(mate)) => self.cluster_of(mate),
+            ("", None) => 0,
+            (name, _) => match self.names.iter().position(|x| x == name) {
+                Some(i) => i as u32,
+                None => {
+                    self.names.push(name.to_string());
+                    let k = self.names.len();
+                    for row in &mut self.links {
+                        row.push(WanLink { bandwidth_bps: None, rtt: None });
+                    }
+                    self.links.push(vec![WanLink { bandwidth_bps: None, rtt: None }; k]);
+                    (k - 1) as u32
+                }
+            },
+        };
+        self.of_pid.push(c);
+        c
+    }
+
     /// Set every inter-cluster link to the same properties (where unknown).
     pub fn set_uniform_wan(&mut self, bandwidth_bps: Option<u64>, rtt: Option<Duration>) {
         for a in 0..self.names.len() {

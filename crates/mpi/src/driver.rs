@@ -77,6 +77,9 @@ const COPY_PIECE: u64 = 1 << 20;
 /// Who a peer is, for error messages and the trace.
 #[derive(Clone, Debug)]
 pub struct PeerName {
+    /// How messages name it: "rank 3", or for a process of a joined job
+    /// "rank 1 of job 5f3a..." (see runtime.rs: join_world).
+    pub who: String,
     pub host: String,
     pub os_pid: u32,
     /// Its cluster's name when the job spans several, else empty.
@@ -166,8 +169,9 @@ impl Sink for EngineSink<'_> {
             let n = &self.names[*peer as usize];
             let place = if n.cluster.is_empty() { n.host.clone() } else { format!("{} in cluster {}", n.host, n.cluster) };
             let line = format!(
-                "gridmpi: rank {}: the connection with rank {peer} ({place}) broke ({why}); a new one took over after {:.2} s, {resent} bytes written again",
+                "gridmpi: rank {}: the connection with {} ({place}) broke ({why}); a new one took over after {:.2} s, {resent} bytes written again",
                 self.me,
+                n.who,
                 after.as_secs_f64()
             );
             self.resume_log.resumed(self.me, line, *resent);
@@ -223,6 +227,28 @@ impl Driver {
         Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes })
     }
 
+    /// A process of a joined world, reached over TCP (its pid is the next
+    /// one). A process that had no TCP transport (a world of one) is given
+    /// `tcp` first.
+    pub fn add_peer(&mut self, name: PeerName) {
+        self.routes.push(Route::Tcp);
+        self.names.push(name);
+        self.sent_bytes.push(0);
+        self.tcp_routes = true;
+    }
+
+    /// The TCP transport, if this process has one.
+    pub fn tcp_mut(&mut self) -> Option<&mut Tcp> {
+        self.tcp.as_mut()
+    }
+
+    /// Give a process that had none (a world of one) its TCP transport.
+    pub fn install_tcp(&mut self, tcp: Tcp) -> Result<(), String> {
+        self.poller.watch(tcp.wait_fd(), TCP_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+        self.tcp = Some(tcp);
+        Ok(())
+    }
+
     fn fatal(&self, e: TransportError) -> Fatal {
         match e.peer {
             Some(p) => {
@@ -235,7 +261,7 @@ impl Driver {
                 } else {
                     ""
                 };
-                Fatal(format!("rank {p} (pid {} on {place}): {}{why}", n.os_pid, e.message))
+                Fatal(format!("{} (pid {} on {place}): {}{why}", n.who, n.os_pid, e.message))
             }
             None => Fatal(e.message),
         }

@@ -16,6 +16,7 @@ pub mod lifecycle;
 pub mod mpit;
 pub mod objects;
 pub mod outage;
+pub mod port;
 pub mod progress_thread;
 pub mod psets;
 pub mod runtime;

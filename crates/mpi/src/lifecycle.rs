@@ -175,6 +175,8 @@ fn start() -> R<()> {
         coll_selector: crate::shell::coll_select::build_selector(&config),
         universe_size,
         appnum,
+        ports: Default::default(),
+        parent: Default::default(),
     };
     let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
     state::install(Box::new(st));

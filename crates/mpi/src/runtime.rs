@@ -14,6 +14,7 @@ use gridmpi_engine::{Engine, EngineConfig, PeerParams, Pid};
 use gridmpi_pmi::Pmi;
 use gridmpi_transport::shm::Shm;
 use gridmpi_transport::sys;
+use gridmpi_transport::tcp::handshake::{Keys, Who};
 use std::os::fd::RawFd;
 use std::time::Duration;
 
@@ -56,6 +57,18 @@ pub struct Runtime {
     pub job_tag: u64,
     /// Says when a WAN link looks down (see outage.rs).
     outage: crate::outage::OutageWatch,
+    /// The job's secret (keys a TCP transport made after start-up).
+    secret: [u8; 32],
+    /// Who the processes of joined worlds are: pid `size + i` is
+    /// `foreign[i]` (its world and its rank there).
+    foreign: Vec<Who>,
+}
+
+/// A process of another world, as the root of a join describes it.
+#[derive(Clone, Debug)]
+pub struct Remote {
+    pub who: Who,
+    pub card: Card,
 }
 
 /// The prefix of a job's shared-memory names: the one gridmpirun gives
@@ -68,6 +81,12 @@ fn shm_prefix(given: &str, job_tag: u64) -> String {
     } else {
         format!("gridmpi-{job_tag:016x}")
     }
+}
+
+/// What the engine needs to know of a peer reached over TCP.
+fn tcp_params(config: &Config) -> PeerParams {
+    let eager = config.size("GRIDMPI_EAGER_LIMIT").unwrap_or(64 * 1024);
+    PeerParams { eager_limit: eager, max_data_frame: 4 << 20, single_copy: false, single_copy_min: u64::MAX }
 }
 
 /// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US; auto:
@@ -83,7 +102,7 @@ pub fn spin_time(config: &Config, oversubscribed: bool) -> Duration {
 impl Runtime {
     /// Bootstrap, then set up the transports each peer is reached by.
     pub fn init(config: Config) -> Result<Runtime, String> {
-        let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, relay_key, .. } = bootstrap::bootstrap(&config)?;
+        let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, relay_key, secret } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
         // Every rank of the host names shared memory alike: as the first
@@ -146,10 +165,7 @@ impl Runtime {
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);
                 }
-                engine.set_peer_params(
-                    r,
-                    PeerParams { eager_limit: eager_override.unwrap_or(64 * 1024), max_data_frame: 4 << 20, single_copy: false, single_copy_min: u64::MAX },
-                );
+                engine.set_peer_params(r, tcp_params(&config));
             }
         }
         let my_card = &cards[me as usize];
@@ -169,13 +185,83 @@ impl Runtime {
             engine.finished_schedules = Some(Vec::new());
         }
         let cluster_name = |p: usize| if map.clusters() > 1 { map.names[map.cluster_of(p as u32) as usize].clone() } else { String::new() };
-        let names = cards.iter().enumerate().map(|(p, c)| PeerName { host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
+        let names = cards.iter().enumerate().map(|(p, c)| PeerName { who: format!("rank {p}"), host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
         let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         let arrivals = driver.arrivals();
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new() })
+    }
+
+    /// Our job's keys, and its public id on the wire.
+    fn keys(&self) -> Keys {
+        Keys { job: self.job_tag, secret: self.secret }
+    }
+
+    /// Who `pid` is: its world and its rank there.
+    pub fn who(&self, pid: Pid) -> Who {
+        match pid.checked_sub(self.size) {
+            Some(i) => self.foreign[i as usize],
+            None => Who { world: self.keys().world(), rank: pid },
+        }
+    }
+
+    /// Our pid for the process `who`, if it is ours or a peer.
+    pub fn pid_of(&self, who: Who) -> Option<Pid> {
+        if who.world == self.keys().world() {
+            return (who.rank < self.size).then_some(who.rank);
+        }
+        self.foreign.iter().position(|&w| w == who).map(|i| self.size + i as u32)
+    }
+
+    /// The processes `pids`, as a join describes them to another world.
+    pub fn describe(&mut self, pids: &[Pid]) -> Result<Vec<Remote>, String> {
+        self.ensure_tcp()?;
+        Ok(pids.iter().map(|&p| Remote { who: self.who(p), card: self.cards[p as usize].clone() }).collect())
+    }
+
+    /// A world of one has no TCP transport until it joins another: make it.
+    fn ensure_tcp(&mut self) -> Result<(), String> {
+        if self.driver.tcp_mut().is_some() {
+            return Ok(());
+        }
+        let mine = &mut self.cards[self.me as usize];
+        let mut t = bootstrap::listen(&self.config, self.me, self.size, &mine.addrs)?;
+        bootstrap::configure(&mut t, &self.config, self.job_tag, self.secret);
+        mine.port = t.port();
+        self.driver.install_tcp(t)
+    }
+
+    /// Make the processes of `remote` our peers (those that are not yet),
+    /// reached over TCP and proving `keys` (the keys of our pair of
+    /// worlds); returns their pids, in order. Every member of a join
+    /// (MPI_Comm_accept/connect, spawn, join) calls it before any of them
+    /// talks to the other side.
+    pub fn join_world(&mut self, remote: &[Remote], keys: &Keys) -> Result<Vec<Pid>, String> {
+        self.ensure_tcp()?;
+        let mut pids = Vec::with_capacity(remote.len());
+        for r in remote {
+            if let Some(pid) = self.pid_of(r.who) {
+                pids.push(pid);
+                continue;
+            }
+            let pid = self.engine.add_peer(tcp_params(&self.config));
+            debug_assert_eq!(pid, self.size + self.foreign.len() as u32);
+            self.foreign.push(r.who);
+            self.cards.push(r.card.clone());
+            let mate = (0..pid).find(|&p| self.cards[p as usize].host_key == r.card.host_key);
+            self.map.add_pid(&r.card.cluster, mate);
+            let addrs = bootstrap::peer_addrs(&self.cards, self.me, pid);
+            let tcp = self.driver.tcp_mut().expect("made above");
+            tcp.add_peer(pid, r.who, keys.clone(), addrs);
+            tcp.set_resumable(pid, true);
+            let cluster = if self.map.clusters() > 1 { self.map.names[self.map.cluster_of(pid) as usize].clone() } else { String::new() };
+            let who = format!("rank {} of job {:016x}", r.who.rank, r.who.world);
+            self.driver.add_peer(PeerName { who, host: r.card.host.clone(), os_pid: r.card.os_pid, cluster });
+            pids.push(pid);
+        }
+        Ok(pids)
     }
 
     /// Whether `pid` runs on this host.

@@ -107,6 +107,10 @@ pub struct State {
     pub coll_selector: gridmpi_engine::coll::select::Selector,
     pub universe_size: Option<u32>,
     pub appnum: i32,
+    /// Ports this process opened (MPI_Open_port).
+    pub ports: crate::shell::dynamic::Ports,
+    /// The parent of a spawned process (MPI_Comm_get_parent).
+    pub parent: crate::shell::dynamic::Parent,
 }
 
 // SAFETY: the state is only reached through the global mutex; raw pointers

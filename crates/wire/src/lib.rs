@@ -30,8 +30,9 @@ pub use transmit::{Payload, SentToken, Transmit};
 /// another one is refused when the connection is made. 3: the TCP
 /// handshake ends with the acceptor's authenticated verdict. 4: a
 /// connection can resume a broken one (the handshake exchanges how much
-/// each side received; Ack frames).
-pub const WIRE_VERSION: u32 = 4;
+/// each side received; Ack frames). 5: processes are named by world and
+/// rank in the handshake (processes of joined jobs connect).
+pub const WIRE_VERSION: u32 = 5;
 
 /// A process of the job (its rank in MPI_COMM_WORLD).
 pub type Pid = u32;

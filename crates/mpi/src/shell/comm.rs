@@ -48,7 +48,7 @@ fn run(s: Schedule) -> R<()> {
 }
 
 /// Allreduce-max of `v` over the view.
-fn allreduce_max(view: CommView, tag: i32, v: &mut [u32]) -> R<()> {
+pub(crate) fn allreduce_max(view: CommView, tag: i32, v: &mut [u32]) -> R<()> {
     if view.size == 1 {
         return Ok(());
     }
@@ -70,7 +70,7 @@ pub(crate) fn allgather(view: CommView, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
     Ok(all)
 }
 
-fn bcast(view: CommView, tag: i32, v: &mut [i32], root: i32) -> R<()> {
+pub(crate) fn bcast(view: CommView, tag: i32, v: &mut [i32], root: i32) -> R<()> {
     if view.size == 1 {
         return Ok(());
     }
@@ -135,7 +135,7 @@ pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
 
 impl State {
     /// Register a new communicator built from `parent`'s settings.
-    fn add_comm(&mut self, parent: MPI_Comm, mut c: Comm, copy_topo: bool) -> R<MPI_Comm> {
+    pub(crate) fn add_comm(&mut self, parent: MPI_Comm, mut c: Comm, copy_topo: bool) -> R<MPI_Comm> {
         check_ctx(c.ctx)?;
         let p = self.comm(parent)?;
         c.errh = p.errh;
@@ -790,15 +790,6 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_get_parent", Target::NoComm, || {
-        check_ptr(parent, "parent")?;
-        // Processes are never spawned by MPI_Comm_spawn (not available yet).
-        *parent = MPI_COMM_NULL;
-        Ok(())
-    })
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {

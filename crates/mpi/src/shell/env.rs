@@ -26,6 +26,8 @@ fn init(required: c_int) -> R<c_int> {
         Ok(())
     })?;
     PHASE.store(PHASE_RUNNING, Ordering::Release);
+    // A spawned process meets its parent before the program runs.
+    super::dynamic::connect_to_parent()?;
     Ok(level)
 }
 

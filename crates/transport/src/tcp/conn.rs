@@ -401,7 +401,7 @@ impl Tcp {
             // tell it we received is final.
             let link = &self.peers[peer as usize];
             let mut l = Link { established: link.established, connecting: link.conn.is_some() && !link.established, generation: link.generation, received: 0 };
-            if l.established && handshake::verdict(me, peer, l, asked.generation) == Decision::Admit {
+            if l.established && handshake::verdict(self.who_of(me), self.who_of(peer), l, asked.generation) == Decision::Admit {
                 let old = link.conn.expect("an established link has a connection");
                 self.connection_broke(old, "replaced by a new connection from the peer".into(), false)?;
                 let link = &self.peers[peer as usize];

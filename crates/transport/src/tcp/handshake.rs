@@ -5,19 +5,25 @@
 //! on the [`Outcome`].
 //!
 //! ```text
-//! connector -> acceptor  HELLO    magic version from to 0 nonce_c              40 bytes
+//! connector -> acceptor  HELLO    magic version from to 0 nonce_c              56 bytes
+//!                                  from_world to_world
 //! acceptor  -> connector WELCOME  magic status version nonce_a                 32 bytes
 //! connector -> acceptor  PROOF    magic generation 0 received_c mac_c          56 bytes
 //! acceptor  -> connector VERDICT  magic status 0 received_a mac_a              56 bytes
 //!
-//! mac_c = HMAC(secret, "gridmpi connector" version from to job nonce_c nonce_a
-//!              generation received_c)
-//! mac_a = HMAC(secret, "gridmpi acceptor" version from to job nonce_c nonce_a
-//!              status received_a)
+//! mac_c = HMAC(secret, "gridmpi connector" version from from_world to to_world
+//!              job nonce_c nonce_a generation received_c)
+//! mac_a = HMAC(secret, "gridmpi acceptor" version from from_world to to_world
+//!              job nonce_c nonce_a status received_a)
 //! ```
 //!
-//! Integers are little-endian; `from` is the connector's pid, `to` the
-//! acceptor's. Frames follow the VERDICT on the same stream, in both
+//! Integers are little-endian. A process is named by its world (the public
+//! id of its job, [`Keys::world`]) and its rank there ([`Who`]): `from` is
+//! the connector's rank, `to` the acceptor's. Both ends of a job's own
+//! connections use the job's keys; processes of two jobs joined by
+//! MPI_Comm_accept/connect, spawn or join use the keys of that pair of
+//! jobs, which the acceptor finds in its [`Directory`] by the caller's
+//! world and rank. Frames follow the VERDICT on the same stream, in both
 //! directions; the machines consume exactly their messages and leave the
 //! bytes after them to the caller.
 //!
@@ -57,7 +63,7 @@ use crate::auth;
 use gridmpi_wire::Pid;
 use std::fmt;
 
-pub const HELLO_LEN: usize = 40;
+pub const HELLO_LEN: usize = 56;
 pub const WELCOME_LEN: usize = 32;
 pub const PROOF_LEN: usize = 56;
 pub const VERDICT_LEN: usize = 56;
@@ -92,6 +98,57 @@ pub struct Keys {
     /// The job's id (bound into every MAC, never sent).
     pub job: u64,
     pub secret: [u8; 32],
+}
+
+impl Keys {
+    /// The public id of the world (job) these are the keys of: what its
+    /// processes call it on the wire. A hash of the job id, which is never
+    /// sent (the job id may be derived from the secret).
+    pub fn world(&self) -> u64 {
+        let h = auth::sha256(&[&b"gridmpi world "[..], &self.job.to_le_bytes()].concat());
+        u64::from_le_bytes(array(&h[..8]))
+    }
+}
+
+/// A process as it names itself on the wire: its world and its rank there.
+/// Ordered, so that two processes of any worlds agree which is the lower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Who {
+    pub world: u64,
+    pub rank: u32,
+}
+
+/// A peer as its connections need it: our pid for it, who it is, and the
+/// keys of our link with its world (our job's keys for our own ranks).
+#[derive(Clone, Debug)]
+pub struct Party {
+    pub pid: Pid,
+    pub who: Who,
+    pub keys: Keys,
+}
+
+/// Who may call us: the ranks of our own world (`0..own`), and the
+/// processes of other worlds joined to ours, with our pid for each and the
+/// keys of the pair of worlds.
+#[derive(Clone, Debug, Default)]
+pub struct Directory {
+    pub own: u32,
+    pub foreign: std::collections::HashMap<Who, (Pid, Keys)>,
+}
+
+impl Directory {
+    /// Only the ranks of our own world.
+    pub fn own(npeers: usize) -> Directory {
+        Directory { own: npeers.min(u32::MAX as usize) as u32, foreign: Default::default() }
+    }
+
+    /// The peer `who` is to us, if it may call.
+    fn find(&self, id: &Identity, who: Who) -> Option<Party> {
+        if who.world == id.world() {
+            return (who.rank != id.me && who.rank < self.own).then(|| Party { pid: who.rank, who, keys: id.keys.clone() });
+        }
+        self.foreign.get(&who).map(|(pid, keys)| Party { pid: *pid, who, keys: keys.clone() })
+    }
 }
 
 impl fmt::Debug for Keys {
@@ -191,8 +248,8 @@ fn mac(
     keys: &Keys,
     label: &[u8],
     version: u32,
-    from: Pid,
-    to: Pid,
+    from: Who,
+    to: Who,
     nonces: (&Nonce, &Nonce),
     status: Option<Status>,
     generation: Option<u32>,
@@ -205,8 +262,10 @@ fn mac(
         &[
             label,
             &version.to_le_bytes(),
-            &from.to_le_bytes(),
-            &to.to_le_bytes(),
+            &from.rank.to_le_bytes(),
+            &from.world.to_le_bytes(),
+            &to.rank.to_le_bytes(),
+            &to.world.to_le_bytes(),
             &keys.job.to_le_bytes(),
             nonces.0,
             nonces.1,
@@ -238,8 +297,8 @@ fn array<const N: usize>(b: &[u8]) -> [u8; N] {
 
 struct Hello {
     version: u32,
-    from: Pid,
-    to: Pid,
+    from: Who,
+    to: Who,
     nonce_c: Nonce,
 }
 
@@ -248,10 +307,12 @@ impl Hello {
         let mut b = Vec::with_capacity(HELLO_LEN);
         b.extend_from_slice(HELLO_MAGIC);
         b.extend_from_slice(&self.version.to_le_bytes());
-        b.extend_from_slice(&self.from.to_le_bytes());
-        b.extend_from_slice(&self.to.to_le_bytes());
+        b.extend_from_slice(&self.from.rank.to_le_bytes());
+        b.extend_from_slice(&self.to.rank.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
         b.extend_from_slice(&self.nonce_c);
+        b.extend_from_slice(&self.from.world.to_le_bytes());
+        b.extend_from_slice(&self.to.world.to_le_bytes());
         b
     }
 
@@ -262,7 +323,12 @@ impl Hello {
         if u32_at(b, 20) != 0 {
             return Err(Failure::Malformed("reserved HELLO field"));
         }
-        Ok(Hello { version: u32_at(b, 8), from: u32_at(b, 12), to: u32_at(b, 16), nonce_c: array(&b[24..40]) })
+        Ok(Hello {
+            version: u32_at(b, 8),
+            from: Who { world: u64_at(b, 40), rank: u32_at(b, 12) },
+            to: Who { world: u64_at(b, 48), rank: u32_at(b, 16) },
+            nonce_c: array(&b[24..40]),
+        })
     }
 }
 
@@ -391,7 +457,23 @@ pub struct Identity {
     pub me: Pid,
     /// Protocol version spoken (the wire version).
     pub version: u32,
+    /// Our job's keys.
     pub keys: Keys,
+}
+
+impl Identity {
+    fn world(&self) -> u64 {
+        self.keys.world()
+    }
+
+    fn who(&self) -> Who {
+        Who { world: self.world(), rank: self.me }
+    }
+
+    /// A rank of our own world, as a party.
+    fn own(&self, pid: Pid) -> Party {
+        Party { pid, who: Who { world: self.world(), rank: pid }, keys: self.keys.clone() }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -400,7 +482,7 @@ pub struct Identity {
 /// The side that called: sends HELLO, proves itself, waits for the verdict.
 pub struct Connector {
     id: Identity,
-    peer: Pid,
+    peer: Party,
     /// What the acceptor said it received from us (once established).
     peer_received: Option<u64>,
     state: ConnectorState,
@@ -427,7 +509,7 @@ struct AwaitVerdict {
 }
 
 impl AwaitWelcome {
-    fn on_welcome(self, id: &Identity, peer: Pid, msg: &[u8], out: &mut Vec<u8>) -> ConnectorState {
+    fn on_welcome(self, id: &Identity, peer: &Party, msg: &[u8], out: &mut Vec<u8>) -> ConnectorState {
         let w = match Welcome::decode(msg) {
             Ok(w) => w,
             Err(f) => return ConnectorState::Done(Outcome::Failed(f)),
@@ -444,7 +526,7 @@ impl AwaitWelcome {
         }
         let nonces = (&self.nonce_c, &w.nonce_a);
         let r = self.resume;
-        let proof = Proof { resume: r, mac: mac(&id.keys, CONNECTOR_LABEL, id.version, id.me, peer, nonces, None, Some(r.generation), r.received) };
+        let proof = Proof { resume: r, mac: mac(&peer.keys, CONNECTOR_LABEL, id.version, id.who(), peer.who, nonces, None, Some(r.generation), r.received) };
         out.extend_from_slice(&proof.encode());
         ConnectorState::AwaitVerdict(AwaitVerdict { nonce_c: self.nonce_c, nonce_a: w.nonce_a })
     }
@@ -452,7 +534,7 @@ impl AwaitWelcome {
 
 impl AwaitVerdict {
     /// The outcome, and what the acceptor received from us if established.
-    fn on_verdict(self, id: &Identity, peer: Pid, msg: &[u8]) -> (Outcome, Option<u64>) {
+    fn on_verdict(self, id: &Identity, peer: &Party, msg: &[u8]) -> (Outcome, Option<u64>) {
         let v = match Verdict::decode(msg) {
             Ok(v) => v,
             Err(f) => return (Outcome::Failed(f), None),
@@ -461,12 +543,12 @@ impl AwaitVerdict {
             return (Outcome::Refused(Refusal::BadProof), None);
         }
         let nonces = (&self.nonce_c, &self.nonce_a);
-        let expect = mac(&id.keys, ACCEPTOR_LABEL, id.version, id.me, peer, nonces, Some(v.status), None, v.received);
+        let expect = mac(&peer.keys, ACCEPTOR_LABEL, id.version, id.who(), peer.who, nonces, Some(v.status), None, v.received);
         if !auth::equal_ct(&expect, &v.mac) {
             return (Outcome::Failed(Failure::BadMac), None);
         }
         match v.status {
-            Status::Ok => (Outcome::Established { peer }, Some(v.received)),
+            Status::Ok => (Outcome::Established { peer: peer.pid }, Some(v.received)),
             _ => (Outcome::Refused(Refusal::Duplicate), None),
         }
     }
@@ -476,13 +558,20 @@ impl Connector {
     /// A connector making the first connection to `peer`, with a fresh
     /// `nonce_c`. The HELLO is ready to transmit once the connection is made.
     pub fn new(id: Identity, peer: Pid, nonce_c: Nonce) -> Connector {
-        Connector::resuming(id, peer, nonce_c, Resume::FIRST)
+        let peer = id.own(peer);
+        Connector::calling(id, peer, nonce_c, Resume::FIRST)
     }
 
     /// A connector asking for connection `resume.generation` of the link
     /// with `peer`, having received `resume.received` bytes from it.
     pub fn resuming(id: Identity, peer: Pid, nonce_c: Nonce, resume: Resume) -> Connector {
-        let hello = Hello { version: id.version, from: id.me, to: peer, nonce_c };
+        let peer = id.own(peer);
+        Connector::calling(id, peer, nonce_c, resume)
+    }
+
+    /// A connector calling `peer`, of our world or another one.
+    pub fn calling(id: Identity, peer: Party, nonce_c: Nonce, resume: Resume) -> Connector {
+        let hello = Hello { version: id.version, from: id.who(), to: peer.who, nonce_c };
         Connector {
             out: hello.encode(),
             id,
@@ -507,7 +596,7 @@ impl Connector {
     }
 
     pub fn peer(&self) -> Pid {
-        self.peer
+        self.peer.pid
     }
 
     /// Bytes received; returns how many were handshake bytes. Once the
@@ -527,9 +616,9 @@ impl Connector {
             let msg = self.incoming.bytes();
             let placeholder = ConnectorState::Done(Outcome::Failed(Failure::NotGridMpi));
             self.state = match std::mem::replace(&mut self.state, placeholder) {
-                ConnectorState::AwaitWelcome(s) => s.on_welcome(&self.id, self.peer, msg, &mut self.out),
+                ConnectorState::AwaitWelcome(s) => s.on_welcome(&self.id, &self.peer, msg, &mut self.out),
                 ConnectorState::AwaitVerdict(s) => {
-                    let (outcome, received) = s.on_verdict(&self.id, self.peer, msg);
+                    let (outcome, received) = s.on_verdict(&self.id, &self.peer, msg);
                     self.peer_received = received;
                     ConnectorState::Done(outcome)
                 }
@@ -562,8 +651,8 @@ pub struct Acceptor {
     id: Identity,
     /// Where the caller said the link stands (once admitted).
     caller_resume: Option<Resume>,
-    /// Ranks of the job (valid callers are `0..npeers`).
-    npeers: usize,
+    /// Who may call.
+    directory: std::sync::Arc<Directory>,
     state: AcceptorState,
     incoming: Partial,
     out: Vec<u8>,
@@ -584,14 +673,14 @@ struct AwaitHello {
 /// WELCOME sent to a caller claiming to be `peer`. Nothing is decided about
 /// `peer` in this state.
 struct AwaitProof {
-    peer: Pid,
+    peer: Party,
     nonce_c: Nonce,
     nonce_a: Nonce,
 }
 
 /// The caller proved it is `peer`; the owner decides.
 struct ProvenCaller {
-    peer: Pid,
+    peer: Party,
     nonce_c: Nonce,
     nonce_a: Nonce,
     resume: Resume,
@@ -615,17 +704,20 @@ impl AwaitHello {
         None
     }
 
-    fn on_hello(self, id: &Identity, npeers: usize, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
+    fn on_hello(self, id: &Identity, directory: &Directory, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
         let h = match Hello::decode(msg) {
             Ok(h) => h,
             Err(f) => return AcceptorState::Done(Outcome::Failed(f)),
         };
-        if h.to != id.me || h.from == id.me || h.from as usize >= npeers {
-            out.extend_from_slice(&Welcome { status: Status::WrongPeer, version: id.version, nonce_a: [0; 16] }.encode());
-            return AcceptorState::Done(Outcome::Refused(Refusal::WrongPeer));
-        }
+        let peer = match directory.find(id, h.from) {
+            Some(peer) if h.to == id.who() => peer,
+            _ => {
+                out.extend_from_slice(&Welcome { status: Status::WrongPeer, version: id.version, nonce_a: [0; 16] }.encode());
+                return AcceptorState::Done(Outcome::Refused(Refusal::WrongPeer));
+            }
+        };
         out.extend_from_slice(&Welcome { status: Status::Ok, version: id.version, nonce_a: self.nonce_a }.encode());
-        AcceptorState::AwaitProof(AwaitProof { peer: h.from, nonce_c: h.nonce_c, nonce_a: self.nonce_a })
+        AcceptorState::AwaitProof(AwaitProof { peer, nonce_c: h.nonce_c, nonce_a: self.nonce_a })
     }
 }
 
@@ -633,11 +725,12 @@ impl AwaitProof {
     fn on_proof(self, id: &Identity, msg: &[u8], out: &mut Vec<u8>) -> AcceptorState {
         let expect = |r: Resume| {
             let nonces = (&self.nonce_c, &self.nonce_a);
-            mac(&id.keys, CONNECTOR_LABEL, id.version, self.peer, id.me, nonces, None, Some(r.generation), r.received)
+            mac(&self.peer.keys, CONNECTOR_LABEL, id.version, self.peer.who, id.who(), nonces, None, Some(r.generation), r.received)
         };
         match Proof::decode(msg) {
             Ok(p) if auth::equal_ct(&expect(p.resume), &p.mac) => {
-                AcceptorState::Proven(ProvenCaller { peer: self.peer, nonce_c: self.nonce_c, nonce_a: self.nonce_a, resume: p.resume })
+                let AwaitProof { peer, nonce_c, nonce_a } = self;
+                AcceptorState::Proven(ProvenCaller { peer, nonce_c, nonce_a, resume: p.resume })
             }
             Ok(_) => {
                 out.extend_from_slice(&Verdict { status: Status::BadProof, received: 0, mac: [0; 32] }.encode());
@@ -672,10 +765,11 @@ pub enum Decision {
 }
 
 /// The rule both ends apply, so that two processes calling each other at
-/// once agree on one connection: the one made by the lower pid. A caller
+/// once agree on one connection: the one made by the lower process (by
+/// world, then rank: both ends order them alike, whatever their pids). A caller
 /// asking for a generation past our established connection's lost that
 /// connection: it is replaced. Asking for the same one again is stale.
-pub fn verdict(me: Pid, peer: Pid, link: Link, asked: u32) -> Decision {
+pub fn verdict(me: Who, peer: Who, link: Link, asked: u32) -> Decision {
     if link.established {
         return if asked > link.generation { Decision::Admit } else { Decision::Duplicate };
     }
@@ -696,7 +790,7 @@ impl Proven<'_> {
     /// The rank the caller proved to be.
     pub fn peer(&self) -> Pid {
         match &self.acceptor.state {
-            AcceptorState::Proven(p) => p.peer,
+            AcceptorState::Proven(p) => p.peer.pid,
             _ => unreachable!("Proven exists only for a proven acceptor"),
         }
     }
@@ -717,19 +811,19 @@ impl Proven<'_> {
         let AcceptorState::Proven(p) = std::mem::replace(&mut a.state, placeholder) else {
             unreachable!("Proven exists only for a proven acceptor")
         };
-        let decision = verdict(a.id.me, p.peer, link, p.resume.generation);
+        let decision = verdict(a.id.who(), p.peer.who, link, p.resume.generation);
         let (status, received) = match decision {
             Decision::Admit => (Status::Ok, link.received),
             Decision::Duplicate => (Status::Duplicate, 0),
         };
         let nonces = (&p.nonce_c, &p.nonce_a);
-        let mac = mac(&a.id.keys, ACCEPTOR_LABEL, a.id.version, p.peer, a.id.me, nonces, Some(status), None, received);
+        let mac = mac(&p.peer.keys, ACCEPTOR_LABEL, a.id.version, p.peer.who, a.id.who(), nonces, Some(status), None, received);
         a.out.extend_from_slice(&Verdict { status, received, mac }.encode());
         if decision == Decision::Admit {
             a.caller_resume = Some(p.resume);
         }
         a.state = AcceptorState::Done(match decision {
-            Decision::Admit => Outcome::Established { peer: p.peer },
+            Decision::Admit => Outcome::Established { peer: p.peer.pid },
             Decision::Duplicate => Outcome::Refused(Refusal::Duplicate),
         });
         decision
@@ -740,10 +834,16 @@ impl Acceptor {
     /// An acceptor for a connection just accepted, with a fresh `nonce_a`;
     /// callers may be ranks `0..npeers` other than `id.me`.
     pub fn new(id: Identity, npeers: usize, nonce_a: Nonce) -> Acceptor {
+        Acceptor::with_directory(id, std::sync::Arc::new(Directory::own(npeers)), nonce_a)
+    }
+
+    /// An acceptor for a connection just accepted: callers may be those of
+    /// `directory`.
+    pub fn with_directory(id: Identity, directory: std::sync::Arc<Directory>, nonce_a: Nonce) -> Acceptor {
         Acceptor {
             id,
             caller_resume: None,
-            npeers,
+            directory,
             state: AcceptorState::AwaitHello(AwaitHello { nonce_a }),
             incoming: Partial::new(),
             out: Vec::new(),
@@ -792,7 +892,7 @@ impl Acceptor {
             let msg = self.incoming.bytes();
             let placeholder = AcceptorState::Done(Outcome::Failed(Failure::NotGridMpi));
             self.state = match std::mem::replace(&mut self.state, placeholder) {
-                AcceptorState::AwaitHello(s) => s.on_hello(&self.id, self.npeers, msg, &mut self.out),
+                AcceptorState::AwaitHello(s) => s.on_hello(&self.id, &self.directory, msg, &mut self.out),
                 AcceptorState::AwaitProof(s) => s.on_proof(&self.id, msg, &mut self.out),
                 other => other,
             };
@@ -839,16 +939,21 @@ pub mod fuzzing {
         Identity { me, version: VERSION, keys: keys() }
     }
 
+    /// A rank of the fuzzed job, as named on the wire.
+    fn w(rank: Pid) -> Who {
+        Who { world: keys().world(), rank }
+    }
+
     /// The valid messages of a handshake between PEER (connector) and ME.
     fn valid_session() -> [Vec<u8>; 4] {
         let k = keys();
         let nonces = (&NONCE_C, &NONCE_A);
-        let hello = Hello { version: VERSION, from: PEER, to: ME, nonce_c: NONCE_C }.encode();
+        let hello = Hello { version: VERSION, from: w(PEER), to: w(ME), nonce_c: NONCE_C }.encode();
         let welcome = Welcome { status: Status::Ok, version: VERSION, nonce_a: NONCE_A }.encode();
         let r = Resume::FIRST;
-        let proof_mac = mac(&k, CONNECTOR_LABEL, VERSION, PEER, ME, nonces, None, Some(r.generation), r.received);
+        let proof_mac = mac(&k, CONNECTOR_LABEL, VERSION, w(PEER), w(ME), nonces, None, Some(r.generation), r.received);
         let proof = Proof { resume: r, mac: proof_mac }.encode();
-        let verdict_mac = mac(&k, ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok), None, 0);
+        let verdict_mac = mac(&k, ACCEPTOR_LABEL, VERSION, w(PEER), w(ME), nonces, Some(Status::Ok), None, 0);
         let verdict = Verdict { status: Status::Ok, received: 0, mac: verdict_mac }.encode();
         [hello, welcome, proof, verdict]
     }
@@ -977,22 +1082,22 @@ pub mod fuzzing {
             assert_eq!(sent.get(..HELLO_LEN), Some(&hello[..]), "a connector opens with its HELLO");
             if let Some(Outcome::Established { .. }) = outcome {
                 assert_eq!(consumed.len(), WELCOME_LEN + VERDICT_LEN);
-                let w = Welcome::decode(&consumed[..WELCOME_LEN]).expect("established after a bad WELCOME");
-                let nonces = (&NONCE_C, &w.nonce_a);
+                let welcome = Welcome::decode(&consumed[..WELCOME_LEN]).expect("established after a bad WELCOME");
+                let nonces = (&NONCE_C, &welcome.nonce_a);
                 let v = &consumed[WELCOME_LEN..];
                 let received = u64_at(v, 16);
-                let good = mac(&keys(), ACCEPTOR_LABEL, VERSION, PEER, ME, nonces, Some(Status::Ok), None, received);
+                let good = mac(&keys(), ACCEPTOR_LABEL, VERSION, w(PEER), w(ME), nonces, Some(Status::Ok), None, received);
                 assert_eq!(&v[..16], &[VERDICT_MAGIC[..].to_vec(), vec![0; 8]].concat()[..]);
                 assert_eq!(&v[24..], &good[..], "established without a valid verdict");
             }
         } else if let Some(peer) = proven {
             assert_eq!(consumed.len(), HELLO_LEN + PROOF_LEN);
             let h = Hello::decode(&consumed[..HELLO_LEN]).expect("proven after a bad HELLO");
-            assert_eq!(peer, h.from);
-            assert!(h.from != ME && (h.from as usize) < NPEERS && h.to == ME && h.version == VERSION);
+            assert_eq!(peer, h.from.rank);
+            assert!(h.from != w(ME) && h.from.world == w(ME).world && (h.from.rank as usize) < NPEERS && h.to == w(ME) && h.version == VERSION);
             let p = &consumed[HELLO_LEN..];
             let (generation, received) = (u32_at(p, 8), u64_at(p, 16));
-            let good = mac(&keys(), CONNECTOR_LABEL, VERSION, h.from, ME, (&h.nonce_c, &NONCE_A), None, Some(generation), received);
+            let good = mac(&keys(), CONNECTOR_LABEL, VERSION, h.from, w(ME), (&h.nonce_c, &NONCE_A), None, Some(generation), received);
             assert_eq!(&p[..8], PROOF_MAGIC);
             assert_eq!(&p[12..16], &[0; 4]);
             assert_eq!(&p[24..], &good[..], "proven without a valid proof");
@@ -1163,18 +1268,56 @@ mod tests {
         let mut c3 = Connector::new(id(1, 9), 2, [1; 16]);
         c3.handle_bytes(&welcome);
         let nonces = (&[1u8; 16], &[2u8; 16]);
-        let forged = Verdict { status: Status::Ok, received: 0, mac: mac(&keys(8), ACCEPTOR_LABEL, 5, 1, 2, nonces, Some(Status::Ok), None, 0) };
+        let forged = Verdict { status: Status::Ok, received: 0, mac: mac(&keys(8), ACCEPTOR_LABEL, 5, id(1, 8).who(), id(2, 8).who(), nonces, Some(Status::Ok), None, 0) };
         c3.handle_bytes(&forged.encode());
         assert_eq!(c3.outcome(), Some(&Outcome::Failed(Failure::BadMac)));
     }
 
     #[test]
     fn another_job_fails() {
+        // A rank of another job names another world: no one of ours.
         let other_job = Identity { me: 1, version: 5, keys: Keys { job: 78, secret: [9; 32] } };
         let (mut c, mut a) = pair(other_job, 2, id(2, 9));
         converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)));
+        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)));
+    }
+
+    /// Processes of two jobs joined by MPI_Comm_accept/connect: each names
+    /// itself by its own world, and both prove the keys of the pair.
+    #[test]
+    fn joined_worlds_connect_with_the_pair_keys() {
+        let (a_job, b_job) = (id(0, 9), Identity { me: 3, version: 5, keys: Keys { job: 78, secret: [5; 32] } });
+        let pair_keys = Keys { job: 99, secret: [7; 32] };
+        // B's rank 3 is our pid 6; we (rank 0 of A) are its pid 12.
+        let b3 = Who { world: b_job.keys.world(), rank: 3 };
+        let mut dir = Directory::own(4);
+        dir.foreign.insert(b3, (6, pair_keys.clone()));
+        let dir = std::sync::Arc::new(dir);
+        let to_a = Party { pid: 12, who: a_job.who(), keys: pair_keys.clone() };
+        let mut c = Connector::calling(b_job.clone(), to_a.clone(), [1; 16], Resume::FIRST);
+        let mut a = Acceptor::with_directory(a_job.clone(), dir.clone(), [2; 16]);
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(c.outcome(), Some(&Outcome::Established { peer: 12 }));
+        assert_eq!(a.outcome(), Some(&Outcome::Established { peer: 6 }));
+        // The pair's keys, not B's own, are what counts.
+        let own_keys = Party { keys: b_job.keys.clone(), ..to_a.clone() };
+        let mut c = Connector::calling(b_job.clone(), own_keys, [1; 16], Resume::FIRST);
+        let mut a = Acceptor::with_directory(a_job.clone(), dir.clone(), [2; 16]);
+        converse(&mut c, &mut a, Link::default());
         assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
-        assert_eq!(c.outcome(), Some(&Outcome::Refused(Refusal::BadProof)));
+        // A rank of B we were not told of is nobody to us.
+        let b2 = Identity { me: 2, ..b_job.clone() };
+        let mut c = Connector::calling(b2, to_a.clone(), [1; 16], Resume::FIRST);
+        let mut a = Acceptor::with_directory(a_job.clone(), dir.clone(), [2; 16]);
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)));
+        // Nor does B's rank reach A's rank 1 by calling rank 0's world and rank 1.
+        let to_a1 = Party { pid: 13, who: Who { world: a_job.keys.world(), rank: 1 }, keys: pair_keys };
+        let mut c = Connector::calling(b_job, to_a1, [1; 16], Resume::FIRST);
+        let mut a = Acceptor::with_directory(a_job, dir, [2; 16]);
+        converse(&mut c, &mut a, Link::default());
+        assert_eq!(a.outcome(), Some(&Outcome::Refused(Refusal::WrongPeer)));
     }
 
     #[test]
@@ -1334,19 +1477,20 @@ mod tests {
 
     #[test]
     fn the_verdict_rule() {
+        let who = |rank| Who { world: 7, rank };
         let l = |established, connecting, generation| Link { established, connecting, generation, received: 0 };
-        assert_eq!(verdict(1, 2, l(false, false, 0), 1), Decision::Admit);
-        assert_eq!(verdict(1, 2, l(true, false, 1), 1), Decision::Duplicate);
+        assert_eq!(verdict(who(1), who(2), l(false, false, 0), 1), Decision::Admit);
+        assert_eq!(verdict(who(1), who(2), l(true, false, 1), 1), Decision::Duplicate);
         // Both calling: the lower pid's connection wins at both ends.
-        assert_eq!(verdict(1, 2, l(false, true, 0), 1), Decision::Duplicate);
-        assert_eq!(verdict(2, 1, l(false, true, 0), 1), Decision::Admit);
+        assert_eq!(verdict(who(1), who(2), l(false, true, 0), 1), Decision::Duplicate);
+        assert_eq!(verdict(who(2), who(1), l(false, true, 0), 1), Decision::Admit);
         // A caller that lost our connection replaces it; a stale attempt
         // (for the connection we use) is refused.
-        assert_eq!(verdict(1, 2, l(true, false, 3), 4), Decision::Admit);
-        assert_eq!(verdict(1, 2, l(true, false, 3), 3), Decision::Duplicate);
+        assert_eq!(verdict(who(1), who(2), l(true, false, 3), 4), Decision::Admit);
+        assert_eq!(verdict(who(1), who(2), l(true, false, 3), 3), Decision::Duplicate);
         // Both reconnecting after a break: the pid rule again.
-        assert_eq!(verdict(1, 2, l(false, true, 3), 4), Decision::Duplicate);
-        assert_eq!(verdict(2, 1, l(false, true, 3), 4), Decision::Admit);
+        assert_eq!(verdict(who(1), who(2), l(false, true, 3), 4), Decision::Duplicate);
+        assert_eq!(verdict(who(2), who(1), l(false, true, 3), 4), Decision::Admit);
     }
 
     #[test]

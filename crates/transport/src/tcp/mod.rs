@@ -32,7 +32,7 @@ use crate::sys::{self, Epoll};
 use crate::{terr, ConnEvent, Sink, Transport, TransportError};
 use conn::{Conn, Phase};
 use gridmpi_wire::{Pid, Transmit, WIRE_VERSION};
-use handshake::{Acceptor, Connector, Identity, Keys};
+use handshake::{Acceptor, Connector, Directory, Identity, Keys, Party, Who};
 use sendq::OutFrame;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -73,6 +73,10 @@ pub struct RelayWay {
 
 #[derive(Default)]
 struct PeerLink {
+    /// A process of another world (joined by MPI_Comm_accept/connect,
+    /// spawn or join): who it is and the keys of our link with its world.
+    /// None for a rank of our own job.
+    foreign: Option<(Who, Keys)>,
     addrs: Vec<SocketAddrV4>,
     /// When the peer is reached through relays: the way there.
     relay: Option<RelayWay>,
@@ -131,6 +135,8 @@ pub struct Tcp {
     /// The transport's own epoll set: the listener and every connection.
     ep: Epoll,
     keys: Keys,
+    /// Who may call us (our ranks, and the processes of joined worlds).
+    directory: std::sync::Arc<Directory>,
     listener: OwnedFd,
     port: u16,
     conns: Vec<Option<Conn>>,
@@ -255,6 +261,7 @@ impl Tcp {
             me,
             ep,
             keys: Keys { job, secret },
+            directory: std::sync::Arc::new(Directory::own(npeers)),
             listener,
             port,
             conns: Vec::new(),
@@ -347,6 +354,40 @@ impl Tcp {
         Identity { me: self.me, version: WIRE_VERSION, keys: self.keys.clone() }
     }
 
+    /// The public id of our job on the wire.
+    pub fn world(&self) -> u64 {
+        self.keys.world()
+    }
+
+    /// Who `peer` is on the wire.
+    fn who_of(&self, peer: Pid) -> Who {
+        match &self.peers[peer as usize].foreign {
+            Some((who, _)) => *who,
+            None => Who { world: self.world(), rank: peer },
+        }
+    }
+
+    /// `peer` as its connections need it.
+    fn party(&self, peer: Pid) -> Party {
+        let keys = self.peers[peer as usize].foreign.as_ref().map_or(&self.keys, |(_, k)| k).clone();
+        Party { pid: peer, who: self.who_of(peer), keys }
+    }
+
+    /// Add a process of another world as peer `pid` (the next pid: the
+    /// peers so far are `0..pid`), reached at `addrs` and proving `keys`
+    /// (those of the pair of worlds). It may call us from now on.
+    pub fn add_peer(&mut self, pid: Pid, who: Who, keys: Keys, addrs: Vec<SocketAddrV4>) {
+        assert_eq!(pid as usize, self.peers.len(), "peers are added in pid order");
+        std::sync::Arc::make_mut(&mut self.directory).foreign.insert(who, (pid, keys.clone()));
+        self.peers.push(PeerLink { foreign: Some((who, keys)), addrs, ..PeerLink::default() });
+        self.tuning.push(None);
+    }
+
+    /// The pid of the process `who` of another world, if it is a peer.
+    pub fn foreign_pid(&self, who: Who) -> Option<Pid> {
+        self.directory.foreign.get(&who).map(|(pid, _)| *pid)
+    }
+
     /// Queue a frame for its peer and write what the socket takes now.
     fn queue(&mut self, t: Transmit, sink: &mut dyn Sink) -> Result<(), TransportError> {
         let peer = t.peer;
@@ -397,7 +438,7 @@ impl Tcp {
         let link = &self.peers[peer as usize];
         let received = link.rx.position(link.carry.as_ref().map_or(0, |c| c.len()));
         let resume = handshake::Resume { generation: link.generation + 1, received };
-        let mut machine = Connector::resuming(self.identity(), peer, nonce_c, resume);
+        let mut machine = Connector::calling(self.identity(), self.party(peer), nonce_c, resume);
         if let Some(p) = preface {
             machine = machine.through_relay(p);
         }
@@ -484,7 +525,7 @@ impl Tcp {
             if sys::random_bytes(&mut nonce_a).is_err() {
                 continue;
             }
-            let machine = Acceptor::new(self.identity(), self.peers.len(), nonce_a);
+            let machine = Acceptor::with_directory(self.identity(), self.directory.clone(), nonce_a);
             let raw = fd.as_raw_fd();
             let idx = self.insert_conn(Conn::new(fd, None, Phase::Acceptor(machine), Vec::new()));
             let _ = self.ep.add(raw, sys::EPOLLIN, CONN_TOKEN_BASE + idx as u64);
