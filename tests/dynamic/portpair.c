@@ -112,6 +112,33 @@ int main(int argc, char **argv)
     CHECK(mrank == (server ? wrank : rsize + wrank), "merged rank %d", mrank);
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, merged);
     CHECK(sum == msize, "allreduce gave %d", sum);
+    /* Both groups say "low": they still agree on one order. */
+    MPI_Comm same;
+    MPI_Intercomm_merge(inter, 0, &same);
+    int srank, lo = 0, mine[2];
+    MPI_Comm_rank(same, &srank);
+    mine[0] = server;
+    mine[1] = wrank;
+    int *all = malloc(2 * msize * sizeof(int));
+    MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, same);
+    for (int i = 0; i < msize; i++)
+        lo += all[2 * i] == all[0];
+    CHECK(lo == (all[0] ? size * server + rsize * !server : size * !server + rsize * server), "merge(0, 0): the first group is not contiguous");
+    free(all);
+    MPI_Comm_free(&same);
+    /* An intercommunicator made anew over the merged one (peer comm),
+     * between the two jobs' halves: groups exchanged by their leaders. */
+    MPI_Comm mine_half, again;
+    MPI_Comm_split(merged, server, wrank, &mine_half);
+    MPI_Intercomm_create(mine_half, 0, merged, server ? size : 0, 99, &again);
+    int ar;
+    MPI_Comm_remote_size(again, &ar);
+    CHECK(ar == rsize, "Intercomm_create: remote size %d", ar);
+    int tok = server ? 5 : 6, got = 0;
+    MPI_Sendrecv(&tok, 1, MPI_INT, 0, 1, &got, 1, MPI_INT, 0, 1, again, MPI_STATUS_IGNORE);
+    CHECK(got == (server ? 6 : 5), "Intercomm_create: got %d", got);
+    MPI_Comm_free(&again);
+    MPI_Comm_free(&mine_half);
     MPI_Comm_free(&merged);
 
     /* MPI_Comm_join between the rank 0s, over a socket of their own. */

@@ -712,20 +712,34 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         // Leaders swap (proposal, pids...) over the peer communicator with the user's tag.
         let mut info: Vec<i32> = Vec::new();
         if let Some((pctx, prank, ppid)) = peer {
+            // Processes as (world, rank): the two groups may come from
+            // different jobs joined before, where pids differ.
             let mut mine = vec![v[0] as i32];
-            mine.extend(my_pids.iter().map(|&p| p as i32));
+            state::with(|st| {
+                for &p in &my_pids {
+                    let who = st.rt.who(p);
+                    mine.extend([who.world as i32, (who.world >> 32) as i32, who.rank as i32]);
+                }
+                Ok(())
+            })?;
             info = leader_exchange(pctx, prank, remote_leader, ppid, tag, &mine)?;
         }
         let mut n = [info.len() as i32];
         bcast(view.clone(), ltag, &mut n, local_leader)?;
         info.resize(n[0] as usize, 0);
         bcast(view.clone(), ltag, &mut info, local_leader)?;
-        if info.is_empty() {
-            return Err(err(MPI_ERR_INTERN, "the remote group's leader sent nothing"));
+        if info.is_empty() || (info.len() - 1) % 3 != 0 {
+            return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed group"));
         }
         let ctx = (info[0] as u32).max(v[0]);
-        let remote: Vec<u32> = info[1..].iter().map(|&p| p as u32).collect();
         *newintercomm = state::with(|st| {
+            let remote = info[1..]
+                .chunks(3)
+                .map(|w| {
+                    let who = gridmpi_transport::tcp::handshake::Who { world: w[0] as u32 as u64 | (w[1] as u32 as u64) << 32, rank: w[2] as u32 };
+                    st.rt.pid_of(who).ok_or_else(|| err(MPI_ERR_COMM, format!("rank {} of job {:016x} in the remote group is not connected to this process (join the jobs with MPI_Comm_accept/connect first)", who.rank, who.world)))
+                })
+                .collect::<R<Vec<u32>>>()?;
             st.next_ctx = st.next_ctx.max(ctx + 4);
             let l = st.comm(local_comm)?;
             let mut c = Comm::new(ctx, l.group.clone(), l.rank, MPI_ERRORS_ARE_FATAL);
@@ -741,12 +755,18 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
 pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
     api("MPI_Intercomm_merge", Target::Comm(intercomm), || {
         check_ptr(newintracomm, "newintracomm")?;
-        let (view, tag, ictx, local, remote, me) = state::with(|st| {
+        let (view, tag, ictx, local, remote, me, local_first_by_id) = state::with(|st| {
             let me = st.rt.me;
             let c = st.comm_mut(intercomm)?;
             let remote = c.remote.clone().ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))?;
             let tag = c.next_coll_tag();
-            Ok((local_view(c), tag, c.ctx + 1, c.group.pids.clone(), remote.pids.clone(), me))
+            let ictx = c.ctx + 1;
+            let (view, local, remote) = (local_view(c), c.group.pids.clone(), remote.pids.clone());
+            // Both groups must order themselves alike when both say the
+            // same: by who their first processes are, which both sides
+            // know alike (pids of another job's processes differ).
+            let first = st.rt.who(local[0]) < st.rt.who(remote[0]);
+            Ok((view, tag, ictx, local, remote, me, first))
         })?;
         let mut h = [(high != 0) as i32];
         bcast(view.clone(), tag, &mut h, 0)?;
@@ -759,7 +779,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, 
         let local_first = match (h[0], theirs[0]) {
             (0, 1) => true,
             (1, 0) => false,
-            _ => local[0] < remote[0],
+            _ => local_first_by_id,
         };
         let ctx = agree_ctx(intercomm, 1)?;
         let pids: Vec<u32> = if local_first { local.iter().chain(remote.iter()).copied().collect() } else { remote.iter().chain(local.iter()).copied().collect() };
