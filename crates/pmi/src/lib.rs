@@ -46,6 +46,8 @@ mod pmix;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;
+pub mod spawn;
 pub mod wire;
 
 pub use client::{resolve_v4, Joined, Pmi, PmiError, Version};
+pub use spawn::SpawnApp;
