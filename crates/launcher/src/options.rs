@@ -83,6 +83,15 @@ pub struct Options {
     pub address_file: Option<PathBuf>,
     /// `--relay ADDR:PORT`: be a relay listening there.
     pub relay_listen: Option<String>,
+    /// Hidden, for a gridmpirun started by another for MPI_Comm_spawn
+    /// (`--started-fd N`): write one line on this descriptor once every
+    /// rank has started (`ok`) or the job failed before that (`failed WHY`).
+    pub started_fd: Option<i32>,
+    /// Hidden (`--universe N`): MPI_UNIVERSE_SIZE, as the parent job's.
+    pub universe: Option<u32>,
+    /// Hidden (`--spawn-hosts TEXT`): hosts in hostfile syntax, one per
+    /// line, as the parent launcher placed the spawned processes.
+    pub spawn_hosts: Option<String>,
 }
 
 impl Default for Options {
@@ -108,6 +117,9 @@ impl Default for Options {
             secret_file: None,
             address_file: None,
             relay_listen: None,
+            started_fd: None,
+            universe: None,
+            spawn_hosts: None,
         }
     }
 }
@@ -506,6 +518,40 @@ pub static OPTIONS: &[OptionSpec] = &[
         scope: Scope::Job,
         handler: |o, v, _| {
             o.address_file = Some(absolute(&v[0], "--address-file")?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--started-fd"],
+        values: 1,
+        metavar: "FD",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.started_fd = Some(v[0].parse::<i32>().ok().filter(|&fd| fd > 2).ok_or_else(|| format!("--started-fd needs a descriptor number, got {:?}", v[0]))?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--universe"],
+        values: 1,
+        metavar: "N",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.universe = Some(count("--universe", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--spawn-hosts"],
+        values: 1,
+        metavar: "TEXT",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.hosts.extend(crate::hosts::parse_hostfile(&v[0]).map_err(|e| format!("--spawn-hosts: {e}"))?);
+            o.spawn_hosts = Some(v[0].clone());
             Ok(())
         },
     },

@@ -25,11 +25,13 @@ pub struct Output<O: Write, E: Write> {
     out: O,
     err: E,
     pending: HashMap<(u32, Stream), Pending>,
+    /// The last line given to [`Output::note`] (why a job failed).
+    pub last_note: Option<String>,
 }
 
 impl<O: Write, E: Write> Output<O, E> {
     pub fn new(tag: bool, out: O, err: E) -> Self {
-        Output { tag, out, err, pending: HashMap::new() }
+        Output { tag, out, err, pending: HashMap::new(), last_note: None }
     }
 
     /// Bytes a rank wrote.
@@ -121,6 +123,7 @@ impl<O: Write, E: Write> Output<O, E> {
 
     /// A line of gridmpirun's own, on stderr, between whole lines.
     pub fn note(&mut self, text: &str) {
+        self.last_note = Some(text.to_string());
         let _ = self.out.flush();
         let line = format!("gridmpirun: {text}\n");
         self.write(Stream::Stderr, line.as_bytes());

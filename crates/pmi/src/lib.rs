@@ -49,5 +49,5 @@ pub mod server;
 pub mod spawn;
 pub mod wire;
 
-pub use client::{resolve_v4, Joined, Pmi, PmiError, Version};
+pub use client::{resolve_v4, Joined, Pmi, PmiError, Version, SPAWN_SERVER_VAR};
 pub use spawn::SpawnApp;
