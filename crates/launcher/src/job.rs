@@ -255,7 +255,8 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     let Plan { nodes, placement, app_of_rank, universe, hosts_from, explicit_hosts } = match plan(&opts, &setup) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("gridmpirun: {e}");
+            let who = if opts.started_fd.is_some() { "gridmpirun (spawned job)" } else { "gridmpirun" };
+            eprintln!("{who}: {e}");
             started_pipe.failed(&e);
             return 2;
         }
@@ -363,6 +364,9 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         started_ranks: 0,
     };
 
+    if opts.started_fd.is_some() {
+        job.out.name = "gridmpirun (spawned job)";
+    }
     // Every rank on this host: their TCP listeners need not be reachable
     // from elsewhere (unless the user chose the addresses).
     let mut rank_env = setup.rank_env.clone();
