@@ -76,12 +76,13 @@ def wait_for_files(paths, limit=20):
 
 
 def rank(mode, d):
-    assert os.environ.get("GRIDMPI_SPAWN_SERVER") == "1", "gridmpirun marks its ranks"
     pmi = Pmi()
+    kvs = pmi.request("cmd=get_my_kvsname\n")["kvsname"]
+    assert os.environ.get("GRIDMPI_SPAWN_SERVER") == kvs, "gridmpirun marks its ranks with the job's kvsname"
     u = pmi.request("cmd=get_universe_size\n")
     print(f"rank: universe {u['size']}", flush=True)
     if mode == "basic":
-        assert u["size"] == "4", u
+        assert u["size"] == "8", u
         # Each child writes what it sees into DIR/TAG.APPNUM.RANK.
         write = 'echo "$PMI_RANK $PMI_SIZE $GRIDMPI_APPNUM $GRIDMPI_PARENT_PORT $(pwd) $1" > "$0/$1.$GRIDMPI_APPNUM.$PMI_RANK"'
         rc, msg = pmi.spawn([("/bin/sh", ["-c", write, d, "first"], 2, [])], [("GRIDMPI_PARENT_PORT", "xyz")])
@@ -155,7 +156,7 @@ def main():
 
     assert not sleepers(), f"processes `sleep {SLEEP_MARK}` already run: not ours, stop them first"
     with tempfile.TemporaryDirectory() as d:
-        p = run("basic", d, ["-hosts", "localhost:4"])
+        p = run("basic", d, ["-hosts", "localhost:8"])
         out, err = p.communicate(timeout=120)
         check("spawn, spawn_multiple, errors, names", p.returncode == 0 and "rank: basic done" in out, f"exit {p.returncode}\n{out}\n{err}")
         check("free slots: no oversubscription warning", "oversubscribed" not in err, err)

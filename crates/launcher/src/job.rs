@@ -371,9 +371,10 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     // from elsewhere (unless the user chose the addresses).
     let mut rank_env = setup.rank_env.clone();
     // Our PMI server starts processes (MPI_Comm_spawn): the client asks
-    // for it only then (under another launcher's PMI it refuses at once).
+    // for it only when this names its job's key-value space (under
+    // another launcher's PMI it refuses at once).
     rank_env.retain(|(k, _)| k != gridmpi_pmi::SPAWN_SERVER_VAR);
-    rank_env.push((gridmpi_pmi::SPAWN_SERVER_VAR.to_string(), "1".into()));
+    rank_env.push((gridmpi_pmi::SPAWN_SERVER_VAR.to_string(), job.server.info().kvsname.clone()));
     let all_here = job.hosts.iter().all(|h| h.local || h.ranks.is_empty());
     if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
         rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));

@@ -202,12 +202,14 @@ pub struct Pmi {
     max_value: usize,
     mode: Mode,
     /// The PMI server is gridmpirun's, which serves spawn requests
-    /// (it sets GRIDMPI_SPAWN_SERVER=1 for its ranks).
+    /// (it sets [`SPAWN_SERVER_VAR`] for its ranks).
     spawn_server: bool,
 }
 
-/// Set by gridmpirun in its ranks' environment: their PMI server starts
-/// processes (MPI_Comm_spawn).
+/// Set by gridmpirun in its ranks' environment to the job's key-value
+/// space name: their PMI server starts processes (MPI_Comm_spawn). A
+/// process started by another launcher under a gridmpirun rank (which
+/// inherits the variable) has another key-value space, so it is not fooled.
 pub const SPAWN_SERVER_VAR: &str = "GRIDMPI_SPAWN_SERVER";
 
 /// PMI-2's fixed limits (`PMI2_MAX_KEYLEN`, `PMI2_MAX_VALLEN`).
@@ -367,7 +369,7 @@ impl Pmi {
             Version::Pmi1 => Pmi::init_v1(conn, port_id),
             Version::Pmi2 => Pmi::init_v2(conn, port_id),
         }?;
-        pmi.spawn_server = env(SPAWN_SERVER_VAR).as_deref() == Some("1");
+        pmi.spawn_server = env(SPAWN_SERVER_VAR).is_some_and(|v| v == pmi.kvsname);
         Ok(pmi)
     }
 
@@ -733,7 +735,7 @@ impl Pmi {
         };
         if !self.spawn_server {
             return unavailable(&format!(
-                "this process was started by another launcher's PMI (hydra's mpiexec, srun; {SPAWN_SERVER_VAR} is not set), whose children would not find the parent's port"
+                "this process was started by another launcher's PMI (hydra's mpiexec, srun; {SPAWN_SERVER_VAR} does not name this job), whose children would not find the parent's port"
             ));
         }
         spawn::check_apps(apps).map_err(|reason| PmiError::SpawnRequest { reason })?;
