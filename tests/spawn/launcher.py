@@ -66,6 +66,32 @@ class Pmi:
         return int(r["rc"]), r.get("msg", "")
 
 
+class Pmi2:
+    """The PMI-2 wire: a 6-character length, then cmd=NAME;key=value;..."""
+
+    def __init__(self):
+        fd = int(os.environ["PMI_FD"])
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+        self.reader = self.sock.makefile("rb")
+        self.sock.sendall(b"cmd=init pmi_version=2 pmi_subversion=0\n")
+        line = self.reader.readline().decode()
+        assert "rc=0" in line and "pmi_version=2" in line, line
+        r = self.request([("cmd", "fullinit"), ("pmirank", os.environ["PMI_RANK"])])
+        assert r["cmd"] == "fullinit-response" and r["rc"] == "0", r
+
+    def request(self, pairs):
+        body = "".join(f"{k}={v.replace(';', ';;')};" for k, v in pairs)
+        self.sock.sendall(f"{len(body):6}{body}".encode())
+        n = int(self.reader.read(6))
+        text = self.reader.read(n).decode()
+        out = {}
+        for field in re.split(r"(?<!;);(?!;)", text.replace(";;", "\0")):
+            if field:
+                k, _, v = field.partition("=")
+                out[k] = v.replace("\0", ";")
+        return out
+
+
 def wait_for_files(paths, limit=20):
     end = time.time() + limit
     while time.time() < end:
@@ -75,7 +101,26 @@ def wait_for_files(paths, limit=20):
     raise AssertionError(f"not written in {limit}s: {[p for p in paths if not os.path.exists(p)]}")
 
 
+def rank_pmi2(d):
+    pmi = Pmi2()
+    write = 'echo "$PMI_RANK $PMI_SIZE $GRIDMPI_PARENT_PORT" > "$0/pmi2.$PMI_RANK"'
+    r = pmi.request([("cmd", "spawn"), ("thrid", "0x5"), ("ncmds", "1"), ("preputcount", "1"),
+                     ("ppkey0", "GRIDMPI_PARENT_PORT"), ("ppval0", "a;b"), ("subcmd", "/bin/sh"),
+                     ("maxprocs", "2"), ("argc", "3"), ("argv0", "-c"), ("argv1", write), ("argv2", d), ("infokeycount", "0")])
+    assert (r["cmd"], r["rc"], r.get("thrid")) == ("spawn-response", "0", "0x5"), r
+    # (sh -c SCRIPT ARG0: the directory is $0 of the script.)
+    got = wait_for_files([f"{d}/pmi2.0", f"{d}/pmi2.1"])
+    assert got == ["0 2 a;b", "1 2 a;b"], got
+    r = pmi.request([("cmd", "spawn"), ("ncmds", "1"), ("subcmd", "/nonexistent/program"), ("maxprocs", "1"), ("argc", "0")])
+    assert r["rc"] != "0" and "not found" in r.get("errmsg", ""), r
+    r = pmi.request([("cmd", "finalize")])
+    assert r["cmd"] == "finalize-response", r
+    print("rank: pmi2 done", flush=True)
+
+
 def rank(mode, d):
+    if mode == "pmi2":
+        return rank_pmi2(d)
     pmi = Pmi()
     kvs = pmi.request("cmd=get_my_kvsname\n")["kvsname"]
     assert os.environ.get("GRIDMPI_SPAWN_SERVER") == kvs, "gridmpirun marks its ranks with the job's kvsname"
@@ -161,6 +206,11 @@ def main():
         check("spawn, spawn_multiple, errors, names", p.returncode == 0 and "rank: basic done" in out, f"exit {p.returncode}\n{out}\n{err}")
         check("free slots: no oversubscription warning", "oversubscribed" not in err, err)
         check("a missing program is named", "command not found" in out, out)
+
+    with tempfile.TemporaryDirectory() as d:
+        p = run("pmi2", d, ["-hosts", "localhost:4"])
+        out, err = p.communicate(timeout=60)
+        check("spawn over PMI-2", p.returncode == 0 and "rank: pmi2 done" in out, f"exit {p.returncode}\n{out}\n{err}")
 
     with tempfile.TemporaryDirectory() as d:
         p = run("childfails", d)

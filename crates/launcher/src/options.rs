@@ -826,6 +826,22 @@ mod tests {
         assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), "/abs/dir".to_string())]);
     }
 
+    /// The hidden options a gridmpirun gives the nested one it starts for
+    /// MPI_Comm_spawn.
+    #[test]
+    fn spawn_options() {
+        let args: Vec<String> = ["--started-fd", "7", "--universe", "8", "--spawn-hosts", "a slots=2 cluster=x\nb slots=1\n", "-n", "3", "--", "prog"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse(&args, &|_| None).unwrap();
+        assert_eq!((o.started_fd, o.universe), (Some(7), Some(8)));
+        assert_eq!(o.hosts.len(), 2);
+        assert_eq!((o.hosts[0].slots, o.hosts[0].cluster.as_deref()), (Some(2), Some("x")));
+        assert!(p("--started-fd 1 prog").unwrap_err().contains("descriptor"));
+        assert!(!usage().contains("--started-fd"), "hidden");
+    }
+
     #[test]
     fn modes() {
         assert_eq!(p("--info").unwrap().mode, Mode::Info);
