@@ -461,7 +461,9 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     loop {
         let now = Instant::now();
         job.check_deadlines(now);
-        if job.ranks.iter().all(|r| r.done) && job.spawned.iter().all(|s| s.ended.is_some()) {
+        // (A nested job is over once it ended and said whether it started:
+        // a failure after starting fails this job.)
+        if job.ranks.iter().all(|r| r.done) && job.spawned.iter().all(|s| s.ended.is_some() && s.started.is_some()) {
             let t = *finished_at.get_or_insert_with(|| {
                 job.close_links();
                 now
@@ -642,8 +644,9 @@ impl Job {
                 for r in self.ranks.iter_mut().filter(|r| !r.done) {
                     r.done = true;
                 }
-                for s in self.spawned.iter_mut().filter(|s| s.ended.is_none()) {
-                    s.ended = Some(ExitStatus::Signal(libc::SIGKILL));
+                for s in self.spawned.iter_mut() {
+                    s.ended.get_or_insert(ExitStatus::Signal(libc::SIGKILL));
+                    s.started.get_or_insert(false);
                 }
             }
         }
