@@ -113,6 +113,14 @@ def rank_pmi2(d):
     assert got == ["0 2 a;b", "1 2 a;b"], got
     r = pmi.request([("cmd", "spawn"), ("ncmds", "1"), ("subcmd", "/nonexistent/program"), ("maxprocs", "1"), ("argc", "0")])
     assert r["rc"] != "0" and "not found" in r.get("errmsg", ""), r
+    # A child speaking PMI finds the preput pairs in its job's key-value
+    # space too (where MPICH's library looks), and PMI_SPAWNED=1.
+    r = pmi.request([("cmd", "spawn"), ("ncmds", "1"), ("preputcount", "1"), ("ppkey0", "PARENT_ROOT_PORT_NAME"),
+                     ("ppval0", "port 7"), ("subcmd", sys.executable), ("maxprocs", "1"), ("argc", "4"),
+                     ("argv0", os.path.abspath(__file__)), ("argv1", "rank"), ("argv2", "kvschild"), ("argv3", d)])
+    assert r["rc"] == "0", r
+    got = wait_for_files([f"{d}/kvschild"])
+    assert got == ["port 7 1"], got
     r = pmi.request([("cmd", "finalize")])
     assert r["cmd"] == "finalize-response", r
     print("rank: pmi2 done", flush=True)
@@ -122,6 +130,13 @@ def rank(mode, d):
     if mode == "pmi2":
         return rank_pmi2(d)
     pmi = Pmi()
+    if mode == "kvschild":
+        kvs = pmi.request("cmd=get_my_kvsname\n")["kvsname"]
+        r = pmi.request(f"cmd=get kvsname={kvs} key=PARENT_ROOT_PORT_NAME\n")
+        assert r["rc"] == "0", r
+        open(f"{d}/kvschild", "w").write(f"{r['value']} {os.environ.get('PMI_SPAWNED')}\n")
+        pmi.request("cmd=finalize\n")
+        return
     kvs = pmi.request("cmd=get_my_kvsname\n")["kvsname"]
     assert os.environ.get("GRIDMPI_SPAWN_SERVER") == kvs, "gridmpirun marks its ranks with the job's kvsname"
     u = pmi.request("cmd=get_universe_size\n")

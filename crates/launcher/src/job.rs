@@ -367,6 +367,12 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     if opts.started_fd.is_some() {
         job.out.name = "gridmpirun (spawned job)";
     }
+    // A spawn request's preput pairs: in the key-value space, where
+    // MPICH's library looks for its parent's port (it also reads
+    // PMI_SPAWNED, as hydra sets it); as variables through opts.env.
+    for (k, v) in &opts.spawn_preput {
+        job.server.preput(k, v);
+    }
     // Every rank on this host: their TCP listeners need not be reachable
     // from elsewhere (unless the user chose the addresses).
     let mut rank_env = setup.rank_env.clone();
@@ -375,6 +381,9 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     // another launcher's PMI it refuses at once).
     rank_env.retain(|(k, _)| k != gridmpi_pmi::SPAWN_SERVER_VAR);
     rank_env.push((gridmpi_pmi::SPAWN_SERVER_VAR.to_string(), job.server.info().kvsname.clone()));
+    if opts.started_fd.is_some() {
+        rank_env.push(("PMI_SPAWNED".into(), "1".into()));
+    }
     let all_here = job.hosts.iter().all(|h| h.local || h.ranks.is_empty());
     if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
         rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));

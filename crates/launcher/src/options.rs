@@ -92,6 +92,10 @@ pub struct Options {
     /// Hidden (`--spawn-hosts TEXT`): hosts in hostfile syntax, one per
     /// line, as the parent launcher placed the spawned processes.
     pub spawn_hosts: Option<String>,
+    /// Hidden (`--spawn-preput KEY VALUE`, repeated): the spawn request's
+    /// preput pairs, stored in the job's key-value space (and, when KEY
+    /// can be one, set as variables of every rank).
+    pub spawn_preput: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -120,6 +124,7 @@ impl Default for Options {
             started_fd: None,
             universe: None,
             spawn_hosts: None,
+            spawn_preput: Vec::new(),
         }
     }
 }
@@ -552,6 +557,20 @@ pub static OPTIONS: &[OptionSpec] = &[
         handler: |o, v, _| {
             o.hosts.extend(crate::hosts::parse_hostfile(&v[0]).map_err(|e| format!("--spawn-hosts: {e}"))?);
             o.spawn_hosts = Some(v[0].clone());
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--spawn-preput"],
+        values: 2,
+        metavar: "KEY VALUE",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            if check_env_name(&v[0]).is_ok() {
+                o.env.push((v[0].clone(), v[1].clone()));
+            }
+            o.spawn_preput.push((v[0].clone(), v[1].clone()));
             Ok(())
         },
     },

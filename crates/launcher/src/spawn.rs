@@ -126,16 +126,12 @@ fn resolve_command(command: &str, path: Option<&str>, cwd: &Path) -> String {
     }
 }
 
-fn env_name_ok(name: &str) -> bool {
-    !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// Place the request's processes and write the nested gridmpirun's
 /// command line. `used`: ranks on each of the job's nodes now (the job's
 /// and its running nested jobs').
 pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, String)], is_local: &dyn Fn(&str) -> bool) -> Result<Prepared, String> {
-    if let Some((k, _)) = env.iter().find(|(k, _)| !env_name_ok(k)) {
-        return Err(format!("{k:?} is not an environment variable name (gridmpirun passes spawn's preput pairs as variables)"));
+    if let Some((k, v)) = env.iter().find(|(k, v)| k.is_empty() || k == ":" || v == ":") {
+        return Err(format!("preput pair {k:?} = {v:?}: gridmpirun cannot pass it (an empty key, or a lone \":\")"));
     }
     let mut wdirs: Vec<&str> = apps.iter().filter_map(|a| a.info.iter().find(|(k, _)| k == "wdir").map(|(_, v)| v.as_str())).collect();
     wdirs.dedup();
@@ -207,8 +203,11 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
     if ctx.verbose {
         args.push("-v".into());
     }
-    for (k, v) in ctx.genv.iter().chain(env) {
+    for (k, v) in &ctx.genv {
         args.extend(["-genv".into(), k.clone(), v.clone()]);
+    }
+    for (k, v) in env {
+        args.extend(["--spawn-preput".into(), k.clone(), v.clone()]);
     }
     if let Some(w) = wdirs.first() {
         args.extend(["-wdir".into(), w.to_string()]);
@@ -354,7 +353,7 @@ mod tests {
         assert_eq!((p.oversubscribed, p.usage.clone()), (0, vec![(0, 3)]));
         assert_eq!(hosts_arg(&p), "a slots=3\n");
         let tail: Vec<&str> = p.args.iter().map(String::as_str).skip_while(|a| *a != "-genv").collect();
-        assert_eq!(tail, ["-genv", "G", "1", "-genv", "GRIDMPI_PARENT_PORT", "p q", "-n", "3", "--", "./child", "x y"]);
+        assert_eq!(tail, ["-genv", "G", "1", "--spawn-preput", "GRIDMPI_PARENT_PORT", "p q", "-n", "3", "--", "./child", "x y"]);
         // Full: oversubscribed.
         let p = prepare(&c, &[3], &[app("./child", 3, &[])], &[], &local).unwrap();
         assert_eq!(p.oversubscribed, 2);
@@ -375,7 +374,7 @@ mod tests {
         // Different working directories cannot be one job's.
         let apps = [app("one", 1, &[("wdir", "/tmp")]), app("two", 1, &[("wdir", "/")])];
         assert!(prepare(&c, &[0, 0], &apps, &[], &local).unwrap_err().contains("different working directories"));
-        assert!(prepare(&c, &[0, 0], &[app("x", 1, &[])], &[("1BAD".into(), "v".into())], &local).is_err());
+        assert!(prepare(&c, &[0, 0], &[app("x", 1, &[])], &[("".into(), "v".into())], &local).is_err());
         assert_eq!(resolve_command("sh", Some("/nonexistent:/bin"), Path::new("/")), "/bin/sh");
     }
 }

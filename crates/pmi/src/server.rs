@@ -205,6 +205,13 @@ impl Server {
         &self.info
     }
 
+    /// Store `key` = `value` in the job's key-value space before any rank
+    /// runs: a spawn request's preput pairs, which MPICH's library reads
+    /// there (`PARENT_ROOT_PORT_NAME`).
+    pub fn preput(&mut self, key: &str, value: &str) {
+        self.kvs.insert(key.to_string(), value.to_string());
+    }
+
     /// Bytes that `rank` wrote on its PMI connection.
     pub fn receive(&mut self, rank: u32, bytes: &[u8]) {
         let Some(conn) = self.conns.get_mut(rank as usize) else { return };
