@@ -509,6 +509,35 @@ fn our_client_under_mpich_hydra() {
     }
     let (code, _, _) = run(Command::new(&mpiexec).args(["-n", "3", G, "--pmi-check", "abort=6@1"]).stdout(Stdio::piped()).stderr(Stdio::piped()));
     assert_eq!(code, 6);
+    // Under another launcher's PMI our client refuses to spawn, at once.
+    for extra in [vec![], vec!["-genv", "PMI_VERSION", "2"]] {
+        let mut cmd = Command::new(&mpiexec);
+        cmd.args(&extra).args(["-n", "1", G, "--pmi-check", "spawn=1"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env("GRIDMPI_SPAWN_SERVER", "kvs_1_0"); // inherited from a gridmpirun rank, say: not this job's
+        let (code, out, err) = run(&mut cmd);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        assert!(out.contains("could not spawn: MPI_Comm_spawn needs gridmpirun: "), "{extra:?}: {out}");
+    }
+}
+
+/// Our client's spawn through gridmpirun, in both PMI versions: the new
+/// job's ranks run (their own exchange), the parent's rank goes on.
+#[test]
+fn our_client_spawns_through_gridmpirun() {
+    for version in ["1", "2"] {
+        let (code, out, err) = run(&mut gridmpirun(&["-genv", "GRIDMPI_PMI_VERSION", version, "-hosts", "localhost:4", "-n", "2", G, "--pmi-check", "spawn=2@1"]));
+        assert_eq!(code, 0, "PMI-{version}: {out}{err}");
+        assert!(out.contains("pmi-check: rank 1 spawned 2"), "{out}");
+        assert_eq!(out.matches("of 2 ok (PMI-").count(), 4, "two ranks and two spawned: {out}");
+        assert!(!err.contains("oversubscribed"), "{err}");
+    }
+    // A singleton cannot.
+    let mut c = Command::new(G);
+    c.args(["--pmi-check", "spawn=1"]).env_remove("PMI_FD").env_remove("PMI_PORT").env_remove("PMIX_NAMESPACE");
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (code, out, _) = run(&mut c);
+    assert_eq!(code, 0);
+    assert!(out.contains("could not spawn: MPI_Comm_spawn needs gridmpirun: this process was not started by gridmpirun"), "{out}");
 }
 
 /// The compiler wrappers: flags, -show, and a real build (with MPICH's
