@@ -164,6 +164,10 @@ def rank(mode, d):
         assert rc != 0 and "/nonexistent/dir" in msg, (rc, msg)
         rc, msg = pmi.spawn([("/bin/true", [], 1, [("host", "no/such/host")])], [])
         assert rc != 0 and "host" in msg, (rc, msg)
+        # The job runs here alone: its ranks listen on 127.0.0.1, which
+        # processes on another host could not reach.
+        rc, msg = pmi.spawn([("/bin/true", [], 1, [("host", "otherhost")])], [])
+        assert rc != 0 and "127.0.0.1" in msg, (rc, msg)
         # The name service.
         r = pmi.request("cmd=publish_name service=svc port=tag\\ 1\n")
         assert r["rc"] == "0", r

@@ -234,6 +234,9 @@ struct Job {
     /// that every rank started, or that the job failed before.
     started_pipe: StartedPipe,
     started_ranks: u32,
+    /// The job runs on this machine alone, so its ranks listen on
+    /// 127.0.0.1 (GRIDMPI_TCP_ADDR): processes elsewhere cannot reach them.
+    loopback_only: bool,
 }
 
 /// A nested gridmpirun (MPI_Comm_spawn).
@@ -362,6 +365,7 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         tx: tx.clone(),
         started_pipe,
         started_ranks: 0,
+        loopback_only: false,
     };
 
     if opts.started_fd.is_some() {
@@ -386,6 +390,7 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     }
     let all_here = job.hosts.iter().all(|h| h.local || h.ranks.is_empty());
     if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
+        job.loopback_only = true;
         rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));
     }
     let app_env: Vec<Vec<(String, String)>> =
@@ -865,6 +870,11 @@ impl Job {
             return Err("the job is ending".into());
         }
         let prepared = spawn::prepare(&self.spawn_ctx, &self.node_used, apps, env, &hosts::is_local_host)?;
+        if let (true, Some(host)) = (self.loopback_only, prepared.remote_hosts.first()) {
+            return Err(format!(
+                "this job runs on this machine alone, so its ranks listen on 127.0.0.1 only (GRIDMPI_TCP_ADDR): processes on host {host} could not reach them; name the hosts when starting the job (-hosts, -f), or set GRIDMPI_TCP_ADDR"
+            ));
+        }
         let id = self.spawned.len();
         if prepared.oversubscribed > 0 {
             let n: u32 = apps.iter().map(|a| a.maxprocs).sum();

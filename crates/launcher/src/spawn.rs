@@ -59,6 +59,8 @@ pub struct Prepared {
     pub oversubscribed: u32,
     /// What it runs, for messages: `./a (2), ./b (1)`.
     pub summary: String,
+    /// The hosts it places processes on that are not this machine.
+    pub remote_hosts: Vec<String>,
 }
 
 /// A host spawned processes may go to.
@@ -67,6 +69,7 @@ struct Candidate {
     cluster: Option<String>,
     /// Its index among the job's nodes, if it is one of them.
     job_node: Option<usize>,
+    local: bool,
     slots: u32,
     max_slots: Option<u32>,
 }
@@ -89,7 +92,7 @@ fn candidates(ctx: &Context, info: &[(String, String)], is_local: &dyn Fn(&str) 
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| Candidate { name: n.name.clone(), cluster: n.cluster.clone(), job_node: Some(i), slots: ctx.slots[i], max_slots: n.max_slots })
+            .map(|(i, n)| Candidate { name: n.name.clone(), cluster: n.cluster.clone(), job_node: Some(i), local: n.local, slots: ctx.slots[i], max_slots: n.max_slots })
             .collect());
     };
     let mut out: Vec<Candidate> = Vec::new();
@@ -105,9 +108,9 @@ fn candidates(ctx: &Context, info: &[(String, String)], is_local: &dyn Fn(&str) 
         out.push(match job_node {
             Some(i) => {
                 let n = &ctx.nodes[i];
-                Candidate { name: n.name.clone(), cluster: n.cluster.clone(), job_node: Some(i), slots: ctx.slots[i], max_slots: n.max_slots }
+                Candidate { name: n.name.clone(), cluster: n.cluster.clone(), job_node: Some(i), local: n.local, slots: ctx.slots[i], max_slots: n.max_slots }
             }
-            None => Candidate { name: e.name.clone(), cluster: e.cluster.clone(), job_node: None, slots: e.slots.unwrap_or(1), max_slots: e.max_slots },
+            None => Candidate { name: e.name.clone(), cluster: e.cluster.clone(), job_node: None, local, slots: e.slots.unwrap_or(1), max_slots: e.max_slots },
         });
     }
     Ok(out)
@@ -142,6 +145,7 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
     let mut runs: Vec<(String, Option<String>, u32)> = Vec::new();
     let mut usage: Vec<(usize, u32)> = Vec::new();
     let mut oversubscribed = 0;
+    let mut remote_hosts: Vec<String> = Vec::new();
     for app in apps {
         if app.args.iter().any(|a| a == ":") {
             return Err(format!("{}: an argument \":\" cannot be passed (gridmpirun reads it as the end of a program)", app.command));
@@ -176,6 +180,9 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
                     }
                 }
                 None => extra_used[pick] += 1,
+            }
+            if !c.local && !remote_hosts.contains(&c.name) {
+                remote_hosts.push(c.name.clone());
             }
             match runs.last_mut() {
                 Some((name, _, k)) if *name == c.name => *k += 1,
@@ -224,7 +231,7 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
         args.extend(["-n".into(), app.maxprocs.to_string(), "--".into(), command]);
         args.extend(app.args.iter().cloned());
     }
-    Ok(Prepared { args, usage, oversubscribed, summary: summary.join(", ") })
+    Ok(Prepared { args, usage, oversubscribed, summary: summary.join(", "), remote_hosts })
 }
 
 /// Start the nested gridmpirun: its pid, and the pipe it reports on.
@@ -369,6 +376,7 @@ mod tests {
         // one: a is full, so b; two: on b (1 left) then c.
         assert_eq!(hosts_arg(&p), "b slots=2 cluster=east\nc slots=2\n");
         assert_eq!(p.usage, vec![(1, 2)]);
+        assert_eq!(p.remote_hosts, ["b", "c"]);
         let s = p.args.join(" ");
         assert!(s.contains("-wdir /tmp -n 1 -- one x y : -n 3 -- /nonexistent/two x y"), "{s}");
         // Different working directories cannot be one job's.

@@ -531,6 +531,19 @@ fn our_client_spawns_through_gridmpirun() {
         assert_eq!(out.matches("of 2 ok (PMI-").count(), 4, "two ranks and two spawned: {out}");
         assert!(!err.contains("oversubscribed"), "{err}");
     }
+    // On other hosts (through the launch agent), on the slots the job does
+    // not use: the new job's ranks on fakeB.
+    let dir = tempdir("spawn-remote");
+    let agent = fake_agent(&dir);
+    let (code, out, err) = run(&mut gridmpirun(&["-v", "--launcher", agent.to_str().unwrap(), "-hosts", "fakeA:1,fakeB:2", "-n", "1", G, "--pmi-check", "spawn=2"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches("of 2 ok (PMI-").count(), 2, "{out}{err}");
+    assert!(err.contains("gridmpirun (spawned job): starting ranks 0-1 on fakeB via:"), "{err}");
+    // A job on this machine alone spawns on it too (its ranks listen on
+    // 127.0.0.1; tests/spawn/launcher.py checks that another host is refused).
+    let (code, out, err) = run(&mut gridmpirun(&["--launcher", agent.to_str().unwrap(), "-n", "1", G, "--pmi-check", "spawn=1"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("rank 0 spawned 1"), "{out}{err}");
     // A singleton cannot.
     let mut c = Command::new(G);
     c.args(["--pmi-check", "spawn=1"]).env_remove("PMI_FD").env_remove("PMI_PORT").env_remove("PMIX_NAMESPACE");
