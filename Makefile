@@ -12,7 +12,7 @@ MPIFC    ?= gfortran
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint test-spawn-launcher fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -65,6 +65,10 @@ build:
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
 test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-mpi4py test-hdf5 test-testbed test-trace test-checkpoint
+
+# gridmpirun's side of MPI_Comm_spawn (tests/spawn/README.md); not part of `make test` yet
+test-spawn-launcher: build
+	python3 tests/spawn/launcher.py
 
 test-unit:
 	$(CARGO) test --release --workspace

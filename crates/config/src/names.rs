@@ -11,6 +11,8 @@ use crate::SETTINGS;
 pub static OTHER_VARIABLES: &[(&str, &str)] = &[
     ("GRIDMPI_CONFIG", "the config file to read instead of ~/.gridmpi.conf"),
     ("GRIDMPI_CMDLINE_SET", "set by gridmpirun for its ranks: the settings given on its command line"),
+    ("GRIDMPI_SPAWN_SERVER", "set by gridmpirun for its ranks (to the job's PMI key-value space): their PMI server starts processes (MPI_Comm_spawn)"),
+    ("GRIDMPI_PARENT_PORT", "set for processes started by MPI_Comm_spawn: the port of their parent job"),
     ("GRIDMPI_CC", "mpicc's compiler"),
     ("GRIDMPI_CXX", "mpicxx's compiler"),
     ("GRIDMPI_FC", "mpifort's compiler"),

@@ -15,6 +15,7 @@
 //! | `abort=CODE` | PMI abort with CODE after the exchange |
 //! | `exit-early=CODE` | exit with CODE without finalizing |
 //! | `exit=CODE` | exit with CODE after finalizing |
+//! | `spawn=N` | after the exchange, start N more `gridmpirun --pmi-check` as a new job (MPI_Comm_spawn's request), saying whether it could |
 
 use std::io::{self, Read, Write};
 use std::time::Duration;
@@ -38,7 +39,7 @@ fn parse_actions(args: &[String]) -> Result<Vec<Action>, String> {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (body.to_string(), None),
             };
-            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit"];
+            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit", "spawn"];
             if !KNOWN.contains(&name.as_str()) {
                 return Err(format!("unknown action {name:?} (known: {})", KNOWN.join(", ")));
             }
@@ -120,6 +121,15 @@ pub fn run(args: &[String]) -> i32 {
     println!("pmi-check: rank {me} of {n} ok ({version}, kvs {}, {n} peers checked)", pmi.kvs_name());
     let _ = io::stdout().flush();
 
+    if let Some(n) = value_of("spawn") {
+        let exe = std::env::current_exe().map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| "gridmpirun".into());
+        let app = gridmpi_pmi::SpawnApp { command: exe, args: vec!["--pmi-check".into()], maxprocs: n.max(0) as u32, info: Vec::new() };
+        match pmi.spawn(&[app], &[("GRIDMPI_PARENT_PORT".into(), format!("pmi-check rank {me}"))]) {
+            Ok(()) => println!("pmi-check: rank {me} spawned {n}"),
+            Err(e) => println!("pmi-check: rank {me} could not spawn: {e}"),
+        }
+        let _ = io::stdout().flush();
+    }
     if let Some(s) = value_of("sleep") {
         std::thread::sleep(Duration::from_secs(s as u64));
     }

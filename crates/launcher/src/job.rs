@@ -21,6 +21,7 @@ use crate::link::{self, Down, RankSpec, Up};
 use crate::options::{App, Options};
 use crate::output::Output;
 use crate::ranks::{self, LocalRanks};
+use crate::spawn::{self, StartedPipe};
 use crate::sys::{self, ExitStatus};
 
 /// How long a rank's exit may wait for its PMI connection and output
@@ -37,6 +38,8 @@ enum Event {
     Reaped { pid: u32, status: ExitStatus },
     Signal(i32),
     Stdin(Option<Vec<u8>>),
+    /// What nested job `id` (MPI_Comm_spawn) said on its pipe.
+    SpawnStarted { id: usize, result: Result<(), String> },
 }
 
 /// What the launcher needs from its settings and environment.
@@ -134,6 +137,8 @@ pub struct Plan {
     pub universe: i32,
     /// Where the hosts came from, when not from the command line.
     pub hosts_from: Option<String>,
+    /// Whether hosts were named (else: this machine, `nodes[0]`).
+    pub explicit_hosts: bool,
 }
 
 /// The nodes of the job, the node and program of each rank. Hosts come
@@ -172,8 +177,15 @@ pub fn plan(opts: &Options, setup: &Setup) -> Result<Plan, String> {
     let np: u32 = counts.iter().sum();
     let placement = hosts::place(&nodes, np, opts.ppn, opts.map_by)?;
     let app_of_rank = counts.iter().enumerate().flat_map(|(k, &n)| std::iter::repeat(k).take(n as usize)).collect();
-    let universe = if explicit_hosts { total_slots.max(np) } else { np };
-    Ok(Plan { nodes, placement, app_of_rank, universe: universe as i32, hosts_from })
+    // MPI_UNIVERSE_SIZE: the slots we know of; on this machine alone, its
+    // CPUs; at least the job. A nested gridmpirun (MPI_Comm_spawn) is told
+    // its parent's.
+    let universe = match opts.universe {
+        Some(u) => u,
+        None if explicit_hosts => total_slots.max(np),
+        None => (std::thread::available_parallelism().map_or(1, |n| n.get()) as u32).max(np),
+    };
+    Ok(Plan { nodes, placement, app_of_rank, universe: universe as i32, hosts_from, explicit_hosts })
 }
 
 struct RankState {
@@ -211,14 +223,44 @@ struct Job {
     verbose: bool,
     /// `--report-bindings`: the `--bind-to` policy to report.
     report_bindings: Option<Bind>,
+    /// MPI_Comm_spawn: what a nested job needs to know of this one.
+    spawn_ctx: spawn::Context,
+    /// The nested jobs started for MPI_Comm_spawn, by id.
+    spawned: Vec<Spawned>,
+    /// Ranks on each node: this job's and its running nested jobs'.
+    node_used: Vec<u32>,
+    tx: mpsc::Sender<Event>,
+    /// When started for MPI_Comm_spawn: where to tell the parent launcher
+    /// that every rank started, or that the job failed before.
+    started_pipe: StartedPipe,
+    started_ranks: u32,
+    /// The job runs on this machine alone, so its ranks listen on
+    /// 127.0.0.1 (GRIDMPI_TCP_ADDR): processes elsewhere cannot reach them.
+    loopback_only: bool,
+}
+
+/// A nested gridmpirun (MPI_Comm_spawn).
+struct Spawned {
+    pid: u32,
+    /// The rank that asked.
+    rank: u32,
+    summary: String,
+    /// Processes on each of this job's nodes, until it ends.
+    usage: Vec<(usize, u32)>,
+    /// Whether its processes started (once it said).
+    started: Option<bool>,
+    ended: Option<ExitStatus>,
 }
 
 /// Run a job; returns gridmpirun's exit code.
 pub fn run(opts: Options, setup: Setup) -> i32 {
-    let Plan { nodes, placement, app_of_rank, universe, hosts_from } = match plan(&opts, &setup) {
+    let mut started_pipe = StartedPipe::adopt(opts.started_fd);
+    let Plan { nodes, placement, app_of_rank, universe, hosts_from, explicit_hosts } = match plan(&opts, &setup) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("gridmpirun: {e}");
+            let who = if opts.started_fd.is_some() { "gridmpirun (spawned job)" } else { "gridmpirun" };
+            eprintln!("{who}: {e}");
+            started_pipe.failed(&e);
             return 2;
         }
     };
@@ -303,13 +345,52 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         warned_unsupported: BTreeSet::new(),
         verbose: opts.verbose,
         report_bindings: opts.report_bindings.then_some(opts.bind),
+        spawn_ctx: spawn::Context {
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gridmpirun")),
+            cwd: setup.cwd.clone(),
+            universe: universe.max(1) as u32,
+            slots: nodes
+                .iter()
+                .map(|n| if explicit_hosts { opts.ppn.unwrap_or(n.slots) } else { universe.max(1) as u32 })
+                .collect(),
+            nodes: nodes.clone(),
+            launcher: opts.launcher.clone(),
+            bind: opts.bind,
+            tag_output: opts.tag_output,
+            verbose: opts.verbose,
+            genv: opts.env.clone(),
+        },
+        spawned: Vec::new(),
+        node_used: (0..nodes.len()).map(|i| placement.iter().filter(|&&p| p as usize == i).count() as u32).collect(),
+        tx: tx.clone(),
+        started_pipe,
+        started_ranks: 0,
+        loopback_only: false,
     };
 
+    if opts.started_fd.is_some() {
+        job.out.name = "gridmpirun (spawned job)";
+    }
+    // A spawn request's preput pairs: in the key-value space, where
+    // MPICH's library looks for its parent's port (it also reads
+    // PMI_SPAWNED, as hydra sets it); as variables through opts.env.
+    for (k, v) in &opts.spawn_preput {
+        job.server.preput(k, v);
+    }
     // Every rank on this host: their TCP listeners need not be reachable
     // from elsewhere (unless the user chose the addresses).
     let mut rank_env = setup.rank_env.clone();
+    // Our PMI server starts processes (MPI_Comm_spawn): the client asks
+    // for it only when this names its job's key-value space (under
+    // another launcher's PMI it refuses at once).
+    rank_env.retain(|(k, _)| k != gridmpi_pmi::SPAWN_SERVER_VAR);
+    rank_env.push((gridmpi_pmi::SPAWN_SERVER_VAR.to_string(), job.server.info().kvsname.clone()));
+    if opts.started_fd.is_some() {
+        rank_env.push(("PMI_SPAWNED".into(), "1".into()));
+    }
     let all_here = job.hosts.iter().all(|h| h.local || h.ranks.is_empty());
     if all_here && !rank_env.iter().any(|(k, _)| k == "GRIDMPI_TCP_ADDR") {
+        job.loopback_only = true;
         rank_env.push(("GRIDMPI_TCP_ADDR".into(), "127.0.0.1".into()));
     }
     let app_env: Vec<Vec<(String, String)>> =
@@ -394,7 +475,9 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     loop {
         let now = Instant::now();
         job.check_deadlines(now);
-        if job.ranks.iter().all(|r| r.done) {
+        // (A nested job is over once it ended and said whether it started:
+        // a failure after starting fails this job.)
+        if job.ranks.iter().all(|r| r.done) && job.spawned.iter().all(|s| s.ended.is_some() && s.started.is_some()) {
             let t = *finished_at.get_or_insert_with(|| {
                 job.close_links();
                 now
@@ -413,6 +496,7 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         job.handle(ev);
     }
     job.out.finish();
+    job.started_pipe.failed(job.out.last_note.as_deref().unwrap_or("the job ended before all its ranks started"));
     for h in &job.hosts {
         if let (Some(pid), false) = (h.agent_pid, h.agent_done) {
             sys::kill_group(pid, libc::SIGTERM);
@@ -509,6 +593,10 @@ impl Job {
         if self.failure.is_none() {
             self.failure = Some(code);
         }
+        if self.started_pipe.waiting() {
+            let why = self.out.last_note.clone().unwrap_or_else(|| format!("the job failed with exit code {code}"));
+            self.started_pipe.failed(&why);
+        }
         self.teardown();
     }
 
@@ -522,6 +610,10 @@ impl Job {
 
     fn signal_all(&mut self, sig: i32) {
         self.local.kill_all(sig);
+        // Nested jobs (MPI_Comm_spawn): their gridmpirun stops its ranks.
+        for s in self.spawned.iter().filter(|s| s.ended.is_none()) {
+            sys::kill_group(s.pid, sig);
+        }
         for h in 0..self.hosts.len() {
             if !self.hosts[h].local {
                 self.send(h, &Down::Kill { signal: sig });
@@ -566,6 +658,10 @@ impl Job {
                 for r in self.ranks.iter_mut().filter(|r| !r.done) {
                     r.done = true;
                 }
+                for s in self.spawned.iter_mut() {
+                    s.ended.get_or_insert(ExitStatus::Signal(libc::SIGKILL));
+                    s.started.get_or_insert(false);
+                }
             }
         }
     }
@@ -594,6 +690,10 @@ impl Job {
             Event::Reaped { pid, status } => {
                 if self.local.reaped(pid, status) {
                     return;
+                }
+                if let Some(id) = self.spawned.iter().position(|s| s.pid == pid) {
+                    self.spawned[id].ended = Some(status);
+                    return self.spawn_settled(id);
                 }
                 if let Some(h) = self.hosts.iter().position(|h| h.agent_pid == Some(pid)) {
                     self.hosts[h].agent_done = true;
@@ -628,6 +728,22 @@ impl Job {
                     self.signal_all(libc::SIGKILL);
                 }
             }
+            Event::SpawnStarted { id, result } => {
+                let s = &mut self.spawned[id];
+                s.started = Some(result.is_ok());
+                let rank = s.rank;
+                if self.verbose {
+                    let what = match &result {
+                        Ok(()) => "started".to_string(),
+                        Err(e) => format!("could not start: {e}"),
+                    };
+                    let line = format!("spawned job {} ({}) for rank {rank}: {what}", id + 1, s.summary);
+                    self.out.note(&line);
+                }
+                self.server.spawn_done(rank, result);
+                self.drain_server();
+                self.spawn_settled(id);
+            }
             Event::Stdin(data) => {
                 let h = self.ranks[0].host;
                 if self.hosts[h].local {
@@ -657,6 +773,10 @@ impl Job {
             Up::Started { rank, pid, cpus } => {
                 if let Some(r) = self.ranks.get_mut(rank as usize) {
                     r.pid = Some(pid);
+                    self.started_ranks += 1;
+                    if self.started_ranks == self.ranks.len() as u32 && self.teardown_at.is_none() {
+                        self.started_pipe.ok();
+                    }
                 }
                 if let Some(bind) = self.report_bindings {
                     let what = if cpus.is_empty() { "not bound".to_string() } else { format!("bound to CPUs {cpus} (--bind-to {})", bind.name()) };
@@ -729,6 +849,11 @@ impl Job {
                     }
                     self.fail(1);
                 }
+                PmiEvent::Spawn { rank, apps, env } => {
+                    if let Err(e) = self.start_spawn(rank, &apps, &env) {
+                        self.server.spawn_done(rank, Err(e));
+                    }
+                }
                 PmiEvent::Unsupported { rank, command } => {
                     if self.warned_unsupported.insert(command.clone()) {
                         self.out.note(&format!("warning: {} asked for PMI {command}, which gridmpirun does not support", self.describe(rank)));
@@ -736,6 +861,70 @@ impl Job {
                 }
             }
         }
+    }
+
+    /// MPI_Comm_spawn: start a nested gridmpirun for `apps`; the rank gets
+    /// its answer when it says its ranks started (`Event::SpawnStarted`).
+    fn start_spawn(&mut self, rank: u32, apps: &[gridmpi_pmi::SpawnApp], env: &[(String, String)]) -> Result<(), String> {
+        if self.teardown_at.is_some() {
+            return Err("the job is ending".into());
+        }
+        let prepared = spawn::prepare(&self.spawn_ctx, &self.node_used, apps, env, &hosts::is_local_host)?;
+        if let (true, Some(host)) = (self.loopback_only, prepared.remote_hosts.first()) {
+            return Err(format!(
+                "this job runs on this machine alone, so its ranks listen on 127.0.0.1 only (GRIDMPI_TCP_ADDR): processes on host {host} could not reach them; name the hosts when starting the job (-hosts, -f), or set GRIDMPI_TCP_ADDR"
+            ));
+        }
+        let id = self.spawned.len();
+        if prepared.oversubscribed > 0 {
+            let n: u32 = apps.iter().map(|a| a.maxprocs).sum();
+            self.out.note(&format!(
+                "warning: spawned job {} ({}): {} of its {n} processes have no free slot (MPI_UNIVERSE_SIZE {}); the hosts are oversubscribed",
+                id + 1,
+                prepared.summary,
+                prepared.oversubscribed,
+                self.spawn_ctx.universe
+            ));
+        }
+        if self.verbose {
+            let line = format!("rank {rank} spawns job {}: {} {}", id + 1, self.spawn_ctx.exe.display(), prepared.args.join(" ").replace('\n', ";"));
+            self.out.note(&line);
+        }
+        let (pid, pipe) = spawn::start(&self.spawn_ctx, &prepared.args)?;
+        ranks::adopt(pid);
+        for &(n, k) in &prepared.usage {
+            self.node_used[n] += k;
+        }
+        self.spawned.push(Spawned { pid, rank, summary: prepared.summary, usage: prepared.usage, started: None, ended: None });
+        let tx = self.tx.clone();
+        thread::spawn(move || {
+            let result = spawn::read_started(pipe);
+            let _ = tx.send(Event::SpawnStarted { id, result });
+        });
+        Ok(())
+    }
+
+    /// A nested job said whether it started, or ended: once both are known,
+    /// its slots are free again, and a failure after it started fails
+    /// this job as a failed rank does.
+    fn spawn_settled(&mut self, id: usize) {
+        let s = &mut self.spawned[id];
+        if s.started == Some(false) || s.ended.is_some() {
+            for (n, k) in std::mem::take(&mut s.usage) {
+                self.node_used[n] = self.node_used[n].saturating_sub(k);
+            }
+        }
+        let (Some(true), Some(status)) = (s.started, s.ended) else { return };
+        if status == ExitStatus::Code(0) || self.teardown_at.is_some() {
+            return;
+        }
+        let how = match status {
+            ExitStatus::Code(c) => format!("exit code {c}"),
+            ExitStatus::Signal(sig) => format!("signal {sig} ({})", sys::signal_name(sig)),
+        };
+        let line = format!("spawned job {} ({}, spawned by rank {}) failed with {how}; killing the job", id + 1, s.summary, s.rank);
+        self.out.note(&line);
+        self.fail(status.shell_code());
     }
 
     /// Handle a rank's exit once its PMI connection and output have drained

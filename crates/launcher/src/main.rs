@@ -8,7 +8,8 @@
 //! `binding` (which CPUs a rank gets), `proxy` (the remote side), `link`
 //! (launcher <-> proxy frames), `output` (whole-line output), `check` (the
 //! `--pmi-check` test rank), `rendezvous` (where separately started
-//! groups of ranks meet), `sys` (POSIX calls). The PMI protocol itself
+//! groups of ranks meet), `spawn` (MPI_Comm_spawn: nested gridmpiruns),
+//! `sys` (POSIX calls). The PMI protocol itself
 //! is the gridmpi-pmi crate.
 
 mod allocation;
@@ -22,6 +23,7 @@ mod output;
 mod proxy;
 mod ranks;
 mod rendezvous;
+mod spawn;
 mod sys;
 
 use gridmpi_config::Config;

@@ -83,6 +83,19 @@ pub struct Options {
     pub address_file: Option<PathBuf>,
     /// `--relay ADDR:PORT`: be a relay listening there.
     pub relay_listen: Option<String>,
+    /// Hidden, for a gridmpirun started by another for MPI_Comm_spawn
+    /// (`--started-fd N`): write one line on this descriptor once every
+    /// rank has started (`ok`) or the job failed before that (`failed WHY`).
+    pub started_fd: Option<i32>,
+    /// Hidden (`--universe N`): MPI_UNIVERSE_SIZE, as the parent job's.
+    pub universe: Option<u32>,
+    /// Hidden (`--spawn-hosts TEXT`): hosts in hostfile syntax, one per
+    /// line, as the parent launcher placed the spawned processes.
+    pub spawn_hosts: Option<String>,
+    /// Hidden (`--spawn-preput KEY VALUE`, repeated): the spawn request's
+    /// preput pairs, stored in the job's key-value space (and, when KEY
+    /// can be one, set as variables of every rank).
+    pub spawn_preput: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -108,6 +121,10 @@ impl Default for Options {
             secret_file: None,
             address_file: None,
             relay_listen: None,
+            started_fd: None,
+            universe: None,
+            spawn_hosts: None,
+            spawn_preput: Vec::new(),
         }
     }
 }
@@ -510,6 +527,54 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["--started-fd"],
+        values: 1,
+        metavar: "FD",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.started_fd = Some(v[0].parse::<i32>().ok().filter(|&fd| fd > 2).ok_or_else(|| format!("--started-fd needs a descriptor number, got {:?}", v[0]))?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--universe"],
+        values: 1,
+        metavar: "N",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.universe = Some(count("--universe", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--spawn-hosts"],
+        values: 1,
+        metavar: "TEXT",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.hosts.extend(crate::hosts::parse_hostfile(&v[0]).map_err(|e| format!("--spawn-hosts: {e}"))?);
+            o.spawn_hosts = Some(v[0].clone());
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--spawn-preput"],
+        values: 2,
+        metavar: "KEY VALUE",
+        help: "",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            if check_env_name(&v[0]).is_ok() {
+                o.env.push((v[0].clone(), v[1].clone()));
+            }
+            o.spawn_preput.push((v[0].clone(), v[1].clone()));
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["--proxy"],
         values: 0,
         metavar: "",
@@ -778,6 +843,22 @@ mod tests {
         assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), want.to_string_lossy().into_owned())]);
         let o = p("--trace=/abs/dir prog").unwrap();
         assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), "/abs/dir".to_string())]);
+    }
+
+    /// The hidden options a gridmpirun gives the nested one it starts for
+    /// MPI_Comm_spawn.
+    #[test]
+    fn spawn_options() {
+        let args: Vec<String> = ["--started-fd", "7", "--universe", "8", "--spawn-hosts", "a slots=2 cluster=x\nb slots=1\n", "-n", "3", "--", "prog"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse(&args, &|_| None).unwrap();
+        assert_eq!((o.started_fd, o.universe), (Some(7), Some(8)));
+        assert_eq!(o.hosts.len(), 2);
+        assert_eq!((o.hosts[0].slots, o.hosts[0].cluster.as_deref()), (Some(2), Some("x")));
+        assert!(p("--started-fd 1 prog").unwrap_err().contains("descriptor"));
+        assert!(!usage().contains("--started-fd"), "hidden");
     }
 
     #[test]

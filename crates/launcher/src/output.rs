@@ -25,11 +25,16 @@ pub struct Output<O: Write, E: Write> {
     out: O,
     err: E,
     pending: HashMap<(u32, Stream), Pending>,
+    /// The last line given to [`Output::note`] (why a job failed).
+    pub last_note: Option<String>,
+    /// What notes begin with: `gridmpirun`, or for a job started by
+    /// MPI_Comm_spawn `gridmpirun (spawned job)`.
+    pub name: &'static str,
 }
 
 impl<O: Write, E: Write> Output<O, E> {
     pub fn new(tag: bool, out: O, err: E) -> Self {
-        Output { tag, out, err, pending: HashMap::new() }
+        Output { tag, out, err, pending: HashMap::new(), last_note: None, name: "gridmpirun" }
     }
 
     /// Bytes a rank wrote.
@@ -121,8 +126,9 @@ impl<O: Write, E: Write> Output<O, E> {
 
     /// A line of gridmpirun's own, on stderr, between whole lines.
     pub fn note(&mut self, text: &str) {
+        self.last_note = Some(text.to_string());
         let _ = self.out.flush();
-        let line = format!("gridmpirun: {text}\n");
+        let line = format!("{}: {text}\n", self.name);
         self.write(Stream::Stderr, line.as_bytes());
     }
 

@@ -307,6 +307,10 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
                     return Ok(end_job(&members, &closed, Some(rank), 1, &why));
                 }
                 PmiEvent::Initialized { .. } => {}
+                PmiEvent::Spawn { rank, .. } => {
+                    // (GridMPI's client does not ask: it knows it joined a rendezvous.)
+                    server.spawn_done(rank, Err("a rendezvous server starts no processes (MPI_Comm_spawn needs gridmpirun)".into()));
+                }
                 PmiEvent::Unsupported { rank, command } => {
                     eprintln!("gridmpirun: rendezvous: {} asked for {command:?}, which a rendezvous does not serve", describe(rank));
                 }

@@ -410,6 +410,79 @@ int main(int argc, char **argv) {
     assert_eq!(out.matches("of 4: sum 10").count(), 4, "{out}");
 }
 
+/// MPICH's own MPI_Comm_spawn under gridmpirun: its PMI-1 spawn request,
+/// the children started by a nested gridmpirun with the parent's port in
+/// their key-value space and PMI_SPAWNED=1; a spawn that cannot start is an
+/// error the program gets back.
+#[test]
+fn mpich_spawn_under_gridmpirun() {
+    let mpicc = Path::new(MPICH).join("mpicc");
+    if !mpicc.exists() {
+        eprintln!("skipped: {} not installed", mpicc.display());
+        return;
+    }
+    let dir = tempdir("mpich-spawn");
+    let src = dir.join("spawn.c");
+    std::fs::write(
+        &src,
+        r#"#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    MPI_Comm parent, inter;
+    int rank, size, errs[3];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_get_parent(&parent);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 1 && strcmp(argv[1], "child") == 0) {
+        int token;
+        if (parent == MPI_COMM_NULL) { printf("child %d: no parent\n", rank); MPI_Finalize(); return 1; }
+        MPI_Recv(&token, 1, MPI_INT, 0, 0, parent, MPI_STATUS_IGNORE);
+        token += rank;
+        MPI_Send(&token, 1, MPI_INT, 0, 1, parent);
+        MPI_Comm_disconnect(&parent);
+        MPI_Finalize();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "missing") == 0) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Comm_spawn("/nonexistent/program", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
+        printf("rank %d: %s\n", rank, rc == MPI_SUCCESS ? "spawned a missing program" : "spawn failed");
+        MPI_Finalize();
+        return rc == MPI_SUCCESS;
+    }
+    char *cargv[] = {"child", NULL};
+    MPI_Comm_spawn(argv[0], cargv, 3, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
+    if (rank == 0) {
+        int sum = 0, x, token = 42;
+        for (int i = 0; i < 3; i++) MPI_Send(&token, 1, MPI_INT, i, 0, inter);
+        for (int i = 0; i < 3; i++) { MPI_Recv(&x, 1, MPI_INT, i, 1, inter, MPI_STATUS_IGNORE); sum += x; }
+        printf("parent: sum %d\n", sum);
+    }
+    MPI_Comm_disconnect(&inter);
+    MPI_Finalize();
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.join("spawn");
+    let st = Command::new(&mpicc).arg(&src).arg("-o").arg(&exe).status().unwrap();
+    assert!(st.success(), "mpicc failed");
+    let exe = exe.to_str().unwrap();
+    for n in ["1", "2"] {
+        let (code, out, err) = run(&mut gridmpirun(&["-hosts", "localhost:8", "-n", n, exe]));
+        assert_eq!(code, 0, "-n {n}: {out}{err}");
+        assert!(out.contains("parent: sum 129"), "-n {n}: {out}{err}");
+        assert!(!err.contains("oversubscribed"), "{err}");
+    }
+    let (code, out, err) = run(&mut gridmpirun(&["-n", "2", exe, "missing"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches("spawn failed").count(), 2, "{out}{err}");
+    assert!(err.contains("/nonexistent/program: command not found"), "{err}");
+}
+
 /// Our client against MPICH's launcher (hydra), PMI-1 and PMI-2, over an
 /// inherited socket and over PMI_PORT.
 #[test]
@@ -436,6 +509,48 @@ fn our_client_under_mpich_hydra() {
     }
     let (code, _, _) = run(Command::new(&mpiexec).args(["-n", "3", G, "--pmi-check", "abort=6@1"]).stdout(Stdio::piped()).stderr(Stdio::piped()));
     assert_eq!(code, 6);
+    // Under another launcher's PMI our client refuses to spawn, at once.
+    for extra in [vec![], vec!["-genv", "PMI_VERSION", "2"]] {
+        let mut cmd = Command::new(&mpiexec);
+        cmd.args(&extra).args(["-n", "1", G, "--pmi-check", "spawn=1"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env("GRIDMPI_SPAWN_SERVER", "kvs_1_0"); // inherited from a gridmpirun rank, say: not this job's
+        let (code, out, err) = run(&mut cmd);
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        assert!(out.contains("could not spawn: MPI_Comm_spawn needs gridmpirun: "), "{extra:?}: {out}");
+    }
+}
+
+/// Our client's spawn through gridmpirun, in both PMI versions: the new
+/// job's ranks run (their own exchange), the parent's rank goes on.
+#[test]
+fn our_client_spawns_through_gridmpirun() {
+    for version in ["1", "2"] {
+        let (code, out, err) = run(&mut gridmpirun(&["-genv", "GRIDMPI_PMI_VERSION", version, "-hosts", "localhost:4", "-n", "2", G, "--pmi-check", "spawn=2@1"]));
+        assert_eq!(code, 0, "PMI-{version}: {out}{err}");
+        assert!(out.contains("pmi-check: rank 1 spawned 2"), "{out}");
+        assert_eq!(out.matches("of 2 ok (PMI-").count(), 4, "two ranks and two spawned: {out}");
+        assert!(!err.contains("oversubscribed"), "{err}");
+    }
+    // On other hosts (through the launch agent), on the slots the job does
+    // not use: the new job's ranks on fakeB.
+    let dir = tempdir("spawn-remote");
+    let agent = fake_agent(&dir);
+    let (code, out, err) = run(&mut gridmpirun(&["-v", "--launcher", agent.to_str().unwrap(), "-hosts", "fakeA:1,fakeB:2", "-n", "1", G, "--pmi-check", "spawn=2"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches("of 2 ok (PMI-").count(), 2, "{out}{err}");
+    assert!(err.contains("gridmpirun (spawned job): starting ranks 0-1 on fakeB via:"), "{err}");
+    // A job on this machine alone spawns on it too (its ranks listen on
+    // 127.0.0.1; tests/spawn/launcher.py checks that another host is refused).
+    let (code, out, err) = run(&mut gridmpirun(&["--launcher", agent.to_str().unwrap(), "-n", "1", G, "--pmi-check", "spawn=1"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("rank 0 spawned 1"), "{out}{err}");
+    // A singleton cannot.
+    let mut c = Command::new(G);
+    c.args(["--pmi-check", "spawn=1"]).env_remove("PMI_FD").env_remove("PMI_PORT").env_remove("PMIX_NAMESPACE");
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (code, out, _) = run(&mut c);
+    assert_eq!(code, 0);
+    assert!(out.contains("could not spawn: MPI_Comm_spawn needs gridmpirun: this process was not started by gridmpirun"), "{out}");
 }
 
 /// The compiler wrappers: flags, -show, and a real build (with MPICH's

@@ -8,6 +8,7 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use crate::rendezvous;
+use crate::spawn::{self, SpawnApp};
 use crate::wire::{Decoder, Message, Wire};
 
 /// A PMI failure, saying what we were doing when it happened.
@@ -35,6 +36,11 @@ pub enum PmiError {
     Pmix(String),
     /// Joining the whole job at the rendezvous server failed.
     Rendezvous { target: String, reason: String },
+    /// Starting processes (MPI_Comm_spawn) is not possible here: the
+    /// process manager is not gridmpirun, or cannot reach them.
+    SpawnUnavailable { reason: String },
+    /// A spawn request that cannot be sent as it is.
+    SpawnRequest { reason: String },
 }
 
 impl fmt::Display for PmiError {
@@ -59,6 +65,8 @@ impl fmt::Display for PmiError {
             PmiError::InvalidKey { key, reason } => write!(f, "PMI key {key:?} cannot be used: {reason}"),
             PmiError::Pmix(why) => write!(f, "PMIx: {why}"),
             PmiError::Rendezvous { target, reason } => write!(f, "rendezvous at {target} (GRIDMPI_RENDEZVOUS): {reason}"),
+            PmiError::SpawnUnavailable { reason } => write!(f, "MPI_Comm_spawn needs gridmpirun: {reason}"),
+            PmiError::SpawnRequest { reason } => write!(f, "spawn request: {reason}"),
         }
     }
 }
@@ -161,13 +169,18 @@ fn check_rc(during: &'static str, reply: &Message) -> Result<(), PmiError> {
     Ok(())
 }
 
+fn name_service_unavailable(during: &'static str) -> PmiError {
+    PmiError::Server { during, rc: -1, message: "GridMPI's PMIx client has no name service (MPI_Publish_name needs gridmpirun or a PMI-1/PMI-2 launcher)".into() }
+}
+
 fn need_int(during: &'static str, m: &Message, key: &str) -> Result<i64, PmiError> {
     m.get_int(key)
         .ok_or_else(|| PmiError::Protocol { during, detail: format!("reply has no integer {key}: {m}") })
 }
 
 enum Mode {
-    Singleton { kvs: HashMap<String, String> },
+    /// Names published (MPI_Publish_name) are known in this process only.
+    Singleton { kvs: HashMap<String, String>, names: HashMap<String, String> },
     Connected(Connection),
     /// Started by a PMIx server: its library speaks for us.
     Pmix(crate::pmix::Client),
@@ -188,7 +201,16 @@ pub struct Pmi {
     max_key: usize,
     max_value: usize,
     mode: Mode,
+    /// The PMI server is gridmpirun's, which serves spawn requests
+    /// (it sets [`SPAWN_SERVER_VAR`] for its ranks).
+    spawn_server: bool,
 }
+
+/// Set by gridmpirun in its ranks' environment to the job's key-value
+/// space name: their PMI server starts processes (MPI_Comm_spawn). A
+/// process started by another launcher under a gridmpirun rank (which
+/// inherits the variable) has another key-value space, so it is not fooled.
+pub const SPAWN_SERVER_VAR: &str = "GRIDMPI_SPAWN_SERVER";
 
 /// PMI-2's fixed limits (`PMI2_MAX_KEYLEN`, `PMI2_MAX_VALLEN`).
 const PMI2_MAX_KEYLEN: usize = 64;
@@ -343,20 +365,25 @@ impl Pmi {
         };
         stream.set_timeout(timeout).map_err(|e| io_error("init", e))?;
         let conn = Connection { stream, decoder: Decoder::new(), version, timeout };
-        match version {
+        let mut pmi = match version {
             Version::Pmi1 => Pmi::init_v1(conn, port_id),
             Version::Pmi2 => Pmi::init_v2(conn, port_id),
-        }
+        }?;
+        pmi.spawn_server = env(SPAWN_SERVER_VAR).is_some_and(|v| v == pmi.kvsname);
+        Ok(pmi)
     }
 
     /// Run PMI over an already connected socket (for tests and embedding):
-    /// like `PMI_FD` with `PMI_RANK=rank`, `PMI_SIZE=size`.
+    /// like `PMI_FD` with `PMI_RANK=rank`, `PMI_SIZE=size`. The server is
+    /// taken to be gridmpirun's (it serves spawn requests).
     pub fn from_stream(stream: UnixStream, version: Version, rank: u32, size: u32) -> Result<Pmi, PmiError> {
         let conn = Connection { stream: Box::new(stream), decoder: Decoder::new(), version, timeout: None };
-        match version {
+        let mut pmi = match version {
             Version::Pmi1 => Pmi::init_v1_with(conn, None, Some(rank as i64), Some(size as i64)),
             Version::Pmi2 => Pmi::init_v2_with(conn, Some(rank as i64)),
-        }
+        }?;
+        pmi.spawn_server = true;
+        Ok(pmi)
     }
 
     /// Through the PMIx library, for a process a PMIx server started.
@@ -377,6 +404,7 @@ impl Pmi {
             max_key: 511,
             max_value: 64 * 1024,
             mode: Mode::Pmix(client),
+            spawn_server: false,
         })
     }
 
@@ -392,7 +420,8 @@ impl Pmi {
             kvsname: format!("singleton_kvs_{}", std::process::id()),
             max_key: 256,
             max_value: PMI2_MAX_VALLEN,
-            mode: Mode::Singleton { kvs: HashMap::new() },
+            mode: Mode::Singleton { kvs: HashMap::new(), names: HashMap::new() },
+            spawn_server: false,
         }
     }
 
@@ -449,6 +478,7 @@ impl Pmi {
             max_key,
             max_value,
             mode: Mode::Connected(conn),
+            spawn_server: false,
         })
     }
 
@@ -505,6 +535,7 @@ impl Pmi {
             max_key: PMI2_MAX_KEYLEN,
             max_value: PMI2_MAX_VALLEN,
             mode: Mode::Connected(conn),
+            spawn_server: false,
         })
     }
 
@@ -637,7 +668,7 @@ impl Pmi {
         let during = "put";
         let kvsname = self.kvsname.clone();
         match &mut self.mode {
-            Mode::Singleton { kvs } => {
+            Mode::Singleton { kvs, .. } => {
                 kvs.insert(key.to_string(), value.to_string());
                 Ok(())
             }
@@ -659,7 +690,7 @@ impl Pmi {
         let during = "get";
         let kvsname = self.kvsname.clone();
         match &mut self.mode {
-            Mode::Singleton { kvs } => Ok(kvs.get(key).cloned()),
+            Mode::Singleton { kvs, .. } => Ok(kvs.get(key).cloned()),
             Mode::Pmix(p) => p.get(from_rank, key).map_err(PmiError::Pmix),
             Mode::Connected(c) => match c.version {
                 Version::Pmi1 => {
@@ -683,6 +714,132 @@ impl Pmi {
                     Ok(reply.get("value").map(str::to_string))
                 }
             },
+        }
+    }
+
+    /// Start `apps` as one new job (one MPI_COMM_WORLD for all of them;
+    /// program i gets MPI_APPNUM i), each process with `env` added to its
+    /// environment. Returns once every process has been started, or Err
+    /// saying why they could not be (no such program, not enough hosts,
+    /// not under gridmpirun...).
+    pub fn spawn(&mut self, apps: &[SpawnApp], env: &[(String, String)]) -> Result<(), PmiError> {
+        let during = "spawn";
+        let unavailable = |reason: &str| Err(PmiError::SpawnUnavailable { reason: reason.to_string() });
+        if self.joined.is_some() {
+            return unavailable("this process joined its job at a rendezvous server (GRIDMPI_RENDEZVOUS), which starts no processes");
+        }
+        let version = match &self.mode {
+            Mode::Singleton { .. } => return unavailable("this process was not started by gridmpirun (a singleton has no process manager to start processes)"),
+            Mode::Pmix(_) => return unavailable("this process was started by a PMIx server (Open MPI's mpirun, srun --mpi=pmix), whose spawn GridMPI does not use"),
+            Mode::Connected(c) => c.version,
+        };
+        if !self.spawn_server {
+            return unavailable(&format!(
+                "this process was started by another launcher's PMI (hydra's mpiexec, srun; {SPAWN_SERVER_VAR} does not name this job), whose children would not find the parent's port"
+            ));
+        }
+        spawn::check_apps(apps).map_err(|reason| PmiError::SpawnRequest { reason })?;
+        if let Some(a) = apps.iter().find(|a| a.maxprocs == 0) {
+            return Err(PmiError::SpawnRequest { reason: format!("{} with maxprocs 0", a.command) });
+        }
+        // What a PMI line cannot carry is refused, not changed.
+        let texts = apps.iter().flat_map(|a| {
+            std::iter::once(&a.command).chain(&a.args).chain(a.info.iter().flat_map(|(k, v)| [k, v]))
+        });
+        if let Some(t) = texts.chain(env.iter().flat_map(|(k, v)| [k, v])).find(|t| t.contains(['\n', '\r'])) {
+            return Err(PmiError::SpawnRequest { reason: format!("{t:?}: PMI cannot carry a line break") });
+        }
+        if let Some((k, _)) = env.iter().find(|(k, _)| k.is_empty() || k.contains(['=', ';', ' '])) {
+            return Err(PmiError::SpawnRequest { reason: format!("{k:?} is not an environment variable name") });
+        }
+        let Mode::Connected(c) = &mut self.mode else { unreachable!("checked above") };
+        match version {
+            Version::Pmi1 => {
+                // Every block, then one reply.
+                for block in spawn::encode_v1(apps, env) {
+                    c.send(during, &block)?;
+                }
+                let reply = c.recv(during)?;
+                check_rc(during, &reply)?;
+                if reply.cmd != "spawn_result" {
+                    return Err(PmiError::Protocol { during, detail: format!("expected cmd=spawn_result, got {reply}") });
+                }
+                Ok(())
+            }
+            Version::Pmi2 => c.request(during, spawn::encode_v2(apps, env), "spawn-response").map(drop),
+        }
+    }
+
+    /// Publish `port` under `service` (MPI_Publish_name). A singleton
+    /// publishes within its own process.
+    pub fn publish_name(&mut self, service: &str, port: &str) -> Result<(), PmiError> {
+        let during = "publish_name";
+        match &mut self.mode {
+            Mode::Singleton { names, .. } => match names.contains_key(service) {
+                true => Err(PmiError::Server { during, rc: 1, message: format!("{service} is already published") }),
+                false => {
+                    names.insert(service.to_string(), port.to_string());
+                    Ok(())
+                }
+            },
+            Mode::Pmix(_) => Err(name_service_unavailable(during)),
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => {
+                    let m = Message::new(Wire::V1, "publish_name").with("service", service).with("port", port);
+                    c.request(during, m, "publish_result").map(drop)
+                }
+                Version::Pmi2 => {
+                    let m = Message::new(Wire::V2, "name-publish").with("name", service).with("port", port);
+                    c.request(during, m, "name-publish-response").map(drop)
+                }
+            },
+        }
+    }
+
+    /// Withdraw what was published under `service` (MPI_Unpublish_name).
+    pub fn unpublish_name(&mut self, service: &str) -> Result<(), PmiError> {
+        let during = "unpublish_name";
+        match &mut self.mode {
+            Mode::Singleton { names, .. } => match names.remove(service) {
+                Some(_) => Ok(()),
+                None => Err(PmiError::Server { during, rc: 1, message: format!("{service} is not published") }),
+            },
+            Mode::Pmix(_) => Err(name_service_unavailable(during)),
+            Mode::Connected(c) => match c.version {
+                Version::Pmi1 => {
+                    let m = Message::new(Wire::V1, "unpublish_name").with("service", service);
+                    c.request(during, m, "unpublish_result").map(drop)
+                }
+                Version::Pmi2 => {
+                    let m = Message::new(Wire::V2, "name-unpublish").with("name", service);
+                    c.request(during, m, "name-unpublish-response").map(drop)
+                }
+            },
+        }
+    }
+
+    /// The port published under `service` (MPI_Lookup_name); None when
+    /// nothing is published under it.
+    pub fn lookup_name(&mut self, service: &str) -> Result<Option<String>, PmiError> {
+        let during = "lookup_name";
+        match &mut self.mode {
+            Mode::Singleton { names, .. } => Ok(names.get(service).cloned()),
+            Mode::Pmix(_) => Err(name_service_unavailable(during)),
+            Mode::Connected(c) => {
+                let (m, expect) = match c.version {
+                    Version::Pmi1 => (Message::new(Wire::V1, "lookup_name").with("service", service), "lookup_result"),
+                    Version::Pmi2 => (Message::new(Wire::V2, "name-lookup").with("name", service), "name-lookup-response"),
+                };
+                let reply = c.request_any_rc(during, m, expect)?;
+                // Servers answer "not published" with a non-zero rc.
+                if reply.rc() != 0 {
+                    return Ok(None);
+                }
+                match reply.get("port") {
+                    Some(p) => Ok(Some(p.to_string())),
+                    None => Err(PmiError::Protocol { during, detail: format!("no port in {reply}") }),
+                }
+            }
         }
     }
 

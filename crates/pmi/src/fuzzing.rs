@@ -205,6 +205,7 @@ pub fn server(data: &[u8]) {
     };
     let mut s = Server::new(info);
     let mut c = Cursor(data);
+    let mut spawns: Vec<u32> = Vec::new();
     while !c.is_empty() {
         let op = c.byte();
         let rank = (op % 5) as u32; // 4 is no rank of the job
@@ -216,6 +217,17 @@ pub fn server(data: &[u8]) {
         }
         while let Some(ev) = s.poll_event() {
             check_event(&ev);
+            // The launcher answers a spawn, now or (here) with the next
+            // record: started, or why not.
+            if let Event::Spawn { rank, apps, .. } = &ev {
+                assert!(!apps.is_empty() && apps.iter().all(|a| !a.command.is_empty() && a.maxprocs > 0));
+                spawns.push(*rank);
+            }
+        }
+        if let Some(rank) = spawns.pop() {
+            let result = if op & 4 == 0 { Ok(()) } else { Err(format!("no\nsuch program {op}")) };
+            s.spawn_done(rank, result);
+            s.spawn_done(rank, Ok(())); // a second answer is ignored
         }
     }
 }
@@ -241,7 +253,8 @@ fn check_event(ev: &Event) {
         | Event::Finalized { rank }
         | Event::Abort { rank, .. }
         | Event::ProtocolError { rank, .. }
-        | Event::Unsupported { rank, .. } => assert!(*rank < 4),
+        | Event::Unsupported { rank, .. }
+        | Event::Spawn { rank, .. } => assert!(*rank < 4),
     }
 }
 
@@ -260,8 +273,21 @@ pub fn seeds() -> Vec<Vec<u8>> {
         v2.extend(m.encode().expect("a short message"));
     }
     let multi = b"mcmd=spawn\nnprocs=2\nexecname=a.out\nendcmd\n".to_vec();
+    // MPI_Comm_spawn_multiple of two programs, in both wire forms.
+    let apps = [
+        crate::SpawnApp { command: "./child".into(), args: vec!["a b".into(), "".into()], maxprocs: 2, info: vec![("wdir".into(), "/tmp".into())] },
+        crate::SpawnApp { command: "other".into(), args: Vec::new(), maxprocs: 1, info: vec![("host".into(), "h1,h2".into()), ("path".into(), "/bin".into())] },
+    ];
+    let env = [("GRIDMPI_PARENT_PORT".to_string(), "tag#0$description#x;y".to_string())];
+    let mut spawn_v1 = b"cmd=init pmi_version=1 pmi_subversion=1\n".to_vec();
+    for m in crate::spawn::encode_v1(&apps, &env) {
+        spawn_v1.extend(m.encode().expect("a short message"));
+    }
+    let mut spawn_v2 = b"cmd=init pmi_version=2 pmi_subversion=0\n".to_vec();
+    spawn_v2.extend(crate::spawn::encode_v2(&apps, &env).with("thrid", "0x7").encode().expect("a short message"));
+    spawn_v2.extend(Message::new(Wire::V2, "name-publish").with("name", "svc").with("port", "p").encode().expect("a short message"));
     let mut seeds = Vec::new();
-    for s in [&v1, &v2, &multi] {
+    for s in [&v1, &v2, &multi, &spawn_v1, &spawn_v2] {
         // decoder (first byte: piece size) and parsers: the stream itself.
         seeds.push([&[0u8, 7][..], s].concat());
         seeds.push([&[1u8][..], s].concat());
@@ -272,6 +298,18 @@ pub fn seeds() -> Vec<Vec<u8>> {
             rec.extend(piece);
         }
         seeds.push(rec);
+    }
+    // server: a spawn request whole from rank 0, answered Ok (op 0) or
+    // with an error (op 5, also rank 0).
+    for s in [&spawn_v1, &spawn_v2] {
+        for op in [0u8, 5] {
+            let mut rec = vec![3u8];
+            for piece in s.chunks(200) {
+                rec.extend([op, piece.len() as u8]);
+                rec.extend(piece);
+            }
+            seeds.push(rec);
+        }
     }
     // round_trip: wire, command, then (key, value) pairs.
     for wire in 0..3u8 {

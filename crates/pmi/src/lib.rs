@@ -17,6 +17,7 @@
 //! | `PMI_RANK`, `PMI_SIZE` | rank and size (PMI-1 over `PMI_FD`) |
 //! | `PMI_JOBID` | set by Slurm's `srun --mpi=pmi2`: speak PMI-2 |
 //! | `GRIDMPI_PMI_VERSION`, else `PMI_VERSION` | force `1` or `2` |
+//! | `GRIDMPI_SPAWN_SERVER` | set by gridmpirun to the job's key-value space name: [`Pmi::spawn`] may ask it to start processes (MPI_Comm_spawn; else it refuses) |
 //! | `GRIDMPI_PMI_TIMEOUT` | give up waiting for a reply after this long (`30s`, `500ms`; default: wait forever, but a closed connection is always detected) |
 //!
 //! Without `PMI_FD` or `PMI_PORT` but with `PMIX_NAMESPACE` (set by a PMIx
@@ -30,6 +31,10 @@
 //! `get(3, "card")` (stored as `card@3`). Values may be any string of any
 //! length: characters PMI cannot carry are `%XX`-escaped and long values are
 //! split over several entries, transparently.
+//!
+//! Spawn requests ([`Pmi::spawn`], formats in [`spawn`]) and the name
+//! service ([`Pmi::publish_name`], [`Pmi::lookup_name`]) speak the
+//! connection's wire version.
 //!
 //! # Server ([`server::Server`])
 //!
@@ -46,6 +51,8 @@ mod pmix;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod server;
+pub mod spawn;
 pub mod wire;
 
-pub use client::{resolve_v4, Joined, Pmi, PmiError, Version};
+pub use client::{resolve_v4, Joined, Pmi, PmiError, Version, SPAWN_SERVER_VAR};
+pub use spawn::SpawnApp;

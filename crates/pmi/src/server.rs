@@ -19,7 +19,14 @@
 //!   `kvs-get`, `info-getjobattr`, `info-putnodeattr`, `info-getnodeattr`
 //!   (including `wait=TRUE`), `finalize`, `abort`, `name-publish`,
 //!   `name-unpublish`, `name-lookup`; a `thrid` is echoed back.
-//! - `spawn` (both versions) and `job-connect` are refused with an error reply.
+//! - `spawn`, in both versions (PMI-1's `mcmd=spawn` blocks, PMI-2's
+//!   `spawn`; formats in [`crate::spawn`]): the server checks the request
+//!   and hands it to the launcher as [`Event::Spawn`]; the rank waits,
+//!   while the server goes on serving the others, until the launcher says
+//!   the new processes started or could not ([`Server::spawn_done`]),
+//!   which sends the rank its reply. A malformed request gets an error
+//!   reply at once.
+//! - `job-connect` is refused with an error reply.
 //!
 //! Job attributes `PMI_process_mapping` (MPICH's node layout, in its
 //! `(vector,(node,count,ranks_per_node),...)` notation) and `universeSize`
@@ -27,6 +34,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
+use crate::spawn::{self, SpawnApp};
 use crate::wire::{Decoder, Message, Wire};
 
 /// Values advertised to PMI-1 clients by `get_maxes` (hydra's values; MPICH
@@ -112,6 +120,10 @@ pub enum Event {
     ProtocolError { rank: u32, message: String },
     /// A request we do not serve (it got an error reply); worth a warning.
     Unsupported { rank: u32, command: String },
+    /// The rank asks for `apps` to be started as one new job, each process
+    /// with `env` added to its environment (the request's preput pairs).
+    /// The rank waits for [`Server::spawn_done`].
+    Spawn { rank: u32, apps: Vec<SpawnApp>, env: Vec<(String, String)> },
 }
 
 #[derive(Default)]
@@ -120,6 +132,20 @@ struct Conn {
     broken: bool,
     closed: bool,
     finalized: bool,
+    /// A PMI-1 spawn request whose last block has not come yet.
+    v1_spawn: Option<V1Spawn>,
+    /// A spawn handed to the launcher and not answered yet: the wire to
+    /// answer in, and the PMI-2 thrid.
+    spawning: Option<(Wire, Option<String>)>,
+}
+
+/// The blocks of a PMI-1 spawn request read so far.
+struct V1Spawn {
+    total: u32,
+    apps: Vec<SpawnApp>,
+    env: Vec<(String, String)>,
+    /// The first thing wrong with a block: the reply, after the last one.
+    error: Option<String>,
 }
 
 struct NodeWaiter {
@@ -177,6 +203,13 @@ impl Server {
 
     pub fn info(&self) -> &JobInfo {
         &self.info
+    }
+
+    /// Store `key` = `value` in the job's key-value space before any rank
+    /// runs: a spawn request's preput pairs, which MPICH's library reads
+    /// there (`PARENT_ROOT_PORT_NAME`).
+    pub fn preput(&mut self, key: &str, value: &str) {
+        self.kvs.insert(key.to_string(), value.to_string());
     }
 
     /// Bytes that `rank` wrote on its PMI connection.
@@ -248,9 +281,91 @@ impl Server {
         }
     }
 
+    /// The launcher's answer to [`Event::Spawn`] of `rank`: the processes
+    /// started (`Ok`), or why not. Sends the rank its reply, in the wire
+    /// version it asked in; nothing if the rank has no spawn waiting.
+    pub fn spawn_done(&mut self, rank: u32, result: Result<(), String>) {
+        let Some(conn) = self.conns.get_mut(rank as usize) else { return };
+        let Some((wire, thrid)) = conn.spawning.take() else { return };
+        self.spawn_reply(rank, wire, thrid, result);
+    }
+
+    fn spawn_reply(&mut self, rank: u32, wire: Wire, thrid: Option<String>, result: Result<(), String>) {
+        let m = match wire {
+            Wire::V2 => {
+                let mut m = Message::new(Wire::V2, "spawn-response");
+                if let Some(t) = thrid {
+                    m = m.with("thrid", t);
+                }
+                match result {
+                    Ok(()) => m.with("rc", 0).with("nerrs", 0),
+                    Err(e) => m.with("rc", -1).with("errmsg", one_line(&e)),
+                }
+            }
+            _ => match result {
+                Ok(()) => Message::new(Wire::V1, "spawn_result").with("rc", 0),
+                Err(e) => Message::new(Wire::V1, "spawn_result").with("rc", -1).with("msg", one_line(&e)),
+            },
+        };
+        self.reply(rank, m);
+    }
+
+    /// A checked spawn request of `rank`: to the launcher, unless the rank
+    /// already waits for one.
+    fn spawn_request(&mut self, rank: u32, wire: Wire, thrid: Option<String>, apps: Vec<SpawnApp>, env: Vec<(String, String)>) {
+        let conn = &mut self.conns[rank as usize];
+        if conn.spawning.is_some() {
+            let e = "a spawn request while the previous one is not answered".to_string();
+            return self.spawn_reply(rank, wire, thrid, Err(e));
+        }
+        conn.spawning = Some((wire, thrid));
+        self.events.push_back(Event::Spawn { rank, apps, env });
+    }
+
+    /// One `mcmd=spawn` block of a PMI-1 request.
+    fn handle_v1_spawn(&mut self, rank: u32, msg: &Message) {
+        let block = match spawn::parse_v1_block(msg) {
+            Ok(b) => b,
+            Err(e) => {
+                // Where it stands in its request is unknown: answer now.
+                self.conns[rank as usize].v1_spawn = None;
+                return self.spawn_reply(rank, Wire::V1, None, Err(e));
+            }
+        };
+        let conn = &mut self.conns[rank as usize];
+        if block.number == 1 {
+            let env = block.env.clone();
+            conn.v1_spawn = Some(V1Spawn { total: block.total, apps: Vec::new(), error: env.as_ref().err().cloned(), env: env.unwrap_or_default() });
+        }
+        let expected = conn.v1_spawn.as_ref().map(|p| (p.total, p.apps.len() as u32 + 1));
+        if expected != Some((block.total, block.number)) {
+            conn.v1_spawn = None;
+            let e = format!("spawn request block {} of {} out of order", block.number, block.total);
+            return self.spawn_reply(rank, Wire::V1, None, Err(e));
+        }
+        let pending = conn.v1_spawn.as_mut().expect("checked above");
+        match block.app {
+            Ok(app) => pending.apps.push(app),
+            Err(e) => {
+                pending.error.get_or_insert(e);
+                // Keep counting the blocks: the reply comes after the last.
+                pending.apps.push(SpawnApp { command: String::new(), args: Vec::new(), maxprocs: 0, info: Vec::new() });
+            }
+        }
+        if block.number < block.total {
+            return;
+        }
+        let done = conn.v1_spawn.take().expect("checked above");
+        match done.error.map_or_else(|| spawn::check_apps(&done.apps), Err) {
+            Ok(()) => self.spawn_request(rank, Wire::V1, None, done.apps, done.env),
+            Err(e) => self.spawn_reply(rank, Wire::V1, None, Err(e)),
+        }
+    }
+
     fn handle(&mut self, rank: u32, msg: Message) {
         match msg.wire {
             Wire::V1 => self.handle_v1(rank, msg),
+            Wire::V1Multi if msg.cmd == "spawn" => self.handle_v1_spawn(rank, &msg),
             Wire::V1Multi => {
                 self.events.push_back(Event::Unsupported { rank, command: msg.cmd.clone() });
                 let reply = Message::new(Wire::V1, &format!("{}_result", msg.cmd))
@@ -489,6 +604,10 @@ impl Server {
                 };
                 self.reply(rank, m)
             }
+            "spawn" => match spawn::parse_v2(&msg) {
+                Ok((apps, env)) => self.spawn_request(rank, Wire::V2, thrid.clone(), apps, env),
+                Err(e) => self.spawn_reply(rank, Wire::V2, thrid.clone(), Err(e)),
+            },
             other => {
                 self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
                 let m = r(&format!("{other}-response"))
@@ -601,6 +720,11 @@ impl Server {
             }
         }
     }
+}
+
+/// An error message as one line (a reply is one line in PMI-1).
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]
@@ -753,8 +877,120 @@ mod tests {
         let mut s = Server::new(JobInfo::single_node(1, "k"));
         s.receive(0, b"mcmd=spawn\nnprocs=1\nendcmd\n");
         let ev = drain(&mut s);
-        assert!(ev.contains(&Event::Unsupported { rank: 0, command: "spawn".into() }));
-        assert!(replies(&ev)[0].1.starts_with("cmd=spawn_result rc=-1"));
+        assert_eq!(ev.len(), 1);
+        assert!(replies(&ev)[0].1.starts_with("cmd=spawn_result rc=-1 msg=spawn\\ request\\ without\\ totspawns"), "{ev:?}");
+        s.receive(0, b"mcmd=job-connect\nendcmd\n");
+        assert!(drain(&mut s).contains(&Event::Unsupported { rank: 0, command: "job-connect".into() }));
+    }
+
+    fn apps() -> Vec<SpawnApp> {
+        vec![
+            SpawnApp { command: "./a".into(), args: vec!["x y".into(), "".into()], maxprocs: 2, info: vec![("wdir".into(), "/tmp".into())] },
+            SpawnApp { command: "b".into(), args: Vec::new(), maxprocs: 3, info: Vec::new() },
+        ]
+    }
+
+    fn env() -> Vec<(String, String)> {
+        vec![("GRIDMPI_PARENT_PORT".into(), "p;q r".into())]
+    }
+
+    /// The request bytes a client writes, in the server's event; the
+    /// reply comes only at spawn_done, meanwhile other ranks are served.
+    #[test]
+    fn spawn_in_both_wires() {
+        for wire in [Wire::V1, Wire::V2] {
+            let mut s = Server::new(JobInfo::single_node(2, "k"));
+            let mut bytes = Vec::new();
+            match wire {
+                Wire::V2 => bytes.extend(spawn::encode_v2(&apps(), &env()).with("thrid", "0x9").encode().unwrap()),
+                _ => spawn::encode_v1(&apps(), &env()).iter().for_each(|m| bytes.extend(m.encode().unwrap())),
+            }
+            // Delivered a byte at a time.
+            for b in &bytes {
+                s.receive(0, std::slice::from_ref(b));
+            }
+            assert_eq!(drain(&mut s), vec![Event::Spawn { rank: 0, apps: apps(), env: env() }], "{wire:?}");
+            s.receive(1, b"cmd=put kvsname=k key=a value=1\n");
+            assert_eq!(replies(&drain(&mut s)), vec![(1, "cmd=put_result rc=0\n".to_string())]);
+            // A second request while the first waits is refused at once.
+            s.receive(0, &bytes);
+            let r = replies(&drain(&mut s));
+            assert_eq!(r.len(), 1);
+            assert!(r[0].1.replace("\\ ", " ").contains("previous one is not answered"), "{r:?}");
+            s.spawn_done(0, Ok(()));
+            let r = replies(&drain(&mut s));
+            match wire {
+                Wire::V2 => assert_eq!(r, vec![(0, "    42cmd=spawn-response;thrid=0x9;rc=0;nerrs=0;".to_string())]),
+                _ => assert_eq!(r, vec![(0, "cmd=spawn_result rc=0\n".to_string())]),
+            }
+            s.spawn_done(0, Ok(()));
+            assert!(drain(&mut s).is_empty(), "a second answer is not sent");
+            // A failure, with its message.
+            s.receive(0, &bytes);
+            assert_eq!(drain(&mut s).len(), 1);
+            s.spawn_done(0, Err("./a: command not found\non host h".into()));
+            let r = replies(&drain(&mut s));
+            let mut d = Decoder::new();
+            d.push(r[0].1.as_bytes());
+            let m = d.next_message().unwrap().unwrap();
+            assert_eq!(m.rc(), -1);
+            assert_eq!(m.get("msg").or(m.get("errmsg")), Some("./a: command not found on host h"));
+        }
+    }
+
+    fn spawn_error(wire: Wire, text: &str) -> String {
+        let mut s = Server::new(JobInfo::single_node(1, "k"));
+        let bytes = match wire {
+            Wire::V2 => Message { wire, cmd: "spawn".into(), attrs: parse_v1(&format!("cmd=x {text}")).unwrap().attrs }.encode().unwrap(),
+            _ => text.as_bytes().to_vec(),
+        };
+        s.receive(0, &bytes);
+        let ev = drain(&mut s);
+        assert_eq!(ev.len(), 1, "{text}: {ev:?}");
+        let r = replies(&ev);
+        let mut d = Decoder::new();
+        d.push(r[0].1.as_bytes());
+        let m = d.next_message().unwrap().unwrap();
+        assert_eq!(m.rc(), -1, "{text}");
+        m.get("msg").or(m.get("errmsg")).unwrap().to_string()
+    }
+
+    #[test]
+    fn malformed_spawn_requests_get_an_error_reply() {
+        let v1 = |body: &str| spawn_error(Wire::V1, &format!("mcmd=spawn\n{body}endcmd\n"));
+        let ok = "nprocs=1\nexecname=a\ntotspawns=1\nspawnssofar=1\nargcnt=0\ninfo_num=0\n";
+        assert!(v1("nprocs=1\nexecname=a\ntotspawns=1\nspawnssofar=1\n").contains("without argcnt"));
+        assert!(v1(&ok.replace("argcnt=0", "argcnt=1")).contains("without arg1"));
+        assert!(v1(&ok.replace("argcnt=0", "argcnt=1000")).contains("argcnt=1000, but not that many"));
+        assert!(v1(&ok.replace("argcnt=0", "argcnt=2\narg1=x\narg3=y")).contains("without arg2"));
+        assert!(v1(&ok.replace("nprocs=1", "nprocs=65537")).contains("1 to 65536"));
+        assert!(v1(&ok.replace("nprocs=1", "nprocs=0")).contains("1 to 65536"));
+        assert!(v1(&ok.replace("totspawns=1", "totspawns=0")).contains("totspawns"));
+        assert!(v1(&ok.replace("spawnssofar=1", "spawnssofar=2")).contains("block 2 of 1"));
+        assert!(v1(&ok.replace("spawnssofar=1\n", "")).contains("without spawnssofar"));
+        assert!(v1(&ok.replace("execname=a\n", "")).contains("without execname"));
+        assert!(v1(&format!("{ok}preput_num=1\npreput_key_0=K\n")).contains("without preput_val_0"));
+        assert!(v1(&ok.replace("argcnt=0", "argcnt=99999999999999999999")).contains("not a count"));
+        // Two blocks of 40000: too many processes in all, said after the last block.
+        let two = |n| ok.replace("totspawns=1", "totspawns=2").replace("nprocs=1", "nprocs=40000").replace("spawnssofar=1", &format!("spawnssofar={n}"));
+        let mut s = Server::new(JobInfo::single_node(1, "k"));
+        s.receive(0, format!("mcmd=spawn\n{}endcmd\n", two(1)).as_bytes());
+        assert!(drain(&mut s).is_empty());
+        s.receive(0, format!("mcmd=spawn\n{}endcmd\n", two(2)).as_bytes());
+        assert!(replies(&drain(&mut s))[0].1.contains("80000\\ processes"));
+        // A block out of order.
+        s.receive(0, format!("mcmd=spawn\n{}endcmd\n", two(2)).as_bytes());
+        assert!(replies(&drain(&mut s))[0].1.contains("out\\ of\\ order"));
+
+        let v2 = |attrs: &str| spawn_error(Wire::V2, attrs);
+        assert!(v2("ncmds=0").contains("no program"));
+        assert!(v2("ncmds=2 subcmd=a maxprocs=1 argc=0").contains("ncmds=2 but 1 programs"));
+        assert!(v2("ncmds=1 subcmd=a maxprocs=1").contains("without argc"));
+        assert!(v2("ncmds=1 subcmd=a maxprocs=100000 argc=0").contains("1 to 65536"));
+        assert!(v2("ncmds=1 preputcount=1 ppkey0=K subcmd=a maxprocs=1 argc=0").contains("without ppval0"));
+        assert!(v2("ncmds=1 subcmd=a maxprocs=1 argc=1 argv1=x").contains("without argv0"));
+        assert!(v2("ncmds=1 subcmd= maxprocs=1 argc=0").contains("no command"));
+        assert!(v2("subcmd=a maxprocs=1 argc=0").contains("without ncmds"));
     }
 
     #[test]

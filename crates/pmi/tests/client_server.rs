@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::thread;
 
 use gridmpi_pmi::server::{Event, JobInfo, Server};
-use gridmpi_pmi::{Pmi, PmiError, Version};
+use gridmpi_pmi::{Pmi, PmiError, SpawnApp, Version};
 
 /// Serve `n` ranks until every connection closes; returns the events seen
 /// (replies excluded).
@@ -56,6 +56,15 @@ fn serve(n: u32, server_ends: Vec<UnixStream>) -> thread::JoinHandle<Vec<Event>>
                 match ev {
                     Event::Reply { rank, bytes } => {
                         let _ = writers[rank as usize].write_all(&bytes);
+                    }
+                    Event::Spawn { rank, apps, env } => {
+                        // As gridmpirun answers: started, or why not.
+                        let result = match apps[0].command.as_str() {
+                            "missing" => Err("cannot start rank 0 on host h: missing: command not found".to_string()),
+                            _ => Ok(()),
+                        };
+                        seen.push(Event::Spawn { rank, apps, env });
+                        server.spawn_done(rank, result);
                     }
                     other => seen.push(other),
                 }
@@ -156,4 +165,70 @@ fn dead_server_is_an_error_not_a_hang() {
     let err = pmi.fence().unwrap_err();
     assert_eq!(err.to_string(), "PMI server closed the connection during fence");
     server.join().unwrap();
+}
+
+fn spawn_apps() -> Vec<SpawnApp> {
+    vec![
+        SpawnApp {
+            command: "/bin/sh".into(),
+            args: vec!["-c".into(), "echo child $PMI_RANK; x=1".into(), "".into()],
+            maxprocs: 2,
+            info: vec![("wdir".into(), "/tmp".into()), ("host".into(), "a, b".into())],
+        },
+        SpawnApp { command: "./second".into(), args: Vec::new(), maxprocs: 1, info: Vec::new() },
+    ]
+}
+
+fn spawn_env() -> Vec<(String, String)> {
+    vec![("GRIDMPI_PARENT_PORT".into(), "tag#0$host#10.0.0.1 port=5;x".into()), ("OTHER".into(), "".into())]
+}
+
+fn spawn_and_names(pmi: &mut Pmi) {
+    if pmi.rank() == 0 {
+        pmi.spawn(&spawn_apps(), &spawn_env()).unwrap();
+        let missing = SpawnApp { command: "missing".into(), args: Vec::new(), maxprocs: 1, info: Vec::new() };
+        let e = pmi.spawn(&[missing], &[]).unwrap_err();
+        assert!(e.to_string().contains("missing: command not found"), "{e}");
+        assert!(matches!(pmi.spawn(&[], &[]), Err(PmiError::SpawnRequest { .. })));
+        pmi.publish_name("svc", "port name with spaces;x").unwrap();
+        assert!(pmi.publish_name("svc", "again").is_err());
+    }
+    pmi.fence().unwrap();
+    assert_eq!(pmi.lookup_name("svc").unwrap().as_deref(), Some("port name with spaces;x"));
+    assert_eq!(pmi.lookup_name("nobody").unwrap(), None);
+    pmi.fence().unwrap();
+    if pmi.rank() == 1 {
+        pmi.unpublish_name("svc").unwrap();
+        assert!(pmi.unpublish_name("svc").is_err());
+    }
+    pmi.fence().unwrap();
+    assert_eq!(pmi.lookup_name("svc").unwrap(), None);
+}
+
+fn check_spawn_events(events: &[Event]) {
+    let spawns: Vec<&Event> = events.iter().filter(|e| matches!(e, Event::Spawn { .. })).collect();
+    assert_eq!(spawns.len(), 2, "{events:?}");
+    assert_eq!(spawns[0], &Event::Spawn { rank: 0, apps: spawn_apps(), env: spawn_env() });
+}
+
+#[test]
+fn pmi1_spawn_and_name_service() {
+    check_spawn_events(&run_job(2, Version::Pmi1, spawn_and_names));
+}
+
+#[test]
+fn pmi2_spawn_and_name_service() {
+    check_spawn_events(&run_job(2, Version::Pmi2, spawn_and_names));
+}
+
+#[test]
+fn a_singleton_cannot_spawn_but_names_itself() {
+    let mut pmi = Pmi::singleton();
+    let app = SpawnApp { command: "x".into(), args: Vec::new(), maxprocs: 1, info: Vec::new() };
+    let e = pmi.spawn(&[app], &[]).unwrap_err();
+    assert!(e.to_string().starts_with("MPI_Comm_spawn needs gridmpirun: "), "{e}");
+    pmi.publish_name("s", "p").unwrap();
+    assert_eq!(pmi.lookup_name("s").unwrap().as_deref(), Some("p"));
+    pmi.unpublish_name("s").unwrap();
+    assert_eq!(pmi.lookup_name("s").unwrap(), None);
 }
