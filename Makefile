@@ -12,7 +12,7 @@ MPIFC    ?= gfortran
 VERSION       := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MPICH_VERSION := $(shell sed -n 's/^\#define MPICH_VERSION "\(.*\)"/\1/p' abi/mpi.h.in)
 
-.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint test-spawn-launcher fuzz-smoke fuzz demo bench clean
+.PHONY: all build test test-unit test-c test-abi test-fortran test-hostile test-rendezvous test-mpi4py test-hdf5 test-compat test-testbed test-trace test-checkpoint test-spawn-launcher test-dynamic fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -43,13 +43,14 @@ build:
 	ln -sf mpifort $(BUILD)/bin/mpif90
 	ln -sf mpifort $(BUILD)/bin/mpif77
 	@# The mpi module is declarations only; mpi_f08's procedures go to
-	@# libgridmpi_f08.so.12 (the compiler's runtime is its dependency, not libmpifort's).
+	@# libgridmpi_f08.so.12 (the compiler's runtime is its dependency, not libmpifort's);
+	@# it finds libmpifort beside itself ($$ORIGIN): a program's runpath is not searched for a library's dependencies.
 	@# A compiler without TYPE(*), DIMENSION(..) (gfortran before 10) still gets the mpi module.
 	@if command -v $(MPIFC) >/dev/null 2>&1; then \
 	    $(MPIFC) -c $(BUILD)/include/mpi.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi.o && rm -f $(BUILD)/include/mpi.o || exit 1; \
 	    if $(MPIFC) -c -fPIC -O1 $(BUILD)/include/mpi_f08.f90 -J $(BUILD)/include -o $(BUILD)/include/mpi_f08.o && \
 	        $(MPIFC) -shared -Wl,-soname,libgridmpi_f08.so.12 -o $(BUILD)/include/libgridmpi_f08.so $(BUILD)/include/mpi_f08.o \
-	            -L$(BUILD)/lib -lmpifort -lmpi; then \
+	            -L$(BUILD)/lib -Wl,-rpath,'$$ORIGIN' -lmpifort -lmpi; then \
 	        install -m 755 $(BUILD)/include/libgridmpi_f08.so $(BUILD)/lib/libgridmpi_f08.so.12 && \
 	        ln -sf libgridmpi_f08.so.12 $(BUILD)/lib/libgridmpi_f08.so; \
 	    else echo "$(MPIFC) cannot build the mpi_f08 module (gfortran 10 or later can): not installed"; \
@@ -64,11 +65,15 @@ build:
 	install -m 755 $(RELEASE)/gridmpi-testbed $(BUILD)/bin/gridmpi-testbed
 	ln -sf gridmpi-testbed $(BUILD)/bin/gridmpi-testbed-ssh
 
-test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-mpi4py test-hdf5 test-testbed test-trace test-checkpoint
+test: build test-unit fuzz-smoke test-c test-abi test-fortran test-compat test-hostile test-rendezvous test-dynamic test-spawn-launcher test-mpi4py test-hdf5 test-testbed test-trace test-checkpoint
 
-# gridmpirun's side of MPI_Comm_spawn (tests/spawn/README.md); not part of `make test` yet
+# gridmpirun's side of MPI_Comm_spawn (tests/spawn/README.md).
 test-spawn-launcher: build
 	python3 tests/spawn/launcher.py
+
+# Separately started jobs joined by ports and MPI_Comm_join (spawning is in test-c).
+test-dynamic: build
+	bash tests/dynamic/run.sh
 
 test-unit:
 	$(CARGO) test --release --workspace

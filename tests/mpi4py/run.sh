@@ -31,9 +31,7 @@ fi
 if [ $# -gt 0 ]; then
     tests=("$@")
 elif [ "${MPI4PY_TESTS:-}" = all ]; then
-    # Everything but dynamic process management (not available yet: spawn
-    # and the pool, which spawns its workers).
-    tests=(-e 'test_(dynproc|spawn|util_pool)\.py$')
+    tests=()
 else
     tests=(test_rma.py test_rma_nb.py test_win.py)
 fi

@@ -89,6 +89,14 @@ pub enum Kind {
     GreqExtra,
     Weights,
     Errcodes,
+    /// A CHARACTER array ending at its first blank element (MPI_Comm_spawn's
+    /// argv); MPI_ARGV_NULL gives C NULL.
+    Argv,
+    /// N CHARACTER elements (MPI_Comm_spawn_multiple's commands).
+    Strings(String),
+    /// A CHARACTER array (N, *): row i is the argv of program i
+    /// (MPI_Comm_spawn_multiple); MPI_ARGVS_NULL gives C NULL.
+    Argvs(String),
     AddressOut,
     StrlenIn(String),
     StrlenInout(String),
@@ -143,6 +151,9 @@ impl Kind {
             ("greq_extra", None) => Kind::GreqExtra,
             ("weights", None) => Kind::Weights,
             ("errcodes", None) => Kind::Errcodes,
+            ("argv", None) => Kind::Argv,
+            ("strings", Some(_)) => Kind::Strings(arg_s()?),
+            ("argvs", Some(_)) => Kind::Argvs(arg_s()?),
             ("address_out", None) => Kind::AddressOut,
             ("strlen_in", Some(_)) => Kind::StrlenIn(arg_s()?),
             ("strlen_inout", Some(_)) => Kind::StrlenInout(arg_s()?),
@@ -632,6 +643,18 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
         Kind::Errcodes => {
             fparam(&rty);
             g.cargs.push(format!("rt::errcodes({n} as *const c_int) as {rty}"));
+        }
+        Kind::Argv | Kind::Strings(_) | Kind::Argvs(_) => {
+            fparam("*const c_char");
+            g.hidden.push(format!("{}_len", p.name));
+            let make = match &p.kind {
+                Kind::Argv => format!("rt::FStrings::argv({n}, {}_len)", p.name),
+                Kind::Strings(c) => format!("rt::FStrings::array({n}, {}_len, {})", p.name, count(c)),
+                Kind::Argvs(c) => format!("rt::FArgvs::new({n}, {}_len, {})", p.name, count(c)),
+                _ => unreachable!(),
+            };
+            g.pre.push(format!("let {local} = {make};"));
+            g.cargs.push(format!("{local}.as_ptr() as {rty}"));
         }
         Kind::AddressOut => {
             fparam("*mut c_void");

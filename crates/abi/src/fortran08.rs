@@ -163,9 +163,15 @@ fn dummy(f: &FFunction, p: &FParam) -> Result<Option<Dummy>, String> {
         }
         _ => match base.as_str() {
             "char" => {
-                d.hidden_len = matches!(p.kind, Kind::StringIn | Kind::StringInStripped | Kind::StringOut);
+                d.hidden_len = matches!(p.kind, Kind::StringIn | Kind::StringInStripped | Kind::StringOut | Kind::Argv | Kind::Strings(_) | Kind::Argvs(_));
                 if t.matches('*').count() + t.matches('[').count() > 1 {
                     dims = "*".into();
+                }
+                if let Kind::Argvs(n) = &p.kind {
+                    dims = format!("{n},*");
+                }
+                if matches!(p.kind, Kind::Argv | Kind::Strings(_) | Kind::Argvs(_)) {
+                    d.intent_in = true;
                 }
                 "CHARACTER(LEN=*)".into()
             }

@@ -49,6 +49,8 @@ fn declaration(p: &FParam) -> Option<(String, bool)> {
         _ if base == "MPI_Status" => (format!("INTEGER :: {n}(MPI_STATUS_SIZE{})", if dims.is_empty() { "" } else { ",*" }), false),
         _ if base == "MPI_Fint" && p.name == "f_status" => (format!("INTEGER :: {n}(MPI_STATUS_SIZE)"), false),
         Kind::StringIn | Kind::StringInStripped | Kind::StringOut => (format!("CHARACTER(LEN=*) :: {n}"), false),
+        Kind::Argv | Kind::Strings(_) => (format!("CHARACTER(LEN=*) :: {n}(*)"), false),
+        Kind::Argvs(c) => (format!("CHARACTER(LEN=*) :: {n}({c},*)"), false),
         Kind::Logical | Kind::LogicalOut => (format!("LOGICAL :: {n}"), false),
         Kind::Logicals(_) | Kind::LogicalsOut(_) => (format!("LOGICAL :: {n}(*)"), false),
         Kind::IntAint | Kind::IntAintOut | Kind::Keyval | Kind::StrlenIn(_) | Kind::StrlenInout(_) | Kind::IndexOut => {

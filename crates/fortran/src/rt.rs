@@ -160,6 +160,98 @@ pub fn trim_fortran(bytes: &[u8]) -> Vec<u8> {
     v
 }
 
+/// The most elements an argv is read for its blank terminator.
+const MAX_ARGV: usize = 4096;
+
+/// A Fortran CHARACTER array on its way to C as an array of C strings
+/// (MPI_Comm_spawn's argv and commands): every element trimmed and
+/// NUL-terminated, the pointer array ended by NULL.
+pub struct FStrings {
+    _strings: Vec<Vec<u8>>,
+    ptrs: Vec<*mut c_char>,
+    null: bool,
+}
+
+impl FStrings {
+    /// The element `i` of a CHARACTER array of elements `len` long, trimmed.
+    unsafe fn element(p: *const c_char, len: usize, i: usize) -> Vec<u8> {
+        if len == 0 {
+            return vec![0];
+        }
+        trim_fortran(std::slice::from_raw_parts((p as *const u8).add(i * len), len))
+    }
+
+    fn new(strings: Vec<Vec<u8>>, null: bool) -> FStrings {
+        let mut ptrs: Vec<*mut c_char> = strings.iter().map(|s| s.as_ptr() as *mut c_char).collect();
+        ptrs.push(std::ptr::null_mut());
+        FStrings { _strings: strings, ptrs, null }
+    }
+
+    /// Elements `first`, `first + stride`, ... up to the first blank one.
+    unsafe fn until_blank(p: *const c_char, len: usize, first: usize, stride: usize) -> FStrings {
+        let mut strings = Vec::new();
+        while strings.len() < MAX_ARGV {
+            let e = FStrings::element(p, len, first + strings.len() * stride);
+            if e.len() == 1 {
+                break;
+            }
+            strings.push(e);
+        }
+        FStrings::new(strings, false)
+    }
+
+    /// An argv: the elements before the first blank one; MPI_ARGV_NULL is C's NULL.
+    pub unsafe fn argv(p: *const c_char, len: usize) -> FStrings {
+        if p.is_null() || p as usize == w::addr_MPI_ARGV_NULL() {
+            return FStrings::new(Vec::new(), true);
+        }
+        FStrings::until_blank(p, len, 0, 1)
+    }
+
+    /// `count` elements.
+    pub unsafe fn array(p: *const c_char, len: usize, count: c_int) -> FStrings {
+        let n = if p.is_null() { 0 } else { count.max(0) as usize };
+        FStrings::new((0..n).map(|i| FStrings::element(p, len, i)).collect(), p.is_null())
+    }
+
+    pub fn as_ptr(&self) -> *const *mut c_char {
+        if self.null {
+            std::ptr::null()
+        } else {
+            self.ptrs.as_ptr()
+        }
+    }
+}
+
+/// MPI_Comm_spawn_multiple's ARRAY_OF_ARGV(COUNT, *): row i (elements i,
+/// i + COUNT, ... in column-major order) up to its first blank element is
+/// the argv of program i; MPI_ARGVS_NULL is C's NULL.
+pub struct FArgvs {
+    _rows: Vec<FStrings>,
+    ptrs: Vec<*const *mut c_char>,
+    null: bool,
+}
+
+impl FArgvs {
+    pub unsafe fn new(p: *const c_char, len: usize, count: c_int) -> FArgvs {
+        if p.is_null() || p as usize == w::addr_MPI_ARGVS_NULL() {
+            return FArgvs { _rows: Vec::new(), ptrs: Vec::new(), null: true };
+        }
+        let n = count.max(0) as usize;
+        let rows: Vec<FStrings> = (0..n).map(|i| FStrings::until_blank(p, len, i, n)).collect();
+        let ptrs = rows.iter().map(|r| r.as_ptr()).collect();
+        FArgvs { _rows: rows, ptrs, null: false }
+    }
+
+    pub fn as_ptr(&self) -> *const *const *mut c_char {
+        if self.null {
+            std::ptr::null()
+        } else {
+            self.ptrs.as_ptr()
+        }
+    }
+}
+
 /// Copy a NUL-terminated C string into `dst`, truncating or padding with blanks.
 pub fn copy_blank_padded(src: &[u8], dst: &mut [u8]) {
     let n = src.iter().position(|&b| b == 0).unwrap_or(src.len()).min(dst.len());

@@ -227,6 +227,8 @@ struct Job {
     spawn_ctx: spawn::Context,
     /// The nested jobs started for MPI_Comm_spawn, by id.
     spawned: Vec<Spawned>,
+    /// Whether a spawn has warned that it oversubscribes the hosts.
+    warned_oversubscribed: bool,
     /// Ranks on each node: this job's and its running nested jobs'.
     node_used: Vec<u32>,
     tx: mpsc::Sender<Event>,
@@ -361,6 +363,7 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
             genv: opts.env.clone(),
         },
         spawned: Vec::new(),
+        warned_oversubscribed: false,
         node_used: (0..nodes.len()).map(|i| placement.iter().filter(|&&p| p as usize == i).count() as u32).collect(),
         tx: tx.clone(),
         started_pipe,
@@ -876,10 +879,12 @@ impl Job {
             ));
         }
         let id = self.spawned.len();
-        if prepared.oversubscribed > 0 {
+        // Said once: a program that spawns in a loop would repeat it.
+        if prepared.oversubscribed > 0 && !self.warned_oversubscribed {
+            self.warned_oversubscribed = true;
             let n: u32 = apps.iter().map(|a| a.maxprocs).sum();
             self.out.note(&format!(
-                "warning: spawned job {} ({}): {} of its {n} processes have no free slot (MPI_UNIVERSE_SIZE {}); the hosts are oversubscribed",
+                "warning: spawned job {} ({}): {} of its {n} processes have no free slot (MPI_UNIVERSE_SIZE {}); the hosts are oversubscribed (said once)",
                 id + 1,
                 prepared.summary,
                 prepared.oversubscribed,

@@ -14,6 +14,7 @@ use crate::objects::*;
 use crate::port::{self, Joined, Offer, Port, PortName};
 use crate::state::{self, api, Target};
 use gridmpi_engine::sched::CommView;
+use gridmpi_pmi::SpawnApp;
 use gridmpi_transport::tcp::handshake::Keys;
 use std::ffi::CStr;
 
@@ -75,12 +76,10 @@ fn decode_joined(b: &[u8]) -> Option<(Keys, Offer)> {
     Some((Keys { job, secret }, Offer::decode(&b[40..])?))
 }
 
-/// Join the members of the intracommunicator `comm` with another group:
-/// `exchange` runs at `root` only, given our group's offer. Collective over
-/// `comm`; returns the intercommunicator.
-fn join_groups(comm: MPI_Comm, root: i32, err_class: c_int, exchange: impl FnOnce(&Offer) -> Result<Joined, String>) -> R<MPI_Comm> {
-    let (view, tag, pids, proposal) = state::with(|st| {
-        let proposal = st.next_ctx;
+/// The collective view and a fresh tag of the intracommunicator `comm`,
+/// after checking `root`.
+fn coll_setup(comm: MPI_Comm, root: i32) -> R<(CommView, i32)> {
+    state::with(|st| {
         let c = st.comm_mut(comm)?;
         if c.is_inter() {
             return Err(err(MPI_ERR_COMM, "the communicator must be an intracommunicator"));
@@ -89,8 +88,16 @@ fn join_groups(comm: MPI_Comm, root: i32, err_class: c_int, exchange: impl FnOnc
             return Err(err(MPI_ERR_ROOT, format!("invalid root {root} (the communicator has {} processes)", c.size())));
         }
         let tag = c.next_coll_tag();
-        Ok((super::env::coll_view(c), tag, c.group.pids.clone(), proposal))
-    })?;
+        Ok((super::env::coll_view(c), tag))
+    })
+}
+
+/// Join the members of the intracommunicator `comm` with another group:
+/// `exchange` runs at `root` only, given our group's offer. Collective over
+/// `comm`; returns the intercommunicator.
+fn join_groups(comm: MPI_Comm, root: i32, err_class: c_int, exchange: impl FnOnce(&Offer) -> Result<Joined, String>) -> R<MPI_Comm> {
+    let (view, tag) = coll_setup(comm, root)?;
+    let (pids, proposal) = state::with(|st| Ok((st.comm(comm)?.group.pids.clone(), st.next_ctx)))?;
     let mut ctx = [proposal];
     super::comm::allreduce_max(view.clone(), tag, &mut ctx)?;
     // The root makes the exchange; everyone learns how it went.
@@ -184,6 +191,11 @@ pub unsafe extern "C" fn PMPI_Close_port(port_name: *const c_char) -> c_int {
     })
 }
 
+/// Whether GRIDMPI_DEBUG asks for connection messages.
+fn debug_conn(st: &state::State) -> bool {
+    st.rt.config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all")
+}
+
 /// Accept at the port `name` (open in this process): the root's exchange.
 fn accept_at(name: &str, offer: &Offer) -> Result<Joined, String> {
     let parsed = PortName::parse(name)?;
@@ -191,8 +203,7 @@ fn accept_at(name: &str, offer: &Offer) -> Result<Joined, String> {
     // it: then our wait ends with an error); we wait on a clone of it.
     let (port, debug) = state::with(|st| {
         let p = st.ports.open.iter().find(|p| p.name == parsed).ok_or_else(|| err(MPI_ERR_PORT, "this process has no open port of that name (MPI_Open_port)"))?;
-        let debug = st.rt.config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
-        Ok((p.try_clone().map_err(|e| err(MPI_ERR_PORT, e))?, debug))
+        Ok((p.try_clone().map_err(|e| err(MPI_ERR_PORT, e))?, debug_conn(st)))
     })
     .map_err(|e| e.msg)?;
     port.accept(offer, &mut idle, debug)
@@ -270,6 +281,163 @@ pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
             return Err(err(rc, "freeing the communicator failed"));
         }
         Ok(())
+    })
+}
+
+/// The strings of a NULL-terminated C array (an argv); NULL is none.
+unsafe fn c_strings(v: *const *mut c_char, what: &str) -> R<Vec<String>> {
+    const MAX: usize = 1 << 16;
+    let mut out = Vec::new();
+    if v.is_null() {
+        return Ok(out);
+    }
+    while !(*v.add(out.len())).is_null() {
+        if out.len() == MAX {
+            return Err(err(MPI_ERR_ARG, format!("{what} has no NULL terminator within {MAX} strings")));
+        }
+        out.push(CStr::from_ptr(*v.add(out.len())).to_string_lossy().into_owned());
+    }
+    Ok(out)
+}
+
+/// Read one program of a spawn from the root's arguments.
+unsafe fn spawn_app(i: usize, command: *const c_char, argv: *const *mut c_char, maxprocs: c_int, info: MPI_Info) -> R<SpawnApp> {
+    let command = c_str(command, &format!("command {i}"))?;
+    if command.trim().is_empty() {
+        return Err(err(MPI_ERR_SPAWN, format!("command {i} is empty")));
+    }
+    if maxprocs <= 0 {
+        return Err(err(MPI_ERR_SPAWN, format!("maxprocs {maxprocs} of command {i} ({command}) must be positive")));
+    }
+    let args = c_strings(argv, &format!("argv {i}"))?;
+    let info = info_entries_or_empty(info)?;
+    Ok(SpawnApp { command, args, maxprocs: maxprocs as u32, info })
+}
+
+/// MPI_Comm_spawn(_multiple): `read` gives the programs at the root. The
+/// root opens a port of its own, asks the process manager to start the
+/// programs with the port's name (GRIDMPI_PARENT_PORT), and accepts them:
+/// they connect over their MPI_COMM_WORLD in MPI_Init (connect_to_parent).
+unsafe fn spawn(comm: MPI_Comm, root: i32, errcodes: *mut c_int, read: impl FnOnce() -> R<Vec<SpawnApp>>) -> R<MPI_Comm> {
+    let (view, tag) = coll_setup(comm, root)?;
+    // The root reads the programs and tells everyone how many processes
+    // they are (the length of array_of_errcodes) or why it cannot start them.
+    let mut apps = None;
+    let (class, bytes) = if view.rank == root {
+        match read() {
+            Ok(a) => {
+                let total: u64 = a.iter().map(|a| a.maxprocs as u64).sum();
+                let total = u32::try_from(total).map_err(|_| err(MPI_ERR_SPAWN, format!("{total} processes are too many")))?;
+                apps = Some(a);
+                bcast_bytes(&view, tag, root, 0, &total.to_le_bytes())?
+            }
+            Err(e) => bcast_bytes(&view, tag, root, e.class, e.msg.as_bytes())?,
+        }
+    } else {
+        bcast_bytes(&view, tag, root, 0, &[])?
+    };
+    if class != 0 {
+        let why = String::from_utf8_lossy(&bytes);
+        return Err(err(class, if view.rank == root { why.into_owned() } else { format!("the root (rank {root}) failed: {why}") }));
+    }
+    let total = u32::from_le_bytes(bytes.get(..4).and_then(|b| b.try_into().ok()).ok_or_else(|| err(MPI_ERR_INTERN, "the root sent a malformed process count"))?);
+    let set_codes = |code: c_int| {
+        if !errcodes.is_null() {
+            for i in 0..total as usize {
+                *errcodes.add(i) = code;
+            }
+        }
+    };
+    let joined = join_groups(comm, root, MPI_ERR_SPAWN, |offer| {
+        let apps = apps.take().unwrap_or_default();
+        let (port, debug) = state::with(|st| {
+            let addrs = st.rt.cards[st.rt.me as usize].addrs.clone();
+            Ok((Port::open(&addrs).map_err(|e| err(MPI_ERR_SPAWN, e))?, debug_conn(st)))
+        })
+        .map_err(|e| e.msg)?;
+        let env = [("GRIDMPI_PARENT_PORT".to_string(), port.name.format())];
+        state::with(|st| st.rt.pmi.spawn(&apps, &env).map_err(|e| err(MPI_ERR_SPAWN, e.to_string()))).map_err(|e| e.msg)?;
+        port.accept(offer, &mut idle, debug)
+    });
+    match joined {
+        Ok(c) => {
+            set_codes(MPI_SUCCESS);
+            Ok(c)
+        }
+        Err(e) => {
+            set_codes(e.class);
+            Err(e)
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
+    api("MPI_Comm_spawn", Target::Comm(comm), || {
+        check_ptr(intercomm, "intercomm")?;
+        *intercomm = spawn(comm, root, array_of_errcodes, || Ok(vec![spawn_app(0, command, argv, maxprocs, info)?]))?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_spawn_multiple(
+    count: c_int,
+    array_of_commands: *mut *mut c_char,
+    array_of_argv: *mut *mut *mut c_char,
+    array_of_maxprocs: *const c_int,
+    array_of_info: *const MPI_Info,
+    root: c_int,
+    comm: MPI_Comm,
+    intercomm: *mut MPI_Comm,
+    array_of_errcodes: *mut c_int,
+) -> c_int {
+    api("MPI_Comm_spawn_multiple", Target::Comm(comm), || {
+        check_ptr(intercomm, "intercomm")?;
+        *intercomm = spawn(comm, root, array_of_errcodes, || {
+            if count <= 0 {
+                return Err(err(MPI_ERR_ARG, format!("count {count} must be positive")));
+            }
+            check_ptr(array_of_commands, "array_of_commands")?;
+            check_ptr(array_of_maxprocs, "array_of_maxprocs")?;
+            check_ptr(array_of_info, "array_of_info")?;
+            (0..count as usize)
+                .map(|i| {
+                    let argv = if array_of_argv.is_null() { std::ptr::null_mut() } else { *array_of_argv.add(i) };
+                    spawn_app(i, *array_of_commands.add(i), argv, *array_of_maxprocs.add(i), *array_of_info.add(i))
+                })
+                .collect()
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Publish_name(service_name: *const c_char, _info: MPI_Info, port_name: *const c_char) -> c_int {
+    api("MPI_Publish_name", Target::NoComm, || {
+        let service = c_str(service_name, "service_name")?;
+        let port = c_str(port_name, "port_name")?;
+        state::with(|st| st.rt.pmi.publish_name(&service, &port).map_err(|e| err(MPI_ERR_SERVICE, format!("cannot publish {service}: {e}"))))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Unpublish_name(service_name: *const c_char, _info: MPI_Info, port_name: *const c_char) -> c_int {
+    api("MPI_Unpublish_name", Target::NoComm, || {
+        let service = c_str(service_name, "service_name")?;
+        c_str(port_name, "port_name")?;
+        state::with(|st| st.rt.pmi.unpublish_name(&service).map_err(|e| err(MPI_ERR_SERVICE, format!("cannot unpublish {service}: {e}"))))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Lookup_name(service_name: *const c_char, _info: MPI_Info, port_name: *mut c_char) -> c_int {
+    api("MPI_Lookup_name", Target::NoComm, || {
+        let service = c_str(service_name, "service_name")?;
+        check_ptr(port_name, "port_name")?;
+        let found = state::with(|st| st.rt.pmi.lookup_name(&service).map_err(|e| err(MPI_ERR_NAME, format!("cannot look up {service}: {e}"))))?;
+        let port = found.ok_or_else(|| err(MPI_ERR_NAME, format!("no port is published as {service}")))?;
+        put_c_str(port_name, MPI_MAX_PORT_NAME as usize, &port, "port_name")
     })
 }
 
