@@ -4,7 +4,7 @@
 #
 #   bash tests/mpi4py/run.sh                         # the one-sided tests
 #   bash tests/mpi4py/run.sh test_comm.py test_p2p_buf.py   # any others
-#   MPI4PY_TESTS=all bash tests/mpi4py/run.sh        # the whole suite
+#   MPI4PY_TESTS=all bash tests/mpi4py/run.sh        # the whole suite and mpi4py.futures' tests
 #
 # Needs a venv with mpi4py (MPI4PY_VENV, default /opt/mpi4py):
 #   python3 -m venv /opt/mpi4py && /opt/mpi4py/bin/pip install mpi4py
@@ -50,5 +50,24 @@ for n in 1 2 4; do
     fi
     rm -f "$log"
 done
+# mpi4py.futures' own tests (in the sdist's demo/): the pool spawns its
+# workers at 1 rank; `-m mpi4py.futures` makes the world the pool.
+if [ "${MPI4PY_TESTS:-}" = all ] && [ $# -eq 0 ]; then
+    for run in "1" "2" "4" "2 -m mpi4py.futures" "4 -m mpi4py.futures"; do
+        n=${run%% *} how=${run#"$n"}
+        log=$(mktemp)
+        # shellcheck disable=SC2086
+        if (cd "$tests_dir/../demo/futures" && LD_LIBRARY_PATH=$lib timeout 900 "$launcher" -n $n \
+                "$venv/bin/python" $how test_futures.py) >"$log" 2>&1 && grep -q '^OK' "$log"; then
+            echo "PASS  mpi4py futures$how -n $n  ($(grep -m1 '^Ran' "$log"))"
+            passed=$((passed + 1))
+        else
+            echo "FAIL  mpi4py futures$how -n $n"
+            tail -40 "$log" | sed 's/^/    | /'
+            failed=$((failed + 1))
+        fi
+        rm -f "$log"
+    done
+fi
 echo "summary: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

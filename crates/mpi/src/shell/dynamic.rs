@@ -97,7 +97,15 @@ fn coll_setup(comm: MPI_Comm, root: i32) -> R<(CommView, i32)> {
 /// `comm`; returns the intercommunicator.
 fn join_groups(comm: MPI_Comm, root: i32, err_class: c_int, exchange: impl FnOnce(&Offer) -> Result<Joined, String>) -> R<MPI_Comm> {
     let (view, tag) = coll_setup(comm, root)?;
-    let (pids, proposal) = state::with(|st| Ok((st.comm(comm)?.group.pids.clone(), st.next_ctx)))?;
+    // The proposal is reserved at once: another thread of this process
+    // joining at the same time (mpi4py's pools spawn from threads) must not
+    // propose it too, or both intercommunicators could get one context.
+    let (pids, proposal) = state::with(|st| {
+        let pids = st.comm(comm)?.group.pids.clone();
+        let proposal = st.next_ctx;
+        st.next_ctx += 4;
+        Ok((pids, proposal))
+    })?;
     let mut ctx = [proposal];
     super::comm::allreduce_max(view.clone(), tag, &mut ctx)?;
     // The root makes the exchange; everyone learns how it went.
