@@ -13,6 +13,7 @@
  */
 #include <arpa/inet.h>
 #include <mpi.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,23 +146,34 @@ int main(int argc, char **argv)
     if (wrank == 0) {
         int fd = -1;
         if (server) {
+            /* Any address: the client may be on another host; it finds
+             * this one by name. */
             int l = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
             socklen_t al = sizeof a;
             bind(l, (struct sockaddr *)&a, sizeof a);
             listen(l, 1);
             getsockname(l, (struct sockaddr *)&a, &al);
-            char p[32];
-            snprintf(p, sizeof p, "%d", ntohs(a.sin_port));
+            char host[256], p[300];
+            gethostname(host, sizeof host);
+            host[sizeof host - 1] = 0;
+            snprintf(p, sizeof p, "%s %d", host, ntohs(a.sin_port));
             write_file(dir, "sock", p);
             fd = accept(l, NULL, NULL);
             close(l);
         } else {
-            char p[32];
+            char p[300], host[256];
+            int port = 0;
             snprintf(path, sizeof path, "%s/sock", dir);
             wait_file(path, p, sizeof p);
+            CHECK(sscanf(p, "%255s %d", host, &port) == 2, "the join address '%s'", p);
+            struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+            CHECK(getaddrinfo(host, NULL, &hints, &ai) == 0, "cannot resolve %s", host);
             fd = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(p)), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+            if (ai)
+                a.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+            freeaddrinfo(ai);
             if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
                 perror("connect");
         }

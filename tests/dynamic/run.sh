@@ -1,8 +1,9 @@
 #!/bin/bash
 # Dynamic processes between separately started jobs (make test-dynamic):
 # portpair.c run as two gridmpirun jobs of different sizes, as a singleton
-# server with a job of clients, and as two singletons (each a world of one,
-# started without gridmpirun). Spawning is tested by tests/c/spawn_*.c.
+# server with a job of clients, as two singletons (each a world of one,
+# started without gridmpirun), and, as root, as a job on each cluster of an
+# emulated grid. Spawning is tested by tests/c/dyn_spawn*.c.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$root/build/bin
@@ -12,11 +13,18 @@ trap 'rm -rf "$work"' EXIT
 
 failed=0
 # run NAME SERVER_COUNT CLIENT_COUNT: a count of 0 starts a singleton.
+# With $SERVER_HOSTS and $CLIENT_HOSTS set, each job runs on those hosts of
+# the emulated grid (started from the first of them).
 run() {
     local name=$1 dir=$work/$1
     mkdir -p "$dir"
     start() {
-        if [ "$1" = 0 ]; then
+        local hosts=${SERVER_HOSTS:-}
+        [ "$2" = client ] && hosts=${CLIENT_HOSTS:-}
+        if [ -n "$hosts" ]; then
+            timeout 120 "$bin/gridmpi-testbed" exec "${hosts%%,*}" -- "$bin/gridmpirun" \
+                --launcher /run/gridmpi-testbed/bin/gridmpi-testbed-ssh -hosts "$hosts" -n "$1" "$work/portpair" "$2" "$dir"
+        elif [ "$1" = 0 ]; then
             timeout 120 "$work/portpair" "$2" "$dir"
         else
             timeout 120 "$bin/gridmpirun" -n "$1" "$work/portpair" "$2" "$dir"
@@ -42,4 +50,18 @@ run() {
 run jobs-2-3 2 3
 run singleton-server 0 2
 run singletons 0 0
+
+# Across clusters: a job on each cluster of an emulated 2x2 grid (WAN
+# 20 ms), when we may make one and no other is up.
+if [ "$(id -u)" != 0 ] || ! "$bin/gridmpi-testbed" check >/dev/null 2>&1; then
+    echo "SKIP across-clusters (needs root and what gridmpi-testbed check lists)"
+elif [ -e /run/gridmpi-testbed/state.json ]; then
+    echo "SKIP across-clusters (another emulated grid is up)"
+elif ! "$bin/gridmpi-testbed" up 2x2 --delay 10ms >"$work/up.log" 2>&1; then
+    echo "FAIL across-clusters: gridmpi-testbed up: $(tail -n 3 "$work/up.log")"
+    failed=1
+else
+    SERVER_HOSTS=h0,h1 CLIENT_HOSTS=h2,h3 run across-clusters 2 2
+    "$bin/gridmpi-testbed" down >/dev/null 2>&1 || "$bin/gridmpi-testbed" down --force >/dev/null 2>&1
+fi
 exit $failed
