@@ -13,7 +13,8 @@
  * MPI_Comm_spawn_multiple of two programs of one process each (arguments
  * "multi", "0"/"1"): each child's MPI_APPNUM is its program's index. A
  * program that does not exist fails with MPI_ERR_SPAWN at every parent
- * under MPI_ERRORS_RETURN, and the error codes say so. Rank 0 publishes a
+ * under MPI_ERRORS_RETURN, and the error codes say so; so does maxprocs 0
+ * at the root (the other processes' arguments do not matter). Rank 0 publishes a
  * port name, looks it up, unpublishes it; the lookup of an unpublished
  * name fails with MPI_ERR_NAME.
  */
@@ -129,6 +130,11 @@ int main(int argc, char **argv)
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_SPAWN, "spawning a missing program: class %d", cls);
     CHECK(codes[0] != MPI_SUCCESS && codes[1] != MPI_SUCCESS, "error codes %d %d", codes[0], codes[1]);
+
+    /* A bad argument at the root fails at every process. */
+    rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, rank == 0 ? 0 : 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_SPAWN, "maxprocs 0 at the root: class %d", cls);
 
     /* The name service. */
     if (rank == 0) {

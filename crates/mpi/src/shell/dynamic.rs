@@ -332,10 +332,13 @@ unsafe fn spawn(comm: MPI_Comm, root: i32, errcodes: *mut c_int, read: impl FnOn
     // they are (the length of array_of_errcodes) or why it cannot start them.
     let mut apps = None;
     let (class, bytes) = if view.rank == root {
-        match read() {
-            Ok(a) => {
-                let total: u64 = a.iter().map(|a| a.maxprocs as u64).sum();
-                let total = u32::try_from(total).map_err(|_| err(MPI_ERR_SPAWN, format!("{total} processes are too many")))?;
+        let counted = read().and_then(|a| {
+            let total: u64 = a.iter().map(|a| a.maxprocs as u64).sum();
+            let total = u32::try_from(total).map_err(|_| err(MPI_ERR_SPAWN, format!("{total} processes are too many")))?;
+            Ok((a, total))
+        });
+        match counted {
+            Ok((a, total)) => {
                 apps = Some(a);
                 bcast_bytes(&view, tag, root, 0, &total.to_le_bytes())?
             }
