@@ -2,7 +2,8 @@
  * libmpi.so.12: every rank writes its rows of a 2-D dataset, collectively
  * and then independently, into one file through the MPI-IO driver; every
  * rank reads the whole dataset back and checks every element; an
- * attribute written by all ranks. Exits non-zero on any mismatch. */
+ * attribute written by all ranks. Exits non-zero on any mismatch.
+ * Usage: phdf5_basic [FILE [keep]] (keep: the file is not removed). */
 #include <hdf5.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -92,7 +93,9 @@ int main(int argc, char **argv)
     free(all);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
-        remove(name);
+        /* "keep": leave the file for h5dump (tests/hdf5/run.sh). */
+        if (!(argc > 2 && argv[2][0] == 'k'))
+            remove(name);
         printf("phdf5_basic: %d ranks OK\n", size);
     }
     MPI_Finalize();
