@@ -654,7 +654,9 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     w = o.append
     w("# GridMPI benchmarks: GridMPI, MPICH and Open MPI side by side\n\n")
     w("Produced by `python3 bench/run.py%s` (from the repository root); raw output of every job in `%s`. "
-      "How to set up the peers and what each benchmark does: `bench/README.md`.\n\n" % (
+      "How to set up the peers and what each benchmark does: `bench/README.md`. "
+      "Collective MPI-IO bandwidth (one host and the emulated grid): [io/RESULTS.md](io/RESULTS.md); "
+      "WAN benchmarks: [wan/RESULTS.md](wan/RESULTS.md).\n\n" % (
           " " + argv if argv else "", rel(out_raw)))
     w("| | |\n|---|---|\n")
     w("| date | %s to %s |\n" % (started.strftime("%Y-%m-%d %H:%M"), finished.strftime("%H:%M")))
