@@ -979,25 +979,71 @@ impl Plan {
 
     /// The exchange message to each rank: the count and (offset, length)
     /// of the pieces for it, then (writes) their bytes.
-    fn messages(&self, ps: &[Piece], data: Option<&[u8]>) -> Vec<Vec<u8>> {
-        let mut msgs = vec![Vec::new(); self.size];
-        for (d, m) in msgs.iter_mut().enumerate() {
-            let mine: Vec<&Piece> = ps.iter().filter(|p| self.dest(p) == d).collect();
+    fn messages(&self, ps: &[Piece], data: Option<&[u8]>) -> Outbox {
+        let mut by_dest: Vec<Vec<&Piece>> = vec![Vec::new(); self.size];
+        for p in ps {
+            by_dest[self.dest(p)].push(p);
+        }
+        let mut out = Outbox::new(self.size);
+        for (d, mine) in by_dest.iter().enumerate() {
             if mine.is_empty() {
                 continue;
             }
+            let m = out.to(d);
             put_u64(m, mine.len() as u64);
-            for p in &mine {
+            for p in mine {
                 put_u64(m, p.off);
                 put_u64(m, p.len);
             }
             if let Some(data) = data {
-                for p in &mine {
+                for p in mine {
                     m.extend_from_slice(&data[p.at as usize..(p.at + p.len) as usize]);
                 }
             }
         }
-        msgs
+        out
+    }
+}
+
+/// The messages of one exchange, laid end to end in rank order as the
+/// alltoallv sends them (no copy into a send buffer after).
+struct Outbox {
+    buf: Vec<u8>,
+    counts: Vec<i64>,
+    /// The rank whose message is being written.
+    at: usize,
+}
+
+impl Outbox {
+    fn new(n: usize) -> Outbox {
+        Outbox { buf: Vec::new(), counts: vec![0; n], at: 0 }
+    }
+
+    /// The buffer to append rank `r`'s message to; ranks in increasing order.
+    fn to(&mut self, r: usize) -> &mut Vec<u8> {
+        assert!(r >= self.at, "exchange messages are written in rank order");
+        self.close();
+        self.at = r;
+        &mut self.buf
+    }
+
+    /// Count what was appended since the last call as the current rank's.
+    fn close(&mut self) {
+        let before: i64 = self.counts.iter().sum();
+        self.counts[self.at] += self.buf.len() as i64 - before;
+    }
+}
+
+/// What an exchange brought: every rank's message, in one buffer.
+struct Inbox {
+    buf: Vec<u8>,
+    displs: Vec<i64>,
+    counts: Vec<i64>,
+}
+
+impl Inbox {
+    fn from(&self, r: usize) -> &[u8] {
+        &self.buf[self.displs[r] as usize..(self.displs[r] + self.counts[r]) as usize]
     }
 }
 
@@ -1024,15 +1070,15 @@ fn rc_err(rc: c_int, what: &str) -> MpiError {
     MpiError { class, msg: what.to_string(), code: Some(rc) }
 }
 
-/// Every member sends `msgs[r]` to rank r and gets what each sent it
-/// (an alltoall of sizes, then an alltoallv of bytes, on the file's
-/// communicator).
-fn exchange(comm: MPI_Comm, msgs: Vec<Vec<u8>>) -> R<Vec<Vec<u8>>> {
-    let n = msgs.len();
-    let sendcounts: Vec<i64> = msgs.iter().map(|m| m.len() as i64).collect();
+/// Every member sends its message for rank r to rank r and gets what
+/// each sent it (an alltoall of sizes, then an alltoallv of bytes, on the
+/// file's communicator).
+fn exchange(comm: MPI_Comm, mut out: Outbox) -> R<Inbox> {
+    out.close();
+    let n = out.counts.len();
     let mut recvcounts = vec![0i64; n];
     // SAFETY: buffers of n counts each, alive for the blocking calls.
-    let rc = unsafe { PMPI_Alltoall(sendcounts.as_ptr() as *const c_void, 1, MPI_INT64_T, recvcounts.as_mut_ptr() as *mut c_void, 1, MPI_INT64_T, comm) };
+    let rc = unsafe { PMPI_Alltoall(out.counts.as_ptr() as *const c_void, 1, MPI_INT64_T, recvcounts.as_mut_ptr() as *mut c_void, 1, MPI_INT64_T, comm) };
     if rc != MPI_SUCCESS {
         return Err(rc_err(rc, "the exchange of sizes of collective I/O failed"));
     }
@@ -1045,20 +1091,16 @@ fn exchange(comm: MPI_Comm, msgs: Vec<Vec<u8>>) -> R<Vec<Vec<u8>>> {
             })
             .collect()
     };
-    let (sd, rd) = (displs(&sendcounts), displs(&recvcounts));
-    let stotal: i64 = sendcounts.iter().sum();
+    let (sd, rd) = (displs(&out.counts), displs(&recvcounts));
     let rtotal: i64 = recvcounts.iter().sum();
     // Never empty: two empty vectors would share a dangling address.
-    let mut sendbuf = Vec::with_capacity(stotal.max(1) as usize);
-    for m in &msgs {
-        sendbuf.extend_from_slice(m);
-    }
+    out.buf.reserve(1);
     let mut recvbuf = vec![0u8; rtotal.max(1) as usize];
     // SAFETY: as above; the counts and displacements describe the buffers.
     let rc = unsafe {
         PMPI_Alltoallv_c(
-            sendbuf.as_ptr() as *const c_void,
-            sendcounts.as_ptr(),
+            out.buf.as_ptr() as *const c_void,
+            out.counts.as_ptr(),
             sd.as_ptr(),
             MPI_BYTE,
             recvbuf.as_mut_ptr() as *mut c_void,
@@ -1071,7 +1113,7 @@ fn exchange(comm: MPI_Comm, msgs: Vec<Vec<u8>>) -> R<Vec<Vec<u8>>> {
     if rc != MPI_SUCCESS {
         return Err(rc_err(rc, "the data exchange of collective I/O failed"));
     }
-    Ok((0..n).map(|r| recvbuf[rd[r] as usize..(rd[r] + recvcounts[r]) as usize].to_vec()).collect())
+    Ok(Inbox { buf: recvbuf, displs: rd, counts: recvcounts })
 }
 
 /// Every member learns whether all of them succeeded; the first failure
@@ -1098,7 +1140,8 @@ fn two_phase_write(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64
         let got = exchange(plan.comm, plan.messages(&ps, Some(data)))?;
         // The pieces in file order, adjacent ones written together.
         let mut parts: Vec<(u64, &[u8])> = Vec::new();
-        for m in &got {
+        for r in 0..plan.size {
+            let m = got.from(r);
             let (list, mut at) = parse_pieces(m);
             for (off, len) in list {
                 parts.push((off, &m[at..at + len as usize]));
@@ -1130,7 +1173,8 @@ fn two_phase_read(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)
     let Some(plan) = plan_collective(id, atomic, ranges)? else { return Ok(None) };
     let mut outcome: R<()> = Ok(());
     for ps in plan.rounds(ranges) {
-        let asked: Vec<Vec<(u64, u64)>> = exchange(plan.comm, plan.messages(&ps, None))?.iter().map(|m| parse_pieces(m).0).collect();
+        let requests = exchange(plan.comm, plan.messages(&ps, None))?;
+        let asked: Vec<Vec<(u64, u64)>> = (0..plan.size).map(|r| parse_pieces(requests.from(r)).0).collect();
         // Read the union of what was asked as runs (zeros past the end).
         let mut wanted: Vec<(u64, u64)> = asked.iter().flatten().copied().collect();
         wanted.sort_unstable();
@@ -1150,23 +1194,23 @@ fn two_phase_read(id: c_int, opened: &Opened, atomic: bool, ranges: &[(u64, u64)
             }
             runs.push((start, buf));
         }
-        let replies: Vec<Vec<u8>> = asked
-            .iter()
-            .map(|list| {
-                let mut m = Vec::new();
-                for &(off, len) in list {
-                    let k = runs.partition_point(|r| r.0 <= off) - 1;
-                    let (start, buf) = &runs[k];
-                    m.extend_from_slice(&buf[(off - start) as usize..(off - start + len) as usize]);
-                }
-                m
-            })
-            .collect();
+        let mut replies = Outbox::new(plan.size);
+        for (r, list) in asked.iter().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            let m = replies.to(r);
+            for &(off, len) in list {
+                let k = runs.partition_point(|r| r.0 <= off) - 1;
+                let (start, buf) = &runs[k];
+                m.extend_from_slice(&buf[(off - start) as usize..(off - start + len) as usize]);
+            }
+        }
         let back = exchange(plan.comm, replies)?;
         let mut used = vec![0usize; plan.size];
         for p in &ps {
             let d = plan.dest(p);
-            out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back[d][used[d]..used[d] + p.len as usize]);
+            out[p.at as usize..(p.at + p.len) as usize].copy_from_slice(&back.from(d)[used[d]..used[d] + p.len as usize]);
             used[d] += p.len as usize;
         }
     }
