@@ -53,6 +53,9 @@ may appear anywhere in the file but by convention open it. Keys:
   env=NAME=VALUE       environment variable for the launcher (and, through
                        it, the ranks). Repeatable.
   args=ARGS            program arguments (shell-split).
+  gridmpi-clusters=A,B with GridMPI, the ranks are started as consecutive groups
+                       (MPMD), one per name, each with GRIDMPI_CLUSTER=name: a
+                       grid of clusters on one host. Other MPIs run it plainly.
   stdin=FILE           file fed to the launcher's standard input, relative to
                        tests/c/ (default: /dev/null).
 
@@ -97,7 +100,7 @@ TEST_DIR = os.path.join(REPO_ROOT, "tests", "c")
 HEADER_RE = re.compile(r"/\*\s*gridmpi-test:(.*?)\*/")
 KNOWN_KEYS = {
     "ranks", "min-ranks", "max-ranks", "timeout", "expect", "exitcode",
-    "stderr", "gridmpi-stderr", "env", "args", "stdin",
+    "stderr", "gridmpi-stderr", "env", "args", "stdin", "gridmpi-clusters",
 }
 MAX_SHOWN_LINES = 80
 
@@ -121,6 +124,7 @@ class Test:
         self.env = {}
         self.args = []
         self.stdin = None
+        self.clusters = []
         self.header_error = None
         try:
             self._parse()
@@ -180,6 +184,8 @@ class Test:
                 self.args = shlex.split(value)
             elif key == "stdin":
                 self.stdin = os.path.join(TEST_DIR, value)
+            elif key == "gridmpi-clusters":
+                self.clusters = [c for c in value.split(",") if c]
         except (ValueError, re.error) as exc:
             raise HeaderError("bad value for %s: %s" % (key, exc))
 
@@ -260,6 +266,14 @@ def run_one(test, exe, nranks, args):
     """Runs one job. Returns (ok, reason, output, seconds)."""
     cmd = shlex.split(args.mpiexec) + ["-n", str(nranks)] + \
         shlex.split(args.extra_mpiexec_args) + [exe] + test.args
+    if test.clusters and args.impl == "gridmpi":
+        # The ranks in consecutive groups, one per cluster (MPMD), as if
+        # on the sites of a grid.
+        parts = min(len(test.clusters), nranks)
+        cmd = shlex.split(args.mpiexec) + shlex.split(args.extra_mpiexec_args)
+        for i in range(parts):
+            n = nranks // parts + (1 if i < nranks % parts else 0)
+            cmd += ([":"] if i else []) + ["-n", str(n), "-env", "GRIDMPI_CLUSTER", test.clusters[i], exe] + test.args
     env = dict(os.environ)
     env.update(test.env)
     try:

@@ -1,6 +1,8 @@
 /* MPI-IO: collective accesses through interleaved views, under each
  * collective-buffering setting (cb_nodes 1 and 2, collective_buffering
- * "false", a 1000-byte cb_buffer_size: many rounds): write_all and write_at_all of strided pieces by every rank
+ * "false", a 1000-byte cb_buffer_size: many rounds; GridMPI's
+ * gridmpi_file_cluster, which only matters across clusters, as in
+ * io_collective_clusters.c): write_all and write_at_all of strided pieces by every rank
  * (one rank with nothing to write), bytes outside everyone's view left as
  * they were (holes are not overwritten), read_all and read_at_all of
  * other ranks' pieces, short counts at the end of the file, and the
@@ -16,7 +18,7 @@ int main(int argc, char **argv)
 {
     int size, rank = test_init(&argc, &argv, &size);
     io_setup();
-    const char *settings[4][2] = {{"cb_nodes", "1"}, {"cb_nodes", "2"}, {"collective_buffering", "false"}, {"cb_buffer_size", "1000"}};
+    const char *settings[5][2] = {{"cb_nodes", "1"}, {"cb_nodes", "2"}, {"collective_buffering", "false"}, {"cb_buffer_size", "1000"}, {"gridmpi_file_cluster", "west"}};
     /* Tile: size*2 + 1 ints; rank r owns ints 2r and 2r+1; the last int of each tile is a hole. */
     int tile = 2 * size + 1;
     MPI_Datatype pair, placed, ft;
@@ -31,7 +33,7 @@ int main(int argc, char **argv)
     int tiles = PER / 2;
     int nfile = tiles * tile;
     int *w = malloc(PER * sizeof(int)), *r = malloc(PER * sizeof(int)), *whole = malloc((size_t)nfile * sizeof(int));
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 5; s++) {
         MPI_Info info;
         MPI_Info_create(&info);
         MPI_Info_set(info, settings[s][0], settings[s][1]);

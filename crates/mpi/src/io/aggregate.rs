@@ -85,6 +85,44 @@ pub fn aggregator(k: usize, n: usize, size: usize) -> usize {
     k * size / n.max(1)
 }
 
+/// Which rank aggregates each domain when the members span clusters.
+/// `bytes[r][k]`: the bytes of member r's access in domain k; `cluster[r]`
+/// and `host[r]`: where member r runs. Aggregators are the first member
+/// of each host (in each cluster). A domain goes to the cluster that holds most of its
+/// bytes (to `only`, when it names a cluster of the members, whatever the
+/// bytes: the cluster that holds the file, so each byte crosses the WAN
+/// once), and within it to the aggregator with the fewest domains so far.
+pub fn cluster_aggregators(bytes: &[Vec<u64>], cluster: &[u32], host: &[i64], only: Option<u32>) -> Vec<usize> {
+    let ndom = bytes.first().map_or(0, |b| b.len());
+    let nclusters = cluster.iter().copied().max().map_or(0, |c| c as usize + 1);
+    let mut leaders: Vec<Vec<usize>> = vec![Vec::new(); nclusters];
+    // A host in two clusters (only ever made up, as in tests) leads in both.
+    let mut seen = Vec::new();
+    for (r, h) in host.iter().enumerate() {
+        if !seen.contains(&(*h, cluster[r])) {
+            seen.push((*h, cluster[r]));
+            leaders[cluster[r] as usize].push(r);
+        }
+    }
+    let only = only.filter(|&c| (c as usize) < nclusters && !leaders[c as usize].is_empty());
+    let mut load = vec![0usize; bytes.len()];
+    (0..ndom)
+        .map(|k| {
+            let c = only.map(|c| c as usize).unwrap_or_else(|| {
+                let mut per = vec![0u64; nclusters];
+                for (r, b) in bytes.iter().enumerate() {
+                    per[cluster[r] as usize] += b[k];
+                }
+                // The most bytes; ties to the lowest cluster.
+                (0..nclusters).filter(|&c| !leaders[c].is_empty()).max_by_key(|&c| (per[c], std::cmp::Reverse(c))).unwrap_or(0)
+            });
+            let &a = leaders[c].iter().min_by_key(|&&r| (load[r], r)).expect("a cluster with members has a leader");
+            load[a] += 1;
+            a
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +159,35 @@ mod tests {
         assert_eq!(r[1], vec![Piece { domain: 0, off: 4, len: 4, at: 1 }, Piece { domain: 1, off: 15, len: 3, at: 9 }]);
         assert_eq!(r[2], vec![Piece { domain: 0, off: 8, len: 2, at: 5 }, Piece { domain: 1, off: 18, len: 2, at: 12 }]);
         assert_eq!(rounds(&[], &doms, 100).len(), 1);
+    }
+
+    #[test]
+    fn cluster_aggregators_keep_each_domain_in_the_cluster_of_its_bytes() {
+        // Ranks 0-3 on hosts 10,10,11,11 of cluster 0; 4-7 on hosts 12..15 of cluster 1.
+        let cluster = [0, 0, 0, 0, 1, 1, 1, 1];
+        let host = [10, 10, 11, 11, 12, 13, 14, 15];
+        // Four domains: the first two written by cluster 0, the others by cluster 1
+        // (rank 5 also has a little of domain 0).
+        let mut bytes = vec![vec![0u64; 4]; 8];
+        for r in 0..4 {
+            bytes[r][r / 2] = 100;
+        }
+        for r in 4..8 {
+            bytes[r][2 + (r - 4) / 2] = 100;
+        }
+        bytes[5][0] = 10;
+        let a = cluster_aggregators(&bytes, &cluster, &host, None);
+        assert_eq!(a, vec![0, 2, 4, 5]);
+        // The file is at cluster 1: every domain there, spread over its hosts.
+        let a = cluster_aggregators(&bytes, &cluster, &host, Some(1));
+        assert_eq!(a, vec![4, 5, 6, 7]);
+        // A cluster no member is in is ignored.
+        assert_eq!(cluster_aggregators(&bytes, &cluster, &host, Some(7)), vec![0, 2, 4, 5]);
+        // One host made two clusters: each has its leader.
+        assert_eq!(cluster_aggregators(&[vec![5, 0], vec![0, 5]], &[0, 1], &[3, 3], None), vec![0, 1]);
+        // More domains than hosts: the load is shared.
+        let bytes = vec![vec![1u64; 3]; 8];
+        assert_eq!(cluster_aggregators(&bytes, &cluster, &host, Some(0)), vec![0, 2, 0]);
     }
 
     #[test]

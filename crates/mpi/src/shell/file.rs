@@ -141,6 +141,21 @@ pub struct FileEntry {
     /// The shared file pointer, or why there is none (the sidecar could
     /// not be made).
     shfp: Result<Arc<SharedPtr>, String>,
+    /// Where the members run, by rank: for choosing aggregators.
+    members: Arc<Members>,
+}
+
+/// The host (its smallest pid) and the cluster (a hash of its name, the
+/// same at every member whatever its job) of each member of a file's group.
+pub struct Members {
+    host: Vec<i64>,
+    cluster: Vec<i64>,
+}
+
+/// A cluster's name as the members compare it.
+fn cluster_id(name: &str) -> i64 {
+    let h = crate::auth::sha256(name.as_bytes());
+    i64::from_le_bytes(h[..8].try_into().expect("8 bytes")) & i64::MAX
 }
 
 impl State {
@@ -263,6 +278,7 @@ const HINT_KEYS: &[&str] = &[
     "chunked_size",
     "collective_buffering",
     "file_perm",
+    "gridmpi_file_cluster",
     "io_node_list",
     "nb_proc",
     "num_io_nodes",
@@ -357,8 +373,12 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
         Ok(_) => 0,
     };
     // The host of each member (the smallest pid on it): cb_nodes' default.
-    let host = state::with(|st| Ok(st.rt.local_pids().into_iter().min().unwrap_or(0) as i64))?;
-    let all = allgather_view(view, fcomm.next_coll_tag(), &[code, host])?;
+    let (host, cluster) = state::with(|st| {
+        let host = st.rt.local_pids().into_iter().min().unwrap_or(0) as i64;
+        let map = &st.rt.map;
+        Ok((host, cluster_id(&map.names[map.cluster_of(st.rt.me) as usize])))
+    })?;
+    let all = allgather_view(view, fcomm.next_coll_tag(), &[code, host, cluster])?;
     if let Some(bad) = all.iter().position(|v| v[0] != 0) {
         if rank == 0 {
             if let Ok(p) = &shfp {
@@ -372,6 +392,7 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
     }
     let file = mine?;
     let pos = if amode & MPI_MODE_APPEND != 0 { file.metadata().map(|m| m.len()).unwrap_or(0) } else { 0 };
+    let members = Arc::new(Members { host: all.iter().map(|v| v[1]).collect(), cluster: all.iter().map(|v| v[2]).collect() });
     let mut hosts: Vec<i64> = all.iter().map(|v| v[1]).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -390,6 +411,7 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
         hints,
         split: None,
         shfp,
+        members,
     };
     super::errh::retain_errhandler(errh);
     state::with(|st| Ok(st.files.insert(entry)))
@@ -930,6 +952,8 @@ struct Plan {
     comm: MPI_Comm,
     size: usize,
     domains: Vec<(u64, u64)>,
+    /// The rank that aggregates each domain.
+    aggregator: Vec<usize>,
     /// Bytes an aggregator handles per round (`cb_buffer_size`).
     cb: u64,
 }
@@ -938,25 +962,29 @@ struct Plan {
 /// reaches the same answer from what it learns of the others. Aggregation
 /// pays when some member's access is in several pieces (an interleaved
 /// view); not in atomic mode (each access must stay one locked access),
-/// nor when `collective_buffering` is "false".
+/// nor when `collective_buffering` is "false". When the members span
+/// clusters, a domain's aggregator is in the cluster that has most of its
+/// bytes, or in the cluster the `gridmpi_file_cluster` hint names (the one
+/// whose file system holds the file), so bytes cross the WAN once at most.
 fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<Plan>> {
     let (lo, hi) = match (ranges.first(), ranges.last()) {
         (Some(f), Some(l)) => (f.0, l.0 + l.1),
         _ => (0, 0),
     };
-    let (comm, size, hints) = state::with(|st| {
+    let (comm, size, hints, members) = state::with(|st| {
         let f = st.file(id)?;
-        Ok((f.comm, st.comm(f.comm)?.size() as usize, f.hints.clone()))
+        Ok((f.comm, st.comm(f.comm)?.size() as usize, f.hints.clone(), f.members.clone()))
     })?;
     let hint = |k: &str| hints.iter().find(|(hk, _)| hk == k).map(|(_, v)| v.clone());
     let enabled = hint("collective_buffering").is_none_or(|v| v != "false");
     let naggr = hint("cb_nodes").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).clamp(1, size);
     let align = hint("striping_unit").and_then(|v| v.parse::<u64>().ok()).filter(|&a| a > 0).unwrap_or(4096);
     let cb = hint("cb_buffer_size").and_then(|v| v.parse::<u64>().ok()).filter(|&c| c > 0).unwrap_or(16 << 20);
-    let mine = [lo as i64, hi as i64, ranges.len() as i64, atomic as i64, enabled as i64, naggr as i64, align as i64, cb as i64];
+    let file_cluster = hint("gridmpi_file_cluster").map_or(-1, |name| cluster_id(name.trim()));
+    let mine = [lo as i64, hi as i64, ranges.len() as i64, atomic as i64, enabled as i64, naggr as i64, align as i64, cb as i64, file_cluster];
     let all = file_allgather(id, &mine)?;
     // Rank 0's settings rule: members given different hints still agree.
-    let (enabled, naggr, align, cb) = (all[0][4] != 0, all[0][5] as usize, all[0][6] as u64, all[0][7] as u64);
+    let (enabled, naggr, align, cb, file_cluster) = (all[0][4] != 0, all[0][5] as usize, all[0][6] as u64, all[0][7] as u64, all[0][8]);
     let interleaved = all.iter().any(|v| v[2] > 1);
     if size < 2 || !enabled || !interleaved || all.iter().any(|v| v[3] != 0) {
         return Ok(None);
@@ -964,12 +992,37 @@ fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<P
     let busy = all.iter().filter(|v| v[2] > 0);
     let glo = busy.clone().map(|v| v[0] as u64).min().unwrap_or(0);
     let ghi = busy.map(|v| v[1] as u64).max().unwrap_or(0);
-    Ok(Some(Plan { comm, size, domains: aggregate::domains(glo, ghi, naggr, align), cb }))
+    let domains = aggregate::domains(glo, ghi, naggr, align);
+    let aggregator = if members.cluster.iter().any(|&c| c != members.cluster[0]) {
+        // Clusters as indices in order of first appearance (the same at every member).
+        let mut ids: Vec<i64> = Vec::new();
+        let cluster: Vec<u32> = members
+            .cluster
+            .iter()
+            .map(|c| match ids.iter().position(|x| x == c) {
+                Some(i) => i as u32,
+                None => {
+                    ids.push(*c);
+                    (ids.len() - 1) as u32
+                }
+            })
+            .collect();
+        let only = ids.iter().position(|&c| c == file_cluster).map(|i| i as u32);
+        let mut mine = vec![0i64; domains.len()];
+        for p in aggregate::pieces(ranges, &domains) {
+            mine[p.domain] += p.len as i64;
+        }
+        let bytes: Vec<Vec<u64>> = file_allgather(id, &mine)?.iter().map(|v| v.iter().map(|&b| b as u64).collect()).collect();
+        aggregate::cluster_aggregators(&bytes, &cluster, &members.host, only)
+    } else {
+        (0..domains.len()).map(|k| aggregate::aggregator(k, domains.len(), size)).collect()
+    };
+    Ok(Some(Plan { comm, size, domains, aggregator, cb }))
 }
 
 impl Plan {
     fn dest(&self, p: &Piece) -> usize {
-        aggregate::aggregator(p.domain, self.domains.len(), self.size)
+        self.aggregator[p.domain]
     }
 
     /// This member's pieces of `ranges`, per round.
