@@ -828,7 +828,18 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     w("## Failures and unsupported operations\n\n")
     w("".join(failures) if failures else "None.\n")
     w("\n")
+    w(io_section())
     return "".join(o)
+
+
+def io_section():
+    """The collective MPI-IO tables of bench/io/RESULTS.md (its own run, `python3 bench/io/run.py`)."""
+    path = os.path.join(BENCH_DIR, "io", "RESULTS.md")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        body = f.read().split("\n", 1)[1].replace("](io_bw.c)", "](io/io_bw.c)").replace("](RESULTS-raw.log)", "](io/RESULTS-raw.log)")
+    return "## Collective MPI-IO (bench/io/run.py, a run of its own)\n" + body.replace("\n### ", "\n#### ") + "\n"
 
 
 def rel_to_repo(p):
