@@ -555,6 +555,20 @@ fn our_client_spawns_through_gridmpirun() {
 
 /// The compiler wrappers: flags, -show, and a real build (with MPICH's
 /// library standing in for ours) that runs under gridmpirun.
+
+/// Run a command whose program this test has just copied. Another test's
+/// thread may be forking at that moment, and its child holds our copy's
+/// write descriptor until it execs: exec fails with ETXTBSY meanwhile.
+fn output_of_copied(c: &mut Command) -> std::process::Output {
+    for _ in 0..100 {
+        match c.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => std::thread::sleep(Duration::from_millis(20)),
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the copied program stayed busy for 2 s");
+}
+
 #[test]
 fn compiler_wrappers() {
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
@@ -577,7 +591,7 @@ fn compiler_wrappers() {
         if let Some(cc) = cc {
             c.env("GRIDMPI_CC", cc);
         }
-        let out = c.output().unwrap();
+        let out = output_of_copied(&mut c);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
@@ -606,7 +620,7 @@ fn compiler_wrappers() {
     let mpifort = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fortran/scripts/mpifort");
     std::fs::copy(mpifort, prefix.join("bin/mpifort")).unwrap();
     let fort = |args: &[&str]| {
-        let out = Command::new(prefix.join("bin/mpifort")).args(args).env("GRIDMPI_FC", "myfc").output().unwrap();
+        let out = output_of_copied(Command::new(prefix.join("bin/mpifort")).args(args).env("GRIDMPI_FC", "myfc"));
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
