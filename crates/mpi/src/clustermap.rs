@@ -302,21 +302,26 @@ pub fn cluster_hosts(rtt: &[Vec<Option<Duration>>], threshold: Duration) -> Vec<
             }
         }
     }
-    // Renumber in order of first appearance.
-    let mut out = vec![0u32; n];
-    let mut ids: Vec<usize> = Vec::new();
-    for i in 0..n {
-        let r = find(&mut label, i);
-        let id = match ids.iter().position(|&x| x == r) {
-            Some(k) => k,
+    let roots: Vec<usize> = (0..n).map(|i| find(&mut label, i)).collect();
+    first_appearance(roots).0
+}
+
+/// Labels renumbered 0, 1, ... in order of first appearance (so every
+/// process that sees the same list gets the same numbers), and the
+/// distinct labels in that order.
+pub fn first_appearance<T: PartialEq + Copy>(labels: impl IntoIterator<Item = T>) -> (Vec<u32>, Vec<T>) {
+    let mut ids: Vec<T> = Vec::new();
+    let dense = labels
+        .into_iter()
+        .map(|l| match ids.iter().position(|&x| x == l) {
+            Some(i) => i as u32,
             None => {
-                ids.push(r);
-                ids.len() - 1
+                ids.push(l);
+                (ids.len() - 1) as u32
             }
-        };
-        out[i] = id as u32;
-    }
-    out
+        })
+        .collect();
+    (dense, ids)
 }
 
 #[cfg(test)]

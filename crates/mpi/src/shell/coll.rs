@@ -184,22 +184,7 @@ fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
 fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::Sites>> {
     let c = st.comm(comm).ok()?;
     let map = &st.rt.map;
-    let mut ids: Vec<u32> = Vec::new();
-    let of_rank: Vec<u32> = c
-        .group
-        .pids
-        .iter()
-        .map(|&p| {
-            let k = map.cluster_of(p);
-            match ids.iter().position(|&x| x == k) {
-                Some(i) => i as u32,
-                None => {
-                    ids.push(k);
-                    (ids.len() - 1) as u32
-                }
-            }
-        })
-        .collect();
+    let (of_rank, ids) = crate::clustermap::first_appearance(c.group.pids.iter().map(|&p| map.cluster_of(p)));
     if ids.len() < 2 {
         return None;
     }

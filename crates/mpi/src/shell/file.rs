@@ -994,19 +994,7 @@ fn plan_collective(id: c_int, atomic: bool, ranges: &[(u64, u64)]) -> R<Option<P
     let ghi = busy.map(|v| v[1] as u64).max().unwrap_or(0);
     let domains = aggregate::domains(glo, ghi, naggr, align);
     let aggregator = if members.cluster.iter().any(|&c| c != members.cluster[0]) {
-        // Clusters as indices in order of first appearance (the same at every member).
-        let mut ids: Vec<i64> = Vec::new();
-        let cluster: Vec<u32> = members
-            .cluster
-            .iter()
-            .map(|c| match ids.iter().position(|x| x == c) {
-                Some(i) => i as u32,
-                None => {
-                    ids.push(*c);
-                    (ids.len() - 1) as u32
-                }
-            })
-            .collect();
+        let (cluster, ids) = crate::clustermap::first_appearance(members.cluster.iter().copied());
         let only = ids.iter().position(|&c| c == file_cluster).map(|i| i as u32);
         let mut mine = vec![0i64; domains.len()];
         for p in aggregate::pieces(ranges, &domains) {
