@@ -107,6 +107,10 @@ impl<T> Table<T> {
         self.slots.iter().filter(|s| s.is_some()).count()
     }
 
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().flatten()
+    }
+
     pub fn handles(&self) -> Vec<c_int> {
         self.slots.iter().enumerate().filter(|(_, s)| s.is_some()).map(|(i, _)| indirect(self.kind, i as u32)).collect()
     }

@@ -162,6 +162,7 @@ fn start() -> R<()> {
         sessions: Table::new(Kind::Session),
         errors: Default::default(),
         next_ctx: FIRST_COMM_CTX,
+        ctx_agreements: Default::default(),
         bsend: None,
         thread_level: MPI_THREAD_SINGLE,
         main_thread: std::thread::current().id(),

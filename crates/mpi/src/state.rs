@@ -83,6 +83,8 @@ pub struct State {
     pub errors: crate::errors::ErrorRegistry,
     /// Next context id this process proposes for a new communicator.
     pub next_ctx: u32,
+    /// Context-id agreements in flight (threads).
+    pub ctx_agreements: crate::shell::comm::CtxAgreements,
     pub bsend: Option<BsendBuffer>,
     /// The thread level of the world model (MPI_Init_thread).
     pub thread_level: c_int,

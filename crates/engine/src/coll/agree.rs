@@ -33,22 +33,24 @@ impl Reducer for MaxU32 {
     }
 }
 
-/// The largest of every member's u32 in `value` (4 bytes), left in
-/// `value` everywhere. `remote`/`local`: the intercommunicator's views,
-/// or `local` None for an intracommunicator (`remote` is then its view).
+/// The largest of every member's u32s in `value` (4 bytes each; word by
+/// word), left in `value` everywhere. `remote`/`local`: the
+/// intercommunicator's views, or `local` None for an intracommunicator
+/// (`remote` is then its view).
 pub fn max_u32(remote: CommView, local: Option<CommView>, tag: i32, value: UserBuf) -> Schedule {
     let max: Arc<dyn Reducer> = Arc::new(MaxU32);
+    let bytes = value.len();
     let Some(local) = local else {
         let mut s = Schedule::new(remote.clone(), tag);
-        let tmp = s.temp_bytes(4);
+        let tmp = s.temp_bytes(bytes);
         s.append(allreduce_reduce_bcast(remote, tag, value, tmp, max));
         return s;
     };
     let mut s = Schedule::new_inter(remote, local.clone(), tag);
-    let tmp = s.temp_bytes(4);
+    let tmp = s.temp_bytes(bytes);
     s.append_local(allreduce_reduce_bcast(local.clone(), tag, value.clone(), tmp.clone(), max.clone()));
     if local.rank == 0 {
-        let theirs = s.temp_bytes(4);
+        let theirs = s.temp_bytes(bytes);
         let r = s.round();
         r.comm.push(Step::Send { to: 0, buf: value.clone() });
         r.comm.push(Step::Recv { from: 0, buf: theirs.clone() });

@@ -115,22 +115,117 @@ fn exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, out
 
 /// Agree on a new context id (and reserve `pairs` consecutive pairs) over
 /// the members of `comm` (both groups of an intercommunicator).
+///
+/// Every member proposes its next free id and the largest proposal is
+/// taken. When some member runs MPI_THREAD_MULTIPLE, another of its
+/// threads may be agreeing over another communicator at the same time and
+/// reach the same largest proposal; then each member also checks that the
+/// result is free at it and that no agreement in flight at it goes first
+/// (the one whose communicator has the lower context id, the same at every
+/// member, so no two agreements keep failing each other), and if any
+/// member says no, all propose again.
 pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
-    let mut v = [0u32];
-    let s = state::with(|st| {
-        v[0] = st.next_ctx;
-        let c = st.comm_mut(comm)?;
-        let tag = c.next_coll_tag();
-        let (view, local) = super::coll::coll_views(c);
-        Ok(agree::max_u32(view, local, tag, u32_buf(&mut v)))
-    })?;
-    run(s)?;
-    let ctx = v[0];
-    state::with(|st| {
-        st.next_ctx = st.next_ctx.max(ctx + 2 * pairs);
-        Ok(())
-    })?;
-    Ok(ctx)
+    let width = 2 * pairs;
+    loop {
+        // [proposal, whether this process runs threads]
+        let mut v = [0u32; 2];
+        let (s, me) = state::with(|st| {
+            let threaded = st.thread_level == MPI_THREAD_MULTIPLE;
+            v = [st.next_ctx, threaded as u32];
+            // Our own other threads propose past it.
+            st.next_ctx += width;
+            let c = st.comm_mut(comm)?;
+            let parent = c.ctx;
+            let tag = c.next_coll_tag();
+            let (view, local) = super::coll::coll_views(c);
+            let s = agree::max_u32(view, local, tag, u32_buf(&mut v));
+            Ok((s, st.ctx_agreements.begin(parent)))
+        })?;
+        let done = |st: &mut State, commit: Option<u32>| {
+            st.ctx_agreements.end(me, commit.map(|c| (c, width)));
+            if let Some(c) = commit {
+                st.next_ctx = st.next_ctx.max(c + width);
+            }
+        };
+        if let Err(e) = run(s) {
+            state::with(|st| Ok(done(st, None)))?;
+            return Err(e);
+        }
+        let ctx = v[0];
+        if v[1] == 0 {
+            state::with(|st| Ok(done(st, Some(ctx))))?;
+            return Ok(ctx);
+        }
+        // Threads somewhere: every member checks, and all hear if one objects.
+        let mut objection = [0u32];
+        let s = state::with(|st| {
+            let free = !st.comms.values().any(|c| ctx_in_use(c, ctx, width));
+            objection[0] = !(free && st.ctx_agreements.claim(me, ctx, width)) as u32;
+            let c = st.comm_mut(comm)?;
+            let tag = c.next_coll_tag();
+            let (view, local) = super::coll::coll_views(c);
+            Ok(agree::max_u32(view, local, tag, u32_buf(&mut objection)))
+        })?;
+        let r = run(s);
+        let agreed = r.is_ok() && objection[0] == 0;
+        state::with(|st| Ok(done(st, agreed.then_some(ctx))))?;
+        r?;
+        if agreed {
+            return Ok(ctx);
+        }
+    }
+}
+
+/// Whether communicator `c` uses any of the `width` context ids from `ctx`.
+fn ctx_in_use(c: &Comm, ctx: u32, width: u32) -> bool {
+    let hit = |x: u32| x != u32::MAX && x.saturating_add(1) >= ctx && x < ctx + width;
+    hit(c.ctx) || c.local_ctx.is_some_and(hit)
+}
+
+/// Context-id agreements in flight in this process (MPI_THREAD_MULTIPLE:
+/// several threads may agree at once), and the ids they claimed or took.
+#[derive(Default)]
+pub struct CtxAgreements {
+    next_id: u64,
+    /// (agreement, its communicator's context id: the lower goes first).
+    inflight: Vec<(u64, u32)>,
+    /// Ids claimed by an agreement in flight, or taken by one that ended
+    /// while others were in flight (whose result may be any id above their
+    /// proposal): (agreement, first id, count).
+    claims: Vec<(u64, u32, u32)>,
+}
+
+impl CtxAgreements {
+    fn begin(&mut self, parent_ctx: u32) -> u64 {
+        self.next_id += 1;
+        self.inflight.push((self.next_id, parent_ctx));
+        self.next_id
+    }
+
+    /// Agreement `me` may take `width` ids from `ctx` here: none of them is
+    /// claimed or taken by another agreement, and no agreement in flight
+    /// goes before it. Claims them if so.
+    fn claim(&mut self, me: u64, ctx: u32, width: u32) -> bool {
+        let mine = self.inflight.iter().find(|a| a.0 == me).map_or(u32::MAX, |a| a.1);
+        let first = self.inflight.iter().all(|&(id, parent)| id == me || parent > mine);
+        let free = self.claims.iter().all(|&(id, s, n)| id == me || s + n <= ctx || ctx + width <= s);
+        if first && free {
+            self.claims.push((me, ctx, width));
+        }
+        first && free
+    }
+
+    /// Agreement `me` ended, having taken `taken` (first id, count) or not.
+    fn end(&mut self, me: u64, taken: Option<(u32, u32)>) {
+        self.inflight.retain(|a| a.0 != me);
+        self.claims.retain(|c| c.0 != me);
+        if self.inflight.is_empty() {
+            // Every later proposal is past what was taken (next_ctx).
+            self.claims.clear();
+        } else if let Some((s, n)) = taken {
+            self.claims.push((0, s, n));
+        }
+    }
 }
 
 impl State {
