@@ -130,7 +130,8 @@ pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
         // [proposal, whether this process runs threads]
         let mut v = [0u32; 2];
         let (s, me) = state::with(|st| {
-            let threaded = st.thread_level == MPI_THREAD_MULTIPLE;
+            // The world model's level, or a session's (MPI_Session_init's info).
+            let threaded = st.thread_level == MPI_THREAD_MULTIPLE || st.sessions.values().any(|s| s.thread_level == MPI_THREAD_MULTIPLE);
             v = [st.next_ctx, threaded as u32];
             // Our own other threads propose past it.
             st.next_ctx += width;
