@@ -16,7 +16,6 @@ use crate::state::{self, api, Target};
 use gridmpi_engine::sched::CommView;
 use gridmpi_pmi::SpawnApp;
 use gridmpi_transport::tcp::handshake::Keys;
-use std::ffi::CStr;
 
 /// The ports this process opened (MPI_Open_port), by name.
 #[derive(Default)]
@@ -152,18 +151,16 @@ fn join_groups(comm: MPI_Comm, root: i32, err_class: c_int, exchange: impl FnOnc
     Ok(newcomm)
 }
 
+/// A string argument, its name in the error when it is NULL.
 unsafe fn c_str(p: *const c_char, what: &str) -> R<String> {
-    if p.is_null() {
-        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
-    }
-    Ok(CStr::from_ptr(p).to_string_lossy().into_owned())
+    check_ptr(p, what)?;
+    read_cstr(p)
 }
 
-/// Copy `s` into a caller's buffer of `cap` bytes (with its NUL).
+/// Copy `s` into a caller's buffer of `cap` bytes (with its NUL); a port
+/// name cut short would be useless, so one that does not fit is an error.
 unsafe fn put_c_str(dst: *mut c_char, cap: usize, s: &str, what: &str) -> R<()> {
-    if dst.is_null() {
-        return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
-    }
+    check_ptr(dst, what)?;
     if s.len() >= cap {
         return Err(err(MPI_ERR_INTERN, format!("{what} needs {} bytes", s.len() + 1)));
     }
@@ -303,7 +300,7 @@ unsafe fn c_strings(v: *const *mut c_char, what: &str) -> R<Vec<String>> {
         if out.len() == MAX {
             return Err(err(MPI_ERR_ARG, format!("{what} has no NULL terminator within {MAX} strings")));
         }
-        out.push(CStr::from_ptr(*v.add(out.len())).to_string_lossy().into_owned());
+        out.push(read_cstr(*v.add(out.len()))?);
     }
     Ok(out)
 }
