@@ -22,7 +22,7 @@ run() {
         local hosts=${SERVER_HOSTS:-}
         [ "$2" = client ] && hosts=${CLIENT_HOSTS:-}
         if [ -n "$hosts" ]; then
-            timeout 120 "$bin/gridmpi-testbed" exec "${hosts%%,*}" -- "$bin/gridmpirun" \
+            timeout 120 "$GRID_TB" exec "${hosts%%,*}" -- "$bin/gridmpirun" \
                 --launcher /run/gridmpi-testbed/bin/gridmpi-testbed-ssh -hosts "$hosts" -n "$1" "$work/portpair" "$2" "$dir"
         elif [ "$1" = 0 ]; then
             timeout 120 "$work/portpair" "$2" "$dir"
@@ -39,9 +39,9 @@ run() {
     local want=$(( ($2 > 0 ? $2 : 1) + ($3 > 0 ? $3 : 1) ))
     local ok=$(cat "$dir/server.out" "$dir/client.out" | grep -c '^portpair OK')
     if [ $src -eq 0 ] && [ $crc -eq 0 ] && [ "$ok" -eq "$want" ]; then
-        echo "PASS $name"
+        echo "PASS  $name"
     else
-        echo "FAIL $name (server exit $src, client exit $crc, $ok of $want OK)"
+        echo "FAIL  $name (server exit $src, client exit $crc, $ok of $want OK)"
         sed 's/^/  server: /' "$dir/server.out" | tail -n 20
         sed 's/^/  client: /' "$dir/client.out" | tail -n 20
         failed=1
@@ -53,15 +53,13 @@ run singletons 0 0
 
 # Across clusters: a job on each cluster of an emulated 2x2 grid (WAN
 # 20 ms), when we may make one and no other is up.
-if [ "$(id -u)" != 0 ] || ! "$bin/gridmpi-testbed" check >/dev/null 2>&1; then
-    echo "SKIP across-clusters (needs root and what gridmpi-testbed check lists)"
-elif [ -e /run/gridmpi-testbed/state.json ]; then
-    echo "SKIP across-clusters (another emulated grid is up)"
-elif ! "$bin/gridmpi-testbed" up 2x2 --delay 10ms >"$work/up.log" 2>&1; then
-    echo "FAIL across-clusters: gridmpi-testbed up: $(tail -n 3 "$work/up.log")"
-    failed=1
-else
+. "$root/tests/testbed/grid.sh"
+up=0
+grid_up across-clusters 2x2 --delay 10ms || up=$?
+case $up in
+0)
     SERVER_HOSTS=h0,h1 CLIENT_HOSTS=h2,h3 run across-clusters 2 2
-    "$bin/gridmpi-testbed" down >/dev/null 2>&1 || "$bin/gridmpi-testbed" down --force >/dev/null 2>&1
-fi
+    grid_down ;;
+2) failed=1 ;;
+esac
 exit $failed

@@ -65,18 +65,14 @@ for n in 1 2 4; do
     fi
 done
 
-# Across the two clusters of an emulated 2x4 grid (WAN 10 ms each way).
-tb=$PWD/build/bin/gridmpi-testbed
-if [ "$(id -u)" != 0 ] || ! "$tb" check >/dev/null 2>&1; then
-    echo "SKIP  hdf5 on the 2x4 testbed (needs root and what gridmpi-testbed check lists)"
-elif [ -e /run/gridmpi-testbed/state.json ]; then
-    echo "SKIP  hdf5 on the 2x4 testbed (another emulated grid is up)"
-elif ! "$tb" up 2x4 --delay 5ms >"$work/up.log" 2>&1; then
-    echo "FAIL  hdf5 on the 2x4 testbed: gridmpi-testbed up: $(tail -n 3 "$work/up.log")"
-    failed=$((failed + 1))
-else
+# Across the two clusters of an emulated 2x4 grid (WAN 5 ms each way).
+. tests/testbed/grid.sh
+up=0
+grid_up "hdf5 on the 2x4 testbed" 2x4 --delay 5ms || up=$?
+case $up in
+0)
     rm -f "$work/t.h5"
-    if out=$(timeout 180 "$tb" exec h0 -- "$PWD/build/bin/gridmpirun" --launcher /run/gridmpi-testbed/bin/gridmpi-testbed-ssh \
+    if out=$(timeout 180 "$GRID_TB" exec h0 -- "$PWD/build/bin/gridmpirun" --launcher /run/gridmpi-testbed/bin/gridmpi-testbed-ssh \
             -hosts h0,h1,h2,h3,h4,h5,h6,h7 -n 8 -genv LD_LIBRARY_PATH "$PWD/build/lib" "$work/phdf5_basic" "$work/t.h5" keep 2>&1) \
         && grep -q "8 ranks OK" <<<"$out"; then
         echo "PASS  hdf5 phdf5_basic -n 8 on the 2x4 testbed"
@@ -87,7 +83,8 @@ else
         sed 's/^/    | /' <<<"$out" | tail -20
         failed=$((failed + 1))
     fi
-    "$tb" down >/dev/null 2>&1 || "$tb" down --force >/dev/null 2>&1
-fi
+    grid_down ;;
+2) failed=$((failed + 1)) ;;
+esac
 echo "summary: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
