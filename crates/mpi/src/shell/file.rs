@@ -1051,13 +1051,14 @@ impl Plan {
 struct Outbox {
     buf: Vec<u8>,
     counts: Vec<i64>,
-    /// The rank whose message is being written.
+    /// The rank whose message is being written, and where it starts in `buf`.
     at: usize,
+    start: usize,
 }
 
 impl Outbox {
     fn new(n: usize) -> Outbox {
-        Outbox { buf: Vec::new(), counts: vec![0; n], at: 0 }
+        Outbox { buf: Vec::new(), counts: vec![0; n], at: 0, start: 0 }
     }
 
     /// The buffer to append rank `r`'s message to; ranks in increasing order.
@@ -1070,8 +1071,8 @@ impl Outbox {
 
     /// Count what was appended since the last call as the current rank's.
     fn close(&mut self) {
-        let before: i64 = self.counts.iter().sum();
-        self.counts[self.at] += self.buf.len() as i64 - before;
+        self.counts[self.at] += (self.buf.len() - self.start) as i64;
+        self.start = self.buf.len();
     }
 }
 
