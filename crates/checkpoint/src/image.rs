@@ -19,8 +19,9 @@ use crate::machine::Machine;
 pub const MAGIC: [u8; 8] = *b"GRIDCKPT";
 /// 2: regions carry runs of saved pages (1 saved every region whole);
 /// 3: files carry their size; 4: private file mappings come from their
-/// files; 5: threads carry their names.
-pub const VERSION: u32 = 5;
+/// files; 5: threads carry their names; 6: the restart words have room
+/// for the handover (the restorer writes 4 words).
+pub const VERSION: u32 = 6;
 pub const HEADER_SIZE: usize = 4096;
 
 /// Where the sections are. The meta section always starts at HEADER_SIZE.

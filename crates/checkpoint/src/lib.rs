@@ -22,7 +22,7 @@ pub mod machine;
 pub mod restore;
 pub mod save;
 
-pub use save::{checkpoint, checkpoint_after, Outcome};
+pub use save::{checkpoint, checkpoint_after, handover, Outcome};
 
 /// C: `int gridmpi_checkpoint(const char *path)`. Returns 0 in the
 /// process that wrote the image, 1 in a process restored from it, -1 on

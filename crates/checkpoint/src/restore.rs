@@ -414,6 +414,37 @@ fn open_high(path: &[u8], flags: i32, floor: i32) -> Result<i32, String> {
     }
 }
 
+/// What the restored program is handed from the process that restores it
+/// (its environment, `KEY=VALUE` strings each ended by a NUL), since its
+/// own environment is the image's: a library in it reconnects to the
+/// launcher that started this restore (`save::handover`). `PMI_FD`, the
+/// launcher's socket, is moved above `floor` (out of the image's way) and
+/// kept open; its number in the handover says where.
+fn handover(floor: i32) -> Result<(Vec<u8>, Option<i32>), String> {
+    let mut kept = None;
+    let mut out = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        let mut v = v.into_encoded_bytes();
+        if k == "PMI_FD" {
+            let fd: i32 = std::str::from_utf8(&v).ok().and_then(|t| t.trim().parse().ok()).unwrap_or(-1);
+            // SAFETY: F_DUPFD_CLOEXEC of a descriptor we were given (an
+            // error if it is not open), then closing the old number.
+            let hi = if fd >= 0 { unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) } } else { -1 };
+            if hi < 0 {
+                return Err(format!("gridmpi-restore: PMI_FD={} is not an open descriptor", String::from_utf8_lossy(&v)));
+            }
+            unsafe { libc::close(fd) };
+            kept = Some(hi);
+            v = hi.to_string().into_bytes();
+        }
+        out.extend_from_slice(k.as_encoded_bytes());
+        out.push(b'=');
+        out.extend_from_slice(&v);
+        out.push(0);
+    }
+    Ok((out, kept))
+}
+
 /// `gridmpi-restore --info IMAGE`: check the image as a restore would
 /// (checksums, machine, vDSO sizes) and describe it; changes nothing.
 pub fn info(path: &str) -> Result<String, String> {
@@ -487,6 +518,9 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         drop(file);
         hi
     };
+    // What the new launcher gave us goes to the restored program (see
+    // `handover`): its PMI socket above the image's numbers.
+    let (handover, kept_fd) = handover(floor)?;
     let mut files = Vec::new(); // (temp fd, target fd, cloexec)
     for f in &m.files {
         if f.fd <= 2 {
@@ -495,11 +529,16 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         if f.kind != image::FD_REGULAR {
             if verbose {
                 eprintln!(
-                    "gridmpi-restore: fd {} ({}) is not a regular file: not restored",
+                    "gridmpi-restore: fd {} ({}) is not a regular file: not restored (/dev/null holds its number)",
                     f.fd,
                     String::from_utf8_lossy(&f.path)
                 );
             }
+            // /dev/null holds the number, so the program (a library that
+            // re-makes its sockets, say) finds it taken by nothing that
+            // matters and a file it opens meanwhile cannot land there.
+            let t = open_high(b"/dev/null", libc::O_RDWR, floor)?;
+            files.push((t, f.fd as i32, true));
             continue;
         }
         let oflags = (f.flags as i32)
@@ -617,7 +656,7 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         + 70;
     let code_len = (code.len() as u64).next_multiple_of(PAGE);
     let ops_len = (nops * OP_SIZE as u64).next_multiple_of(PAGE);
-    let data_cap = (nops * 160 + 8192).next_multiple_of(PAGE);
+    let data_cap = (nops * 160 + 8192 + handover.len() as u64).next_multiple_of(PAGE);
     let len = code_len + ops_len + data_cap + STACK + park;
     let base = choose_area(&m, len)?;
     let mut p = Plan {
@@ -639,6 +678,7 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
         img_fd,
         &files,
         &map_fds,
+        &handover,
     )?;
     if p.ops.len() as u64 > nops || p.data.len() as u64 > p.data_cap {
         return Err(format!(
@@ -658,17 +698,18 @@ pub fn restore(path: &str) -> Result<std::convert::Infallible, String> {
             p.ops.len()
         );
     }
-    close_others(img_fd, &files, &map_fds);
+    close_others(img_fd, &files, &map_fds, kept_fd);
     // SAFETY: from here on the blob owns the process.
     unsafe { launch(&p, code, code_len, stack_top) }
 }
 
 /// Close every descriptor the program will not get back (the restorer's
 /// own), keeping 0-2, the image and the temporaries.
-fn close_others(img_fd: i32, files: &[(i32, i32, bool)], map_fds: &[(usize, i32)]) {
+fn close_others(img_fd: i32, files: &[(i32, i32, bool)], map_fds: &[(usize, i32)], kept_fd: Option<i32>) {
     let keep = |fd: i32| {
         fd <= 2
             || fd == img_fd
+            || Some(fd) == kept_fd
             || files.iter().any(|f| f.0 == fd)
             || map_fds.iter().any(|f| f.1 == fd)
     };
@@ -697,6 +738,7 @@ fn build_ops(
     img_fd: i32,
     files: &[(i32, i32, bool)],
     map_fds: &[(usize, i32)],
+    handover: &[u8],
 ) -> Result<(), String> {
     use libc::*;
     let area_end = park_at + specials_here.iter().map(|o| o.end - o.start).sum::<u64>();
@@ -997,6 +1039,9 @@ fn build_ops(
     // 8. Tell gridmpi_checkpoint() it returns in a restarted process, and
     // which area to unmap.
     let area_len = area_end - p.base;
+    let handover_at = p.data(handover);
+    p.op(0, &[m.process.restarted_flag + 16, handover_at], K_POKE, 0, "");
+    p.op(0, &[m.process.restarted_flag + 24, handover.len() as u64], K_POKE, 0, "");
     p.op(0, &[m.process.restarted_flag + 8, area_len], K_POKE, 0, "");
     p.op(0, &[m.process.restarted_flag, p.base], K_POKE, 0, "");
     // 9. The other threads: clone straight into rt_sigreturn on their frames.

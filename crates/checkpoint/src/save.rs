@@ -58,17 +58,40 @@ const SCRATCH_LEN: usize = MAPS_BUF + META_BUF + COPY_BUF + DIR_BUF + TIDS_MAX *
 
 /// The restorer writes the address of its own work area into `area`
 /// (nonzero) and its length into `len`: checkpoint() sees it returned in
-/// a restarted process and unmaps that area.
+/// a restarted process and unmaps that area. `handover` and
+/// `handover_len` say where in that area the restorer left its own
+/// environment (see [`handover`]).
 #[repr(C)]
 pub struct RestartWords {
     pub area: AtomicU64,
     pub len: AtomicU64,
+    pub handover: AtomicU64,
+    pub handover_len: AtomicU64,
 }
 #[no_mangle]
 pub static GRIDMPI_CKPT_RESTART: RestartWords = RestartWords {
     area: AtomicU64::new(0),
     len: AtomicU64::new(0),
+    handover: AtomicU64::new(0),
+    handover_len: AtomicU64::new(0),
 };
+
+/// The environment of the gridmpi-restore that rebuilt this process, as
+/// `KEY=VALUE` pairs (empty in a process that was never restored). The
+/// process's own environment is the image's, its first job's; this is how
+/// the new job reaches it (its launcher's `PMI_FD`, already moved to a
+/// number the image did not use, and the rest of what it set).
+pub fn handover() -> Vec<(String, String)> {
+    let h = HANDOVER.lock().unwrap_or_else(|p| p.into_inner());
+    h.split(|&b| b == 0)
+        .filter_map(|kv| {
+            let s = std::str::from_utf8(kv).ok()?;
+            let (k, v) = s.split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+static HANDOVER: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
 
 /// The restorer area of the restart this process came from (see checkpoint_locked).
 static STALE_AREA: AtomicU64 = AtomicU64::new(0);
@@ -208,6 +231,17 @@ fn checkpoint_locked(path: &str) -> Result<Outcome, String> {
         // next checkpoint unmaps it once every thread sits in our handler.
         STALE_AREA.store(area, SeqCst);
         STALE_LEN.store(GRIDMPI_CKPT_RESTART.len.swap(0, SeqCst), SeqCst);
+        // The handover lies in that area: copy it out while it is mapped.
+        let at = GRIDMPI_CKPT_RESTART.handover.swap(0, SeqCst);
+        let n = GRIDMPI_CKPT_RESTART.handover_len.swap(0, SeqCst) as usize;
+        let mut h = HANDOVER.lock().unwrap_or_else(|p| p.into_inner());
+        h.clear();
+        if at != 0 {
+            // SAFETY: the restorer wrote `n` bytes at `at`, inside its
+            // area, which stays mapped until the next checkpoint.
+            h.extend_from_slice(unsafe { std::slice::from_raw_parts(at as *const u8, n) });
+        }
+        drop(h);
         // (the work space was not restored: it is not in the image; the
         // restorer's area may even sit where it was, so leave it alone)
         WRITER_TID.store(0, SeqCst);

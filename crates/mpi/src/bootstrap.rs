@@ -118,17 +118,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         sys::random_bytes(&mut secret).map_err(|e| format!("getrandom: {e}"))?;
         pmi.put("secret", &auth::hex(&secret)).map_err(|e| format!("PMI put: {e}"))?;
     }
-    let addrs = match config.text("GRIDMPI_TCP_ADDR") {
-        "auto" | "" => {
-            let mut a = local_ipv4_addrs();
-            a.push(Ipv4Addr::LOCALHOST);
-            a
-        }
-        list => list
-            .split(',')
-            .map(|s| s.trim().parse::<Ipv4Addr>().map_err(|_| format!("GRIDMPI_TCP_ADDR: {s:?} is not an IPv4 address")))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
+    let addrs = published_addrs(config.text("GRIDMPI_TCP_ADDR"))?;
     // Listen before publishing the card, which carries the port.
     let mut tcp = if size > 1 { Some(listen(config, me, size, &addrs)?) } else { None };
     let card = Card {
@@ -148,15 +138,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     };
     let mut cards = vec![card.clone(); size as usize];
     if size > 1 {
-        pmi.put("card", &card.encode()).map_err(|e| format!("PMI put: {e}"))?;
-        pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
-        for r in 0..size {
-            if r == me {
-                continue;
-            }
-            let v = get_when_there(&mut pmi, r, "card")?;
-            cards[r as usize] = Card::decode(&v).ok_or_else(|| format!("rank {r} published a malformed address card {v:?}"))?;
-        }
+        cards = exchange_cards(&mut pmi, me, size, &card)?;
         if joined.is_none() {
             let s = get_when_there(&mut pmi, 0, "secret")?;
             secret = auth::unhex(&s).ok_or("the job secret from rank 0 is malformed")?;
@@ -184,15 +166,48 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     Ok(Boot { pmi, me, size, secret, job_tag, cards, map, local, oversubscribed, tcp, relay_key })
 }
 
-/// The TCP transport of rank `me` of `size`, listening: on the loopback
-/// address only when that is all we publish (a single-host job under
-/// gridmpirun: nothing outside the host can call). A published address may
-/// not be ours (a NAT's), so otherwise on every address.
-pub fn listen(config: &Config, me: Pid, size: u32, addrs: &[Ipv4Addr]) -> Result<tcp::Tcp, String> {
-    let bind = match addrs {
+/// Publish our card, and read every rank's (ours included, as given).
+pub fn exchange_cards(pmi: &mut Pmi, me: Pid, size: u32, card: &Card) -> Result<Vec<Card>, String> {
+    let mut cards = vec![card.clone(); size as usize];
+    pmi.put("card", &card.encode()).map_err(|e| format!("PMI put: {e}"))?;
+    pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+    for r in (0..size).filter(|&r| r != me) {
+        let v = get_when_there(pmi, r, "card")?;
+        cards[r as usize] = Card::decode(&v).ok_or_else(|| format!("rank {r} published a malformed address card {v:?}"))?;
+    }
+    Ok(cards)
+}
+
+/// The addresses a rank publishes (GRIDMPI_TCP_ADDR: a list, or every
+/// address of the host and loopback).
+pub fn published_addrs(setting: &str) -> Result<Vec<Ipv4Addr>, String> {
+    match setting {
+        "auto" | "" => {
+            let mut a = local_ipv4_addrs();
+            a.push(Ipv4Addr::LOCALHOST);
+            Ok(a)
+        }
+        list => list
+            .split(',')
+            .map(|s| s.trim().parse::<Ipv4Addr>().map_err(|_| format!("GRIDMPI_TCP_ADDR: {s:?} is not an IPv4 address")))
+            .collect(),
+    }
+}
+
+/// Where to listen: on the loopback address only when that is all we
+/// publish (a single-host job under gridmpirun: nothing outside the host
+/// can call). A published address may not be ours (a NAT's), so otherwise
+/// on every address.
+pub fn bind_address(addrs: &[Ipv4Addr]) -> Ipv4Addr {
+    match addrs {
         [one] if one.is_loopback() => *one,
         _ => Ipv4Addr::UNSPECIFIED,
-    };
+    }
+}
+
+/// The TCP transport of rank `me` of `size`, listening (see [`bind_address`]).
+pub fn listen(config: &Config, me: Pid, size: u32, addrs: &[Ipv4Addr]) -> Result<tcp::Tcp, String> {
+    let bind = bind_address(addrs);
     let ports = port_range(config.text("GRIDMPI_TCP_PORTS"))?;
     tcp::Tcp::with_ports(me, size as usize, 0, [0; 32], bind, ports).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))
 }

@@ -237,6 +237,28 @@ impl Driver {
         self.tcp_routes = true;
     }
 
+    /// This process was restored from a checkpoint: make its sleeping set,
+    /// wake eventfd and TCP listener real again (see `Tcp::after_restore`),
+    /// at the descriptor numbers every other part still holds.
+    pub fn after_restore(&mut self, bind: std::net::Ipv4Addr, ports: Option<(u16, u16)>) -> Result<(), String> {
+        if self.shm.is_some() {
+            return Err("shared-memory transports cannot be restored (checkpointing jobs use TCP only)".into());
+        }
+        self.poller.renew().map_err(|e| format!("epoll: {e}"))?;
+        if let Some(t) = self.tcp.as_mut() {
+            t.after_restore(bind, ports).map_err(|e| format!("cannot listen for TCP connections on {bind}: {e}"))?;
+            self.poller.watch(t.wait_fd(), TCP_TOKEN).map_err(|e| format!("epoll_ctl: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Where the peers are now (after a restart: new hosts, new pids).
+    pub fn rename_peer(&mut self, peer: Pid, host: String, os_pid: u32) {
+        let n = &mut self.names[peer as usize];
+        n.host = host;
+        n.os_pid = os_pid;
+    }
+
     /// The TCP transport, if this process has one.
     pub fn tcp_mut(&mut self) -> Option<&mut Tcp> {
         self.tcp.as_mut()

@@ -4,6 +4,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 pub mod bootstrap;
+pub mod checkpoint;
 pub mod clustermap;
 pub mod driver;
 pub mod errors;

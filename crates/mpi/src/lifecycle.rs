@@ -184,12 +184,21 @@ fn start() -> R<()> {
     if progress_thread {
         crate::progress_thread::start().map_err(|e| err(MPI_ERR_OTHER, e))?;
     }
+    if let Some(dir) = crate::checkpoint::dir() {
+        crate::checkpoint::start(dir).map_err(|e| err(MPI_ERR_OTHER, e))?;
+    }
     Ok(())
 }
 
 /// Drain, meet every process of the job, close the transports, say
 /// goodbye to the launcher.
 fn teardown() -> R<()> {
+    // No checkpoint may freeze the job from here on (a rank past its
+    // final barrier could not take part).
+    state::with(|st| {
+        crate::checkpoint::retire(st);
+        Ok(())
+    })?;
     // Buffered sends must drain, whoever's buffer they are in.
     state::wait_until(|st| Ok(st.bsend_pending_done(None)))?;
     // Every rank gets here before anyone tears down its transports.

@@ -62,6 +62,8 @@ pub struct Runtime {
     /// Who the processes of joined worlds are: pid `size + i` is
     /// `foreign[i]` (its world and its rank there).
     foreign: Vec<Who>,
+    /// gridmpirun may checkpoint this job (checkpoint.rs).
+    pub checkpointing: bool,
 }
 
 /// A process of another world, as the root of a join describes it.
@@ -104,7 +106,10 @@ impl Runtime {
     pub fn init(config: Config) -> Result<Runtime, String> {
         let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, relay_key, secret } = bootstrap::bootstrap(&config)?;
         let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
-        let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1;
+        // A job that checkpoints keeps all its state in process memory and
+        // TCP links that resume (see checkpoint.rs): no shared memory.
+        let checkpointing = crate::checkpoint::dir().is_some();
+        let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1 && !checkpointing;
         // Every rank of the host names shared memory alike: as the first
         // local rank's launcher said (it removes the leftovers).
         let shm_names = shm_prefix(&cards[local[0] as usize].shm_prefix, job_tag);
@@ -161,7 +166,7 @@ impl Runtime {
                 if let (true, Some(way)) = (across, bootstrap::relay_way(&cards, me, r, relay_key)) {
                     t.set_peer_relay(r, way);
                 }
-                t.set_resumable(r, resume == "all" || (resume == "wan" && across));
+                t.set_resumable(r, checkpointing || resume == "all" || (resume == "wan" && across));
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);
                 }
@@ -191,7 +196,72 @@ impl Runtime {
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new() })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing })
+    }
+
+    /// Whether ranks of a host may share memory (windows): not when the
+    /// user keeps everything on TCP, nor in a job that checkpoints.
+    pub fn shared_memory_allowed(&self) -> bool {
+        self.config.text("GRIDMPI_TRANSPORT") != "tcp" && !self.checkpointing
+    }
+
+    /// Why this process cannot be checkpointed now, if it cannot.
+    pub fn checkpoint_obstacle(&self) -> Option<String> {
+        if !self.foreign.is_empty() {
+            return Some("it is connected to processes of another job (MPI_Comm_connect/accept, spawn or join)".into());
+        }
+        None
+    }
+
+    /// This process was restored from a checkpoint by a new gridmpirun
+    /// (`handover`: gridmpi-restore's environment, see
+    /// gridmpi_checkpoint::handover): talk to that launcher, listen again,
+    /// tell the other ranks where we are now and learn where they are. The
+    /// links then resume as after a reset (Tcp::after_restore). The map,
+    /// the secret and everything MPI holds are the image's.
+    pub fn after_restore(&mut self, handover: &[(String, String)]) -> Result<(), String> {
+        let get = |k: &str| handover.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        let number = |k: &str| -> Result<i64, String> {
+            let v = get(k).ok_or_else(|| format!("the restarting launcher did not set {k} (was this restored by gridmpirun --restart?)"))?;
+            v.trim().parse().map_err(|_| format!("{k}={v} is not a number"))
+        };
+        let (fd, rank, size) = (number("PMI_FD")?, number("PMI_RANK")?, number("PMI_SIZE")?);
+        if rank != self.me as i64 || size != self.size as i64 {
+            return Err(format!("this is the image of rank {} of {}, restarted as rank {rank} of {size}", self.me, self.size));
+        }
+        // SAFETY: gridmpi-restore kept the new launcher's PMI socket open at
+        // this number for us, and nothing else owns it.
+        let stream = unsafe { <std::os::unix::net::UnixStream as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        let pmi = Pmi::from_stream(stream, gridmpi_pmi::Version::Pmi1, self.me, self.size).map_err(|e| format!("PMI: {e}"))?;
+        // The old connection's descriptor is a placeholder: dropping it
+        // closes /dev/null.
+        self.pmi = pmi;
+        let addrs = bootstrap::published_addrs(get("GRIDMPI_TCP_ADDR").unwrap_or(""))?;
+        let ports = bootstrap::port_range(get("GRIDMPI_TCP_PORTS").unwrap_or(""))?;
+        self.driver.after_restore(bootstrap::bind_address(&addrs), ports)?;
+        let mine = &self.cards[self.me as usize];
+        let card = Card {
+            host: sys::hostname(),
+            host_key: sys::host_key(),
+            os_pid: sys::getpid(),
+            port: self.driver.tcp_mut().map_or(0, |t| t.port()),
+            addrs,
+            cluster: mine.cluster.clone(),
+            cpus: sys::affinity_mask(),
+            shm_prefix: String::new(),
+            relay: None,
+        };
+        let cards = if self.size > 1 { bootstrap::exchange_cards(&mut self.pmi, self.me, self.size, &card)? } else { vec![card] };
+        for (r, c) in cards.into_iter().enumerate() {
+            self.driver.rename_peer(r as Pid, c.host.clone(), c.os_pid);
+            self.cards[r] = c;
+        }
+        if let Some(t) = self.driver.tcp_mut() {
+            for r in (0..self.size).filter(|&r| r != self.me) {
+                t.set_peer_addrs(r, bootstrap::peer_addrs(&self.cards, self.me, r));
+            }
+        }
+        Ok(())
     }
 
     /// Our job's keys, and its public id on the wire.

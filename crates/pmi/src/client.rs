@@ -770,6 +770,63 @@ impl Pmi {
         }
     }
 
+    /// The checkpoint protocol with gridmpirun (docs/checkpoint.md): this
+    /// rank has frozen its MPI state (`Ok`) or cannot be checkpointed now
+    /// (`Err(reason)`). Waits until every rank said so; returns the
+    /// checkpoint's sequence number to write, or why the round was
+    /// abandoned. Only over a connection to gridmpirun.
+    pub fn checkpoint_frozen(&mut self, verdict: Result<(), &str>) -> Result<Result<u64, String>, PmiError> {
+        let during = "checkpoint";
+        let c = self.gridmpirun(during)?;
+        let m = match verdict {
+            Ok(()) => Message::new(Wire::V1, "gridmpi_ckpt_frozen").with("ok", 1),
+            Err(why) => Message::new(Wire::V1, "gridmpi_ckpt_frozen").with("ok", 0).with("reason", why),
+        };
+        let reply = c.request_any_rc(during, m, "gridmpi_ckpt_go")?;
+        if reply.rc() != 0 {
+            return Ok(Err(reply.get("msg").unwrap_or("abandoned").to_string()));
+        }
+        need_int(during, &reply, "seq").map(|n| Ok(n as u64))
+    }
+
+    /// This rank's image of checkpoint round is written (`Ok`: its size,
+    /// the milliseconds it took, the host and path) or could not be.
+    /// Waits until every rank reported; returns whether the job stops now
+    /// (`--checkpoint-and-stop`), or why the checkpoint failed.
+    pub fn checkpoint_written(&mut self, report: Result<(u64, u64, &str, &str), &str>) -> Result<Result<bool, String>, PmiError> {
+        let during = "checkpoint";
+        let c = self.gridmpirun(during)?;
+        let m = match report {
+            Ok((bytes, ms, host, path)) => Message::new(Wire::V1, "gridmpi_ckpt_written")
+                .with("ok", 1)
+                .with("bytes", bytes)
+                .with("ms", ms)
+                .with("host", host)
+                .with("path", path),
+            Err(why) => Message::new(Wire::V1, "gridmpi_ckpt_written").with("ok", 0).with("reason", why),
+        };
+        let reply = c.request_any_rc(during, m, "gridmpi_ckpt_done")?;
+        if reply.rc() != 0 {
+            return Ok(Err(reply.get("msg").unwrap_or("failed").to_string()));
+        }
+        Ok(Ok(reply.get_int("stop").unwrap_or(0) != 0))
+    }
+
+    /// This rank takes part in no more checkpoints (it is finishing).
+    pub fn checkpoint_retire(&mut self) -> Result<(), PmiError> {
+        let during = "checkpoint";
+        let c = self.gridmpirun(during)?;
+        c.request(during, Message::new(Wire::V1, "gridmpi_ckpt_retire"), "gridmpi_ckpt_retired").map(drop)
+    }
+
+    /// The PMI-1 connection to gridmpirun (the checkpoint protocol is its own).
+    fn gridmpirun(&mut self, during: &'static str) -> Result<&mut Connection, PmiError> {
+        match &mut self.mode {
+            Mode::Connected(c) if c.version == Version::Pmi1 && self.spawn_server => Ok(c),
+            _ => Err(PmiError::Server { during, rc: -1, message: "checkpointing needs gridmpirun's PMI-1 (this process was started otherwise)".into() }),
+        }
+    }
+
     /// Publish `port` under `service` (MPI_Publish_name). A singleton
     /// publishes within its own process.
     pub fn publish_name(&mut self, service: &str, port: &str) -> Result<(), PmiError> {

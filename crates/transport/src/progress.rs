@@ -35,6 +35,21 @@ impl Poller {
         Ok(Poller { ep, wake })
     }
 
+    /// After a restart from a checkpoint: a fresh set and wake eventfd at
+    /// the same descriptor numbers (see [`sys::replace_fd`]); the
+    /// transports' fds must be watched again.
+    pub fn renew(&self) -> io::Result<()> {
+        self.ep.renew()?;
+        // SAFETY: plain syscall; the fd is owned from here on.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh fd we own.
+        sys::replace_fd(unsafe { OwnedFd::from_raw_fd(fd) }, self.wake.as_raw_fd())?;
+        self.ep.add(self.wake.as_raw_fd(), sys::EPOLLIN, WAKE)
+    }
+
     /// Sleep on `fd` too (a transport's [`crate::Transport::wait_fd`]).
     pub fn watch(&self, fd: RawFd, token: u64) -> io::Result<()> {
         self.ep.add(fd, sys::EPOLLIN, token)

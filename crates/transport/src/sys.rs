@@ -95,6 +95,17 @@ pub fn host_key() -> String {
     h[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Put the kernel object `fresh` at descriptor number `at`, closing what
+/// was there, so that every copy of the number held elsewhere (a sleeper's
+/// raw fd, another epoll set's watch list) names the new object. A process
+/// restored from a checkpoint gets its sockets, epoll sets and eventfds
+/// back as placeholders (gridmpi-restore leaves /dev/null at their
+/// numbers); this is how they are made real again.
+pub fn replace_fd(fresh: OwnedFd, at: RawFd) -> io::Result<()> {
+    // SAFETY: dup3 of a descriptor we own onto a number of ours.
+    cvt(unsafe { libc::dup3(fresh.as_raw_fd(), at, libc::O_CLOEXEC) }).map(|_| ())
+}
+
 // ---- epoll -------------------------------------------------------------------
 
 pub struct Epoll {
@@ -125,6 +136,13 @@ impl Epoll {
 
     pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    }
+
+    /// A fresh, empty set at this set's descriptor number (see
+    /// [`replace_fd`]).
+    pub fn renew(&self) -> io::Result<()> {
+        let fresh = Epoll::new()?;
+        replace_fd(fresh.fd, self.raw_fd())
     }
 
     pub fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {

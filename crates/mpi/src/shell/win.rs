@@ -172,7 +172,7 @@ fn allocate_shared_ok(comm: MPI_Comm) -> R<bool> {
     state::with(|st| {
         let c = st.comm(comm)?;
         let local = st.rt.local_pids();
-        Ok(c.size() > 1 && c.group.pids.iter().all(|p| local.contains(p)) && st.rt.config.text("GRIDMPI_TRANSPORT") != "tcp")
+        Ok(c.size() > 1 && c.group.pids.iter().all(|p| local.contains(p)) && st.rt.shared_memory_allowed())
     })
 }
 

@@ -314,6 +314,56 @@ impl Tcp {
         self.connection_broke(idx, "aborted".into(), false).is_ok()
     }
 
+    /// This process was restored from a checkpoint (docs/checkpoint.md):
+    /// its listener, epoll set and connections are placeholders, while
+    /// every link's streams are as they were when the job froze. Listen
+    /// again (on `bind`, within `ports`; the new port is [`Tcp::port`], for
+    /// the new address card), and treat every link that had or was making
+    /// a connection as broken: it is made again with the same proof (the
+    /// secret is the image's, as is every peer's) as soon as anything
+    /// depends on it, and each side writes again what the other lacks.
+    /// The peers' new addresses come with [`Tcp::set_peer_addrs`].
+    pub fn after_restore(&mut self, bind: Ipv4Addr, ports: Option<(u16, u16)>) -> io::Result<()> {
+        self.ep.renew()?;
+        let listener = listen_on(bind, ports)?;
+        let mut got: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of_val(&got) as libc::socklen_t;
+        // SAFETY: getsockname into a sockaddr_in we own.
+        if unsafe { libc::getsockname(listener.as_raw_fd(), &mut got as *mut _ as *mut libc::sockaddr, &mut len) } < 0 {
+            return Err(last_err());
+        }
+        self.ep.add(listener.as_raw_fd(), sys::EPOLLIN, LISTEN_TOKEN)?;
+        self.listener = listener;
+        self.port = u16::from_be(got.sin_port);
+        self.spare_fd = spare_fd();
+        // The connections' descriptors are placeholders: dropping them
+        // closes /dev/null. What an established one had read of a frame
+        // goes on as the link's carry.
+        for idx in 0..self.conns.len() {
+            let Some(mut c) = self.conns[idx].take() else { continue };
+            let Some(peer) = c.peer else { continue };
+            let link = &mut self.peers[peer as usize];
+            if c.is_established() && link.conn == Some(idx) {
+                self.events.push(ConnEvent::Closed { peer, fd: c.fd.as_raw_fd() });
+                link.carry = Some(Tcp::take_carry(&mut c));
+            }
+        }
+        let now = Instant::now();
+        for link in &mut self.peers {
+            let had = link.conn.take().is_some() || link.broken.is_some();
+            link.established = false;
+            link.out.retain(|f| !f.is_ack());
+            let pending = !link.out.is_empty() || link.tx.unacked() > 0;
+            if link.closed || (!had && !pending) {
+                continue; // done with, or never connected: made when needed
+            }
+            let partial = link.carry.as_ref().is_some_and(|c| c.len() > 0 || c.direct.is_some());
+            let why = "restarted from a checkpoint".to_string();
+            link.broken = Some(Broken { since: now, why, needed: pending || partial, attempts: 0, next_attempt: now });
+        }
+        Ok(())
+    }
+
     /// How many connections with `peer` took over from a broken one, and
     /// how many bytes they wrote again.
     pub fn resumptions(&self, peer: Pid) -> (u64, u64) {

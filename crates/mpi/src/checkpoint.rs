@@ -1,0 +1,220 @@
+//! A rank's side of a coordinated checkpoint of the whole job (issue 15;
+//! docs/checkpoint.md has the protocol and its reasons).
+//!
+//! gridmpirun started with `--checkpoint-dir DIR` sets
+//! `GRIDMPI_CHECKPOINT_DIR` and starts its ranks with the checkpoint
+//! request signal ([`gridmpi_pmi::checkpoint_signal`]) blocked. A thread of
+//! the library waits for that signal and, when it comes, runs one round:
+//!
+//! 1. **Freeze**: take the library's lock. No thread of this process moves
+//!    MPI forward while it is held, so no byte is written to or read from
+//!    a link (a thread computing outside MPI goes on: it is stopped later,
+//!    wherever it is, by the process checkpointer). Tell gridmpirun
+//!    (`gridmpi_ckpt_frozen`) and wait until every rank has frozen.
+//! 2. **Image**: write this process's image with the process checkpointer
+//!    (crates/checkpoint) to `DIR/ckpt-SEQ/rank-R.img`, tell gridmpirun,
+//!    and wait until every rank has written its own (gridmpirun then
+//!    writes the manifest that makes the checkpoint valid).
+//! 3. **Go on** (release the lock), or exit (`--checkpoint-and-stop`).
+//!
+//! Why nothing in flight is lost or doubled: every rank froze before any
+//! image was written, so each link's receiver had read no more than its
+//! sender had written when their images were taken. Every TCP link of a
+//! job that checkpoints keeps a copy of what its peer has not acknowledged
+//! (runtime.rs makes them all resumable, and shared memory is off), so
+//! after a restart each link is re-made like one reset by the network and
+//! each side writes again exactly what the other's image lacks.
+//!
+//! In a process restored from the image the checkpointer's call returns
+//! a second time, saying so: the thread, still holding the lock, connects
+//! to the new gridmpirun (its socket and settings come through
+//! gridmpi-restore's handover), listens again, exchanges address cards,
+//! and releases the lock; the links resume on their own.
+
+use crate::state::{self, State};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// The variable gridmpirun sets (docs/checkpoint.md).
+pub const DIR_VAR: &str = "GRIDMPI_CHECKPOINT_DIR";
+
+/// Where this job's checkpoints go, when gridmpirun may take them.
+pub fn dir() -> Option<String> {
+    std::env::var(DIR_VAR).ok().filter(|d| !d.is_empty())
+}
+
+/// The rank is finishing: no more rounds.
+static RETIRED: AtomicBool = AtomicBool::new(false);
+/// The thread answering requests, while it runs.
+static THREAD: Mutex<Option<libc::pthread_t>> = Mutex::new(None);
+/// Where images go (a restart may name another directory).
+static DIR: Mutex<String> = Mutex::new(String::new());
+
+/// Whether the calling thread blocks `sig`.
+fn blocked(sig: i32) -> bool {
+    // SAFETY: reading our own signal mask into a set we own.
+    unsafe {
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut old);
+        libc::sigismember(&old, sig) == 1
+    }
+}
+
+/// Start answering gridmpirun's checkpoint requests (at the end of the
+/// runtime's start, when [`dir`] is set).
+pub fn start(dir: String) -> Result<(), String> {
+    let sig = request_signal();
+    if !blocked(sig) {
+        // The request would kill the process (its default action), and
+        // sigwaitinfo would miss it in threads that do not block it.
+        eprintln!(
+            "gridmpi: warning: {DIR_VAR} is set but signal {sig} is not blocked (the process was not started by gridmpirun --checkpoint-dir, or unblocked it): this process takes no checkpoints"
+        );
+        return Ok(());
+    }
+    *DIR.lock().unwrap_or_else(|p| p.into_inner()) = dir;
+    RETIRED.store(false, Ordering::SeqCst);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("gridmpi-ckpt".into())
+        .spawn(move || {
+            // SAFETY: the id of the calling thread.
+            let _ = tx.send(unsafe { libc::pthread_self() });
+            while wait_for_request(sig) && !RETIRED.load(Ordering::SeqCst) {
+                round();
+            }
+        })
+        .map_err(|e| format!("cannot start the checkpoint thread: {e}"))?;
+    let id = rx.recv().map_err(|_| "the checkpoint thread did not start".to_string())?;
+    *THREAD.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+    Ok(())
+}
+
+/// Wait for the request signal; false if waiting fails.
+fn wait_for_request(sig: i32) -> bool {
+    // SAFETY: a signal set we own; sigwaitinfo takes the pending signal.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        loop {
+            let r = libc::sigwaitinfo(&set, std::ptr::null_mut());
+            if r == sig {
+                return true;
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+    }
+}
+
+/// MPI is finishing in this process (before its final barrier): tell
+/// gridmpirun this rank takes part in no more rounds, and end the thread.
+/// Under the lock, so it comes either before a round froze this rank or
+/// after the round is over; a round waiting for this rank is abandoned.
+pub fn retire(st: &mut State) {
+    let Some(thread) = THREAD.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+    RETIRED.store(true, Ordering::SeqCst);
+    if let Err(e) = st.rt.pmi.checkpoint_retire() {
+        eprintln!("gridmpi: rank {}: checkpoint: {e}", st.rt.me);
+    }
+    // Wake the thread: it sees RETIRED and ends.
+    // SAFETY: the thread waits for this signal in sigwaitinfo (or will).
+    unsafe { libc::pthread_kill(thread, request_signal()) };
+}
+
+/// Why this process cannot be checkpointed now, if it cannot.
+fn obstacle(st: &State) -> Option<String> {
+    if let Some(why) = st.rt.checkpoint_obstacle() {
+        return Some(why);
+    }
+    if st.wins.values().any(|w| matches!(w.memory, crate::objects::WinMemory::Shared(_))) {
+        return Some("a window in shared memory (MPI_Win_allocate_shared) is open".into());
+    }
+    None
+}
+
+/// One checkpoint round, from the freeze to going on.
+fn round() {
+    let mut g = state::lock();
+    let Some(st) = g.as_mut() else { return };
+    if RETIRED.load(Ordering::SeqCst) {
+        return;
+    }
+    let me = st.rt.me;
+    let verdict = obstacle(st);
+    let seq = match st.rt.pmi.checkpoint_frozen(verdict.as_deref().map_or(Ok(()), Err)) {
+        Ok(Ok(seq)) => seq,
+        Ok(Err(why)) => {
+            if verdict.is_some() {
+                eprintln!("gridmpi: rank {me}: no checkpoint: {why}");
+            }
+            return;
+        }
+        Err(e) => {
+            eprintln!("gridmpi: rank {me}: checkpoint: {e}");
+            return;
+        }
+    };
+    let dir = DIR.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let folder = format!("{dir}/ckpt-{seq}");
+    let path = format!("{folder}/rank-{me}.img");
+    let started = Instant::now();
+    let written = make_private_dir(&folder).and_then(|()| gridmpi_checkpoint::checkpoint(&path));
+    let report = match written {
+        Ok(gridmpi_checkpoint::Outcome::Restarted) => {
+            restarted(st);
+            return;
+        }
+        Ok(gridmpi_checkpoint::Outcome::Checkpointed { bytes, .. }) => Ok(bytes),
+        Err(e) => Err(e),
+    };
+    let host = gridmpi_transport::sys::hostname();
+    let ms = started.elapsed().as_millis() as u64;
+    let answer = match &report {
+        Ok(bytes) => st.rt.pmi.checkpoint_written(Ok((*bytes, ms, &host, &path))),
+        Err(e) => st.rt.pmi.checkpoint_written(Err(e)),
+    };
+    match answer {
+        // --checkpoint-and-stop: the image is the job's future. Nothing is
+        // flushed: what the program's buffers hold is in the image and
+        // comes out after the restart.
+        Ok(Ok(true)) => unsafe { libc::_exit(0) },
+        Ok(Ok(false)) => {}
+        Ok(Err(why)) => eprintln!("gridmpi: rank {me}: checkpoint {seq} failed: {why}"),
+        Err(e) => eprintln!("gridmpi: rank {me}: checkpoint: {e}"),
+    }
+}
+
+/// A directory only we can read (the images hold the job's secret).
+fn make_private_dir(path: &str) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(format!("cannot create {path}: {e}")),
+    }
+}
+
+/// This process was just restored from its image by `gridmpirun
+/// --restart`: join the new launcher (see [`crate::runtime::Runtime::after_restore`]).
+/// A rank that cannot has no way back: it says why and exits, and
+/// gridmpirun ends the job.
+fn restarted(st: &mut State) {
+    let handover = gridmpi_checkpoint::handover();
+    if let Some((_, d)) = handover.iter().find(|(k, _)| k == DIR_VAR) {
+        *DIR.lock().unwrap_or_else(|p| p.into_inner()) = d.clone();
+    }
+    if let Err(e) = st.rt.after_restore(&handover) {
+        eprintln!("gridmpi: rank {}: cannot resume after the restart: {e}", st.rt.me);
+        // SAFETY: ending the process; nothing of it can go on.
+        unsafe { libc::_exit(1) };
+    }
+    state::wake_all(st);
+}
+
+/// The request signal (TODO: gridmpi_pmi::checkpoint_signal once it lands).
+fn request_signal() -> i32 {
+    libc::SIGRTMAX() - 4
+}

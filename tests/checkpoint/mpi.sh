@@ -1,0 +1,177 @@
+#!/bin/bash
+# Coordinated checkpoint/restart of MPI jobs through gridmpirun (part of
+# make test-checkpoint; docs/checkpoint.md).
+#
+# mpi_loop.c runs once uninterrupted for its reference result. Then, each
+# ROUNDS times (default 2), with the checkpoint asked for at a random
+# moment by SIGQUIT to gridmpirun:
+#   continue  the job checkpoints twice and goes on: same result;
+#   kill      the job is killed by SIGKILL once a checkpoint is written,
+#             `gridmpirun --restart` resumes it: same result, no process or
+#             /dev/shm file left behind;
+#   chain     the restarted job is checkpointed and killed again, and
+#             restarted again (a restored process checkpoints again);
+#   stop      --checkpoint-and-stop: the job ends at its first checkpoint
+#             (exit 0), the restart finishes it.
+# And the IS-like kernel of bench/wan (is_sort.c, verified every
+# iteration) is killed after a checkpoint and restarted.
+#
+# RANKS (default 4), ITERS (default 1500) and ROUNDS set the size.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${GRIDMPI_BUILD:-$ROOT/build}
+RUN=$BUILD/bin/gridmpirun
+RANKS=${RANKS:-4}
+ITERS=${ITERS:-1500}
+ROUNDS=${ROUNDS:-2}
+[ -x "$RUN" ] && [ -x "$BUILD/bin/gridmpi-restore" ] || { echo "mpi.sh: build first (make build)" >&2; exit 2; }
+
+WORK=$(mktemp -d /tmp/gridmpi-mpickpt.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+failures=0
+checks=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { checks=$((checks + 1)); echo "ok: $*"; }
+
+"$BUILD/bin/mpicc" -O1 -o "$WORK/mpi_loop" "$ROOT/tests/checkpoint/mpi_loop.c" || { echo "mpi.sh: cannot build mpi_loop.c" >&2; exit 2; }
+"$BUILD/bin/mpicc" -O2 -o "$WORK/is_sort" "$ROOT/bench/wan/is_sort.c" || { echo "mpi.sh: cannot build is_sort.c" >&2; exit 2; }
+
+ref=$("$RUN" -n "$RANKS" "$WORK/mpi_loop" "$ITERS" | grep '^mpi_loop:')
+case "$ref" in
+    *"wrong 0") echo "reference: $ref" ;;
+    *) echo "mpi.sh: the uninterrupted run failed: '$ref'" >&2; exit 1 ;;
+esac
+
+# latest DIR: the sequence number of DIR's newest complete checkpoint (0: none)
+latest() { cat "$1/latest" 2> /dev/null || echo 0; }
+
+# wait_checkpoint DIR SEQ: wait (30 s at most) until checkpoint SEQ is complete
+wait_checkpoint() {
+    local i
+    for i in $(seq 300); do
+        [ "$(latest "$1")" -ge "$2" ] 2> /dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# random_pause: 0.3 to 1.8 s, so the checkpoint falls anywhere in the run
+random_pause() { sleep "$(printf '%d.%d' $((RANDOM % 2)) $((RANDOM % 10)))"; sleep 0.3; }
+
+# leftovers: mpi_loop or gridmpi-restore processes of this test still running
+leftovers() { pgrep -f "$WORK/" | grep -v "^$$\$" || true; }
+
+# start_job OUT ARGS...: gridmpirun ARGS in the background, output to OUT
+start_job() {
+    local out=$1
+    shift
+    "$RUN" "$@" > "$out" 2>&1 &
+    job=$!
+    pids+=("$job")
+}
+
+# killed_after_checkpoint DIR SEQ NAME: ask for checkpoint SEQ, wait for it, SIGKILL the job
+killed_after_checkpoint() {
+    local dir=$1 seq=$2 name=$3
+    random_pause
+    kill -QUIT "$job"
+    if ! wait_checkpoint "$dir" "$seq"; then
+        fail "$name: checkpoint $seq was not written within 30 s"
+        kill -9 "$job" 2> /dev/null
+        wait "$job" 2> /dev/null
+        return 1
+    fi
+    kill -9 "$job"
+    wait "$job" 2> /dev/null
+    # the ranks die with their launcher (PR_SET_PDEATHSIG)
+    for _ in $(seq 50); do [ -z "$(leftovers)" ] && break; sleep 0.1; done
+    [ -z "$(leftovers)" ] || { fail "$name: processes left after killing the job: $(leftovers | tr '\n' ' ')"; return 1; }
+    return 0
+}
+
+# restart_and_check DIR NAME [ARGS]: gridmpirun --restart DIR must give the reference result
+restart_and_check() {
+    local dir=$1 name=$2
+    shift 2
+    local out
+    out=$("$RUN" --restart "$dir" "$@" 2>&1)
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -qxF "$ref" <<< "$out"; then
+        pass "$name"
+    else
+        fail "$name: the restarted job (exit $rc) said:"
+        sed 's/^/    /' <<< "$out" | tail -20 >&2
+    fi
+}
+
+for round in $(seq "$ROUNDS"); do
+    # continue: two checkpoints, the job goes on
+    d=$WORK/continue-$round
+    start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_loop" "$ITERS"
+    random_pause
+    kill -QUIT "$job"
+    wait_checkpoint "$d" 1 && { sleep 0.3; kill -QUIT "$job"; wait_checkpoint "$d" 2; }
+    wait "$job"
+    rc=$?
+    if [ $rc -eq 0 ] && grep -qxF "$ref" "$WORK/out" && [ "$(latest "$d")" = 2 ] && [ -f "$d/ckpt-2/MANIFEST" ]; then
+        pass "continue after 2 checkpoints (round $round)"
+    else
+        fail "continue (round $round): exit $rc, latest $(latest "$d"):"
+        tail -20 "$WORK/out" >&2
+    fi
+
+    # kill after a checkpoint, then restart
+    d=$WORK/kill-$round
+    start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_loop" "$ITERS"
+    killed_after_checkpoint "$d" 1 "kill (round $round)" && restart_and_check "$d" "killed after a checkpoint, restarted (round $round)"
+
+    # chain: the restarted job checkpoints, is killed and restarted again
+    d=$WORK/chain-$round
+    start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_loop" $((ITERS * 2))
+    if killed_after_checkpoint "$d" 1 "chain (round $round)"; then
+        start_job "$WORK/out" --restart "$d"
+        if killed_after_checkpoint "$d" 2 "chain, restarted (round $round)"; then
+            out=$("$RUN" --restart "$d" 2>&1)
+            grep -q "^mpi_loop: $RANKS ranks, $((ITERS * 2)) iterations, checksum .*, wrong 0$" <<< "$out" \
+                && pass "restarted twice (round $round)" || { fail "chain (round $round):"; tail -20 <<< "$out" >&2; }
+        fi
+    fi
+done
+
+# stop: --checkpoint-and-stop ends the job at its first checkpoint
+d=$WORK/stop
+start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" --checkpoint-and-stop "$WORK/mpi_loop" "$ITERS"
+random_pause
+kill -QUIT "$job"
+wait "$job"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(latest "$d")" = 1 ] && ! grep -q '^mpi_loop:' "$WORK/out"; then
+    pass "--checkpoint-and-stop ended the job at its checkpoint"
+    restart_and_check "$d" "restarted after --checkpoint-and-stop"
+else
+    fail "--checkpoint-and-stop: exit $rc, latest $(latest "$d"):"
+    tail -20 "$WORK/out" >&2
+fi
+
+# the IS-like kernel (verifies every iteration's sort; exits non-zero if wrong)
+d=$WORK/is
+start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
+if killed_after_checkpoint "$d" 1 "is_sort"; then
+    out=$("$RUN" --restart "$d" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q '^CHECK ok errors=0' <<< "$out"; then
+        pass "is_sort killed after a checkpoint, restarted, verified"
+    else
+        fail "is_sort restart (exit $rc):"
+        tail -20 <<< "$out" >&2
+    fi
+fi
+
+[ -z "$(ls /dev/shm | grep gridmpi- || true)" ] || echo "note: /dev/shm holds gridmpi files (other jobs?)"
+echo "mpi.sh: $checks passed, $failures failed"
+[ $failures -eq 0 ]
