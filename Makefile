@@ -35,6 +35,7 @@ build:
 	install -m 755 $(RELEASE)/gridmpirun $(BUILD)/bin/gridmpirun
 	ln -sf gridmpirun $(BUILD)/bin/mpiexec
 	ln -sf gridmpirun $(BUILD)/bin/mpirun
+	install -m 755 $(RELEASE)/gridmpi-checkpoint $(BUILD)/bin/gridmpi-checkpoint
 	install -m 755 crates/launcher/scripts/mpicc crates/launcher/scripts/mpicxx $(BUILD)/bin/
 	@# mpi.pc, gridmpi.pc, mpich.pc: pkg-config finds us (PKG_CONFIG_PATH=build/lib/pkgconfig)
 	sh crates/launcher/pkgconfig/write-pc.sh $(BUILD) $(VERSION) $(MPICH_VERSION)
@@ -130,9 +131,11 @@ test-trace: build
 
 # Checkpoint/restart of C programs (docs/checkpoint.md), about 4 s.
 # REPEAT=N runs the set N times (it passed REPEAT=20, 340 of 340 checks, before joining test).
-test-checkpoint:
+# Then MPI jobs checkpointed through gridmpirun, killed and restarted (ROUNDS=N).
+test-checkpoint: build
 	$(CARGO) build --release -p gridmpi-checkpoint --lib --bins --examples
 	bash tests/checkpoint/run.sh
+	bash tests/checkpoint/mpi.sh
 
 demo: build
 	bash demo/run.sh

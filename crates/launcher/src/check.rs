@@ -16,6 +16,7 @@
 //! | `exit-early=CODE` | exit with CODE without finalizing |
 //! | `exit=CODE` | exit with CODE after finalizing |
 //! | `spawn=N` | after the exchange, start N more `gridmpirun --pmi-check` as a new job (MPI_Comm_spawn's request), saying whether it could |
+//! | `checkpoint=SECONDS` | for SECONDS after the exchange, answer the checkpoint requests of a job run with `--checkpoint-dir`: freeze at once, write a small stand-in image, exit when told to stop; then retire |
 
 use std::io::{self, Read, Write};
 use std::time::Duration;
@@ -39,7 +40,7 @@ fn parse_actions(args: &[String]) -> Result<Vec<Action>, String> {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (body.to_string(), None),
             };
-            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit", "spawn"];
+            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit", "spawn", "checkpoint"];
             if !KNOWN.contains(&name.as_str()) {
                 return Err(format!("unknown action {name:?} (known: {})", KNOWN.join(", ")));
             }
@@ -130,6 +131,12 @@ pub fn run(args: &[String]) -> i32 {
         }
         let _ = io::stdout().flush();
     }
+    if let Some(s) = value_of("checkpoint") {
+        if let Err(e) = answer_checkpoints(&mut pmi, Duration::from_secs(s.max(0) as u64)) {
+            eprintln!("pmi-check: rank {me}: checkpoint: {e}");
+            return 1;
+        }
+    }
     if let Some(s) = value_of("sleep") {
         std::thread::sleep(Duration::from_secs(s as u64));
     }
@@ -148,4 +155,54 @@ pub fn run(args: &[String]) -> i32 {
         return 1;
     }
     value_of("exit").unwrap_or(0) as i32
+}
+
+/// `checkpoint=SECONDS`: take part in the job's checkpoints for that long
+/// as the rank library does, with a few bytes for an image; exit when a
+/// checkpoint says the job stops. Then retire, as MPI_Finalize does.
+fn answer_checkpoints(pmi: &mut Pmi, during: Duration) -> Result<(), String> {
+    let dir = std::env::var(gridmpi_pmi::CHECKPOINT_DIR_VAR).map_err(|_| "the job is not checkpointed (no --checkpoint-dir)".to_string())?;
+    let end = std::time::Instant::now() + during;
+    // SAFETY: a signal set of our own, and a wait for the signal the
+    // launcher started us with blocked.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, gridmpi_pmi::checkpoint_signal());
+    }
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let timeout = libc::timespec { tv_sec: left.as_secs() as libc::time_t, tv_nsec: left.subsec_nanos() as libc::c_long };
+        // SAFETY: waits on our set; the siginfo is not wanted.
+        if unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) } < 0 {
+            continue; // the time is up, or EINTR
+        }
+        let started = std::time::Instant::now();
+        let seq = match pmi.checkpoint_frozen(Ok(())).map_err(|e| e.to_string())? {
+            Ok(seq) => seq,
+            Err(why) => {
+                println!("pmi-check: rank {}: checkpoint abandoned: {why}", pmi.rank());
+                continue;
+            }
+        };
+        let ckpt = std::path::Path::new(&dir).join(format!("ckpt-{seq}"));
+        let image = ckpt.join(format!("rank-{}.img", pmi.rank()));
+        let bytes = format!("pmi-check rank {} checkpoint {seq}\n", pmi.rank());
+        let failure = std::fs::create_dir_all(&ckpt).and_then(|_| std::fs::write(&image, &bytes)).err().map(|e| format!("{}: {e}", image.display()));
+        let (host, path) = (crate::sys::hostname(), image.to_string_lossy().into_owned());
+        let report = match &failure {
+            None => Ok((bytes.len() as u64, started.elapsed().as_millis() as u64, host.as_str(), path.as_str())),
+            Some(why) => Err(why.as_str()),
+        };
+        match pmi.checkpoint_written(report).map_err(|e| e.to_string())? {
+            Ok(true) => std::process::exit(0),
+            Ok(false) => println!("pmi-check: rank {}: checkpoint {seq} written", pmi.rank()),
+            Err(why) => println!("pmi-check: rank {}: checkpoint {seq} failed: {why}", pmi.rank()),
+        }
+        let _ = io::stdout().flush();
+    }
+    pmi.checkpoint_retire().map_err(|e| e.to_string())
 }

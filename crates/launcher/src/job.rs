@@ -12,10 +12,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use gridmpi_config::Config;
-use gridmpi_pmi::server::{Event as PmiEvent, JobInfo, Server};
+use gridmpi_pmi::server::{Event as PmiEvent, ImageReport, JobInfo, Server};
 
 use crate::allocation::{self, Allocation};
 use crate::binding::Bind;
+use crate::checkpoint_dir::{self, Manifest};
+use crate::checkpoint_rounds::Rounds;
 use crate::hosts::{self, HostEntry, Node};
 use crate::link::{self, Down, RankSpec, Up};
 use crate::options::{App, Options};
@@ -239,6 +241,56 @@ struct Job {
     /// The job runs on this machine alone, so its ranks listen on
     /// 127.0.0.1 (GRIDMPI_TCP_ADDR): processes elsewhere cannot reach them.
     loopback_only: bool,
+    /// The job's checkpoints, when it is checkpointed (`--checkpoint-dir`).
+    checkpoints: Option<Rounds>,
+}
+
+/// What asks for a checkpoint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// SIGQUIT (as gridmpi-checkpoint sends it).
+    Signal,
+    /// `--checkpoint-interval`.
+    Interval,
+}
+
+impl Trigger {
+    fn name(self) -> &'static str {
+        match self {
+            Trigger::Signal => "SIGQUIT",
+            Trigger::Interval => "--checkpoint-interval",
+        }
+    }
+}
+
+/// `--restart DIR`: the checkpoint the ranks come back from.
+struct Restart {
+    dir: PathBuf,
+    manifest: Manifest,
+    /// gridmpi-restore, beside gridmpirun: each rank runs it on its image.
+    restore: PathBuf,
+}
+
+impl Restart {
+    /// DIR's latest checkpoint, for a job of `np` ranks if -n was given.
+    fn prepare(dir: &std::path::Path, np: Option<u32>) -> Result<Restart, String> {
+        let manifest = checkpoint_dir::read_latest(dir)?;
+        manifest.restart_size(np)?;
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find my own executable: {e}"))?;
+        let restore = exe.with_file_name("gridmpi-restore");
+        if !restore.is_file() {
+            return Err(format!(
+                "--restart needs gridmpi-restore beside gridmpirun, and there is no {} (make build installs both in build/bin)",
+                restore.display()
+            ));
+        }
+        Ok(Restart { dir: dir.to_path_buf(), manifest, restore })
+    }
+
+    /// What rank `rank` runs.
+    fn argv(&self, rank: u32) -> Vec<String> {
+        vec![self.restore.to_string_lossy().into_owned(), self.manifest.images[rank as usize].path.clone()]
+    }
 }
 
 /// A nested gridmpirun (MPI_Comm_spawn).
@@ -255,8 +307,26 @@ struct Spawned {
 }
 
 /// Run a job; returns gridmpirun's exit code.
-pub fn run(opts: Options, setup: Setup) -> i32 {
+pub fn run(mut opts: Options, setup: Setup) -> i32 {
     let mut started_pipe = StartedPipe::adopt(opts.started_fd);
+    // A restarted job is as big as its checkpoint; a checkpointed one has
+    // its directory before any rank runs.
+    let restart = match opts.restart.as_deref().map(|dir| Restart::prepare(dir, opts.apps[0].np)).transpose() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gridmpirun: {e}");
+            return 2;
+        }
+    };
+    if let Some(r) = &restart {
+        opts.apps[0].np = Some(r.manifest.size());
+    }
+    if let Some(dir) = &opts.checkpoint_dir {
+        if let Err(e) = checkpoint_dir::create(dir) {
+            eprintln!("gridmpirun: {e}");
+            return 2;
+        }
+    }
     let Plan { nodes, placement, app_of_rank, universe, hosts_from, explicit_hosts } = match plan(&opts, &setup) {
         Ok(p) => p,
         Err(e) => {
@@ -270,10 +340,24 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         eprintln!("gridmpirun: hosts from {from}: {}", nodes.iter().map(|n| format!("{}:{}", n.name, n.slots)).collect::<Vec<_>>().join(","));
     }
     let size = placement.len() as u32;
+    if let Some(r) = &restart {
+        if let Err(e) = check_local_images(r, &nodes, &placement) {
+            eprintln!("gridmpirun: {e}");
+            return 2;
+        }
+        if opts.verbose {
+            let hosts: BTreeSet<&str> = r.manifest.images.iter().map(|i| i.host.as_str()).collect();
+            let hosts = hosts.into_iter().collect::<Vec<_>>().join(",");
+            eprintln!("gridmpirun: restarting checkpoint {} of {}: {size} ranks, written on {hosts}", r.manifest.seq, r.dir.display());
+        }
+    }
     let (tx, rx) = mpsc::channel::<Event>();
 
-    // Signals and reaping first: nothing may escape them.
-    match sys::signal_pipe() {
+    // Signals and reaping first: nothing may escape them. A checkpointed
+    // job takes SIGQUIT as a checkpoint request (gridmpi-checkpoint sends
+    // it); otherwise SIGQUIT does what it always did.
+    let extra_signals: &[i32] = if opts.checkpoint_dir.is_some() { &[libc::SIGQUIT] } else { &[] };
+    match sys::signal_pipe(extra_signals) {
         Ok(mut pipe) => {
             let tx = tx.clone();
             thread::spawn(move || {
@@ -369,7 +453,15 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
         started_pipe,
         started_ranks: 0,
         loopback_only: false,
+        checkpoints: opts.checkpoint_dir.clone().map(|dir| {
+            // A restarted job's checkpoints go on from the one it came from.
+            let first = restart.as_ref().map_or(1, |r| r.manifest.seq + 1);
+            Rounds::new(dir, first, opts.checkpoint_interval, opts.checkpoint_timeout, opts.checkpoint_and_stop, Instant::now())
+        }),
     };
+    if job.checkpoints.is_some() {
+        job.server.enable_checkpoints();
+    }
 
     if opts.started_fd.is_some() {
         job.out.name = "gridmpirun (spawned job)";
@@ -407,9 +499,19 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
             env.retain(|(k, _)| k != "GRIDMPI_CLUSTER");
             env.push(("GRIDMPI_CLUSTER".into(), c.clone()));
         }
+        // Set by us alone, from --checkpoint-dir: a rank that has it blocks
+        // the checkpoint signal and answers it, which only a job whose
+        // launcher asks for checkpoints may do.
+        env.retain(|(k, _)| k != gridmpi_pmi::CHECKPOINT_DIR_VAR);
+        if let Some(dir) = &opts.checkpoint_dir {
+            env.push((gridmpi_pmi::CHECKPOINT_DIR_VAR.into(), dir.to_string_lossy().into_owned()));
+        }
         RankSpec {
             rank,
-            argv: opts.apps[app].program.clone(),
+            argv: match &restart {
+                Some(r) => r.argv(rank),
+                None => opts.apps[app].program.clone(),
+            },
             env,
             cwd: setup.cwd.to_string_lossy().into_owned(),
             bind: bind.clone(),
@@ -508,6 +610,21 @@ pub fn run(opts: Options, setup: Setup) -> i32 {
     job.failure.or(job.first_nonzero).unwrap_or(0)
 }
 
+/// Each image a rank restarted on this machine reads must be here (an
+/// image on another host's disk is only there); said before anything starts.
+fn check_local_images(restart: &Restart, nodes: &[Node], placement: &[u32]) -> Result<(), String> {
+    for (rank, &node) in placement.iter().enumerate() {
+        let image = &restart.manifest.images[rank];
+        if nodes[node as usize].local && !std::path::Path::new(&image.path).is_file() {
+            return Err(format!(
+                "rank {rank} runs on this machine, and its image {} (written on host {}) is not here: place the ranks where their images are (-hosts, -f), or copy them",
+                image.path, image.host
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn rank_list(ranks: &[u32]) -> String {
     match ranks {
         [one] => format!("rank {one}"),
@@ -526,7 +643,7 @@ impl Job {
         // process group keeps a terminal's Ctrl-C away from the agent: we
         // tear remote ranks down ourselves.
         unsafe {
-            cmd.pre_exec(|| sys::child_setup(None));
+            cmd.pre_exec(|| sys::child_setup(None, None));
         }
         if self.verbose {
             let shown: Vec<String> = std::iter::once(setup.agent.join(" "))
@@ -637,11 +754,15 @@ impl Job {
         if let (Some(t), None) = (self.teardown_at, self.killed_at) {
             d = d.min(t + self.kill_grace);
         }
+        if let Some(t) = self.checkpoints.as_ref().and_then(Rounds::next_deadline) {
+            d = d.min(t);
+        }
         d.max(now)
     }
 
     fn check_deadlines(&mut self, now: Instant) {
         self.out.flush_stale(now);
+        self.checkpoint_deadlines(now);
         for rank in 0..self.ranks.len() as u32 {
             if let Some((_, t)) = self.ranks[rank as usize].held_exit {
                 if now >= t + EXIT_HOLD {
@@ -721,6 +842,7 @@ impl Job {
                     }
                 }
             }
+            Event::Signal(libc::SIGQUIT) if self.checkpoints.is_some() => self.checkpoint_trigger(Trigger::Signal),
             Event::Signal(sig) => {
                 if self.teardown_at.is_none() {
                     self.out.note(&format!("caught {}; killing the job", sys::signal_name(sig)));
@@ -862,6 +984,21 @@ impl Job {
                         self.out.note(&format!("warning: {} asked for PMI {command}, which gridmpirun does not support", self.describe(rank)));
                     }
                 }
+                PmiEvent::CheckpointFrozen { seq } => {
+                    let took = self.checkpoints.as_mut().and_then(|c| c.frozen(Instant::now()));
+                    if let (true, Some(took)) = (self.verbose, took) {
+                        self.out.note(&format!("checkpoint {seq}: every rank froze in {} ms; writing the images", took.as_millis()));
+                    }
+                }
+                PmiEvent::CheckpointWritten { seq, images } => self.record_checkpoint(seq, images),
+                PmiEvent::CheckpointAbandoned { seq, reason } => {
+                    if let Some(c) = &mut self.checkpoints {
+                        c.ended(false, Instant::now());
+                    }
+                    if self.teardown_at.is_none() {
+                        self.out.note(&format!("checkpoint {seq} abandoned: {reason}"));
+                    }
+                }
             }
         }
     }
@@ -947,11 +1084,18 @@ impl Job {
         }
         r.done = true;
         let (initialized, finalized) = (r.initialized, r.finalized);
+        if self.server.checkpoint_in_progress().is_some() {
+            self.server.checkpoint_abort(&format!("rank {rank} exited"));
+            self.drain_server();
+        }
         if self.teardown_at.is_some() {
             return;
         }
         let who = self.describe(rank);
+        let stopping = self.checkpoints.as_ref().is_some_and(Rounds::stopping);
         match status {
+            // Told to exit after the checkpoint (--checkpoint-and-stop).
+            ExitStatus::Code(0) if stopping => {}
             ExitStatus::Signal(s) => {
                 self.out.note(&format!("{who} was killed by signal {s} ({}); killing the job", sys::signal_name(s)));
                 self.fail(status.shell_code());
@@ -969,6 +1113,105 @@ impl Job {
             ExitStatus::Code(c) => {
                 self.out.note(&format!("{who} exited with code {c}; killing the job"));
                 self.fail(c);
+            }
+        }
+    }
+
+    /// A checkpoint is asked for: start a round, unless one is in
+    /// progress or the job cannot be checkpointed now (said with
+    /// --verbose: at each request, but once for the interval's).
+    fn checkpoint_trigger(&mut self, why: Trigger) {
+        let now = Instant::now();
+        let Some(rounds) = &mut self.checkpoints else { return };
+        let refused = if self.teardown_at.is_some() {
+            Err("the job is ending".to_string())
+        } else if rounds.stopping() {
+            Err("the job is stopping after its checkpoint (--checkpoint-and-stop)".to_string())
+        } else if let Some(seq) = rounds.in_progress() {
+            Err(format!("checkpoint {seq} is in progress"))
+        } else if self.spawned.iter().any(|s| s.ended.is_none()) {
+            Err("processes started by MPI_Comm_spawn run, and they would not be in it".to_string())
+        } else {
+            self.server.checkpoint_start(rounds.next_seq())
+        };
+        if let Err(e) = refused {
+            let new = rounds.skipped(now, &e);
+            if self.verbose && (new || why == Trigger::Signal) {
+                self.out.note(&format!("checkpoint not taken ({}): {e}", why.name()));
+            }
+            return;
+        }
+        let seq = rounds.begin(now);
+        if self.verbose {
+            self.out.note(&format!("checkpoint {seq} ({}): asking the {} ranks to freeze", why.name(), self.ranks.len()));
+        }
+        // The ranks' process groups, here and through each host's proxy.
+        let sig = gridmpi_pmi::checkpoint_signal();
+        self.local.kill_all(sig);
+        for h in 0..self.hosts.len() {
+            if !self.hosts[h].local && !self.hosts[h].ranks.is_empty() {
+                self.send(h, &Down::Kill { signal: sig });
+            }
+        }
+    }
+
+    /// Every rank wrote its image of checkpoint `seq`: write the manifest
+    /// and `latest`, remove the checkpoint before the previous one, and let
+    /// the ranks go on (or stop).
+    fn record_checkpoint(&mut self, seq: u64, images: Vec<ImageReport>) {
+        let now = Instant::now();
+        let Some(rounds) = &mut self.checkpoints else { return };
+        let manifest = Manifest { seq, images };
+        if let Err(e) = checkpoint_dir::record(&rounds.dir, &manifest) {
+            // The CheckpointAbandoned event that follows says it.
+            return self.server.checkpoint_abort(&format!("cannot record it: {e}"));
+        }
+        let pruned = checkpoint_dir::prune(&rounds.dir, seq);
+        rounds.ended(true, now);
+        let stop = rounds.and_stop;
+        if stop {
+            rounds.stop(now);
+        }
+        let where_ = checkpoint_dir::checkpoint_path(&rounds.dir, seq);
+        let megabytes = manifest.images.iter().map(|i| i.bytes).sum::<u64>() as f64 / 1e6;
+        let slowest = manifest.images.iter().map(|i| i.ms).max().unwrap_or(0);
+        self.out.note(&format!(
+            "checkpoint {seq} written: {} ranks, {megabytes:.1} MB, slowest rank {slowest} ms, in {}",
+            manifest.size(),
+            where_.display()
+        ));
+        if let Err(e) = pruned {
+            self.out.note(&format!("warning: {e}"));
+        }
+        if stop && self.verbose {
+            self.out.note("stopping the job after its checkpoint (--checkpoint-and-stop)");
+        }
+        self.server.checkpoint_finish(stop);
+    }
+
+    /// The checkpoints' clock: the interval, the freeze timeout, the ranks
+    /// told to stop that have not.
+    fn checkpoint_deadlines(&mut self, now: Instant) {
+        let Some(rounds) = &mut self.checkpoints else { return };
+        if rounds.interval_due(now) {
+            return self.checkpoint_trigger(Trigger::Interval);
+        }
+        if let Some((seq, timeout)) = rounds.freeze_overdue(now) {
+            if self.server.checkpoint_in_progress() != Some(seq) {
+                // (Not expected: the server's end of a round is an event.)
+                return rounds.ended(false, now);
+            }
+            let late = self.server.checkpoint_unanswered();
+            let who = if late.is_empty() { "some rank".to_string() } else { rank_list(&late) };
+            // The CheckpointAbandoned event says it and ends the round.
+            self.server.checkpoint_abort(&format!("{who} did not freeze within {} s (--checkpoint-timeout)", timeout.as_secs_f64()));
+            return self.drain_server();
+        }
+        if rounds.stop_overdue(now) && self.teardown_at.is_none() {
+            let left: Vec<u32> = (0..self.ranks.len() as u32).filter(|&r| !self.ranks[r as usize].done).collect();
+            if !left.is_empty() {
+                self.out.note(&format!("{} still running {} s after the checkpoint that stops the job; killing it", rank_list(&left), crate::checkpoint_rounds::STOP_GRACE.as_secs()));
+                self.teardown();
             }
         }
     }

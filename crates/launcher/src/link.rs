@@ -10,9 +10,10 @@ use std::io::{self, Read, Write};
 
 use crate::sys::ExitStatus;
 
-// The number changes with the frames' format: a proxy of another version
-// is then "never answered", not a garbled launch.
-pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-2\n";
+// The number changes with the frames' format or meaning: a proxy of
+// another version is then "never answered", not a garbled launch. (3: a
+// Kill with the checkpoint signal is a request, not the job's end.)
+pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-3\n";
 const MAX_FRAME: usize = 64 << 20;
 
 /// A rank to start.
@@ -45,7 +46,9 @@ pub enum Down {
     Pmi { rank: u32, data: Vec<u8> },
     Stdin { data: Vec<u8> },
     StdinClose,
-    /// Signal every rank of this host (process groups).
+    /// Signal every rank of this host (process groups). Any signal but
+    /// the checkpoint request (`gridmpi_pmi::checkpoint_signal`) ends the
+    /// job: the proxy kills what is left after the grace period.
     Kill { signal: i32 },
 }
 

@@ -9,12 +9,16 @@
 //! (launcher <-> proxy frames), `output` (whole-line output), `check` (the
 //! `--pmi-check` test rank), `rendezvous` (where separately started
 //! groups of ranks meet), `spawn` (MPI_Comm_spawn: nested gridmpiruns),
+//! `checkpoint_rounds` (when a checkpointed job's checkpoints happen),
+//! `checkpoint_dir` (where they go: manifests, `latest`),
 //! `sys` (POSIX calls). The PMI protocol itself
 //! is the gridmpi-pmi crate.
 
 mod allocation;
 mod binding;
 mod check;
+mod checkpoint_dir;
+mod checkpoint_rounds;
 mod hosts;
 mod job;
 mod link;

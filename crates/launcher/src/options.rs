@@ -14,6 +14,7 @@
 //! To add an option: one entry in [`OPTIONS`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::binding::Bind;
 use crate::hosts::{parse_host_list, parse_map_by, HostEntry, MapBy};
@@ -96,6 +97,18 @@ pub struct Options {
     /// preput pairs, stored in the job's key-value space (and, when KEY
     /// can be one, set as variables of every rank).
     pub spawn_preput: Vec<(String, String)>,
+    /// `--checkpoint-dir DIR` (absolute), or `--restart`'s DIR: the job is
+    /// checkpointed, into DIR (docs/checkpoint.md).
+    pub checkpoint_dir: Option<PathBuf>,
+    /// `--checkpoint-interval`: a checkpoint this long after the last one ended.
+    pub checkpoint_interval: Option<Duration>,
+    /// `--checkpoint-timeout`: how long every rank has to freeze.
+    pub checkpoint_timeout: Option<Duration>,
+    /// `--checkpoint-and-stop`: the job ends after its first checkpoint.
+    pub checkpoint_and_stop: bool,
+    /// `--restart DIR` (absolute): run the ranks of DIR's latest
+    /// checkpoint instead of a program.
+    pub restart: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -125,6 +138,11 @@ impl Default for Options {
             universe: None,
             spawn_hosts: None,
             spawn_preput: Vec::new(),
+            checkpoint_dir: None,
+            checkpoint_interval: None,
+            checkpoint_timeout: None,
+            checkpoint_and_stop: false,
+            restart: None,
         }
     }
 }
@@ -152,6 +170,15 @@ fn count(name: &str, v: &str) -> Result<u32, String> {
     match v.parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("{name} needs a positive number, got {v:?}")),
+    }
+}
+
+/// A positive duration in the project's notation (`30s`, `1.5s`, `500ms`).
+fn positive_duration(name: &str, v: &str) -> Result<Duration, String> {
+    match gridmpi_config::units::parse_duration(v, gridmpi_config::units::Bare::Refused) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(_) => Err(format!("{name} needs a duration longer than 0, got {v:?}")),
+        Err(e) => Err(format!("{name}: {e}")),
     }
 }
 
@@ -408,6 +435,61 @@ pub static OPTIONS: &[OptionSpec] = &[
             o.env.retain(|(k, _)| k != "GRIDMPI_TRACE");
             o.env.push(("GRIDMPI_TRACE".into(), dir.to_string_lossy().into_owned()));
             o.trace = Some(dir);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--checkpoint-dir", "-checkpoint-dir"],
+        values: 1,
+        metavar: "DIR",
+        help: "make the job checkpointable: when gridmpirun gets SIGQUIT (what gridmpi-checkpoint PID sends) and every --checkpoint-interval, every rank's image goes into DIR/ckpt-N (DIR is created, mode 700; the last two checkpoints are kept); go on from the latest with --restart DIR",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.checkpoint_dir = Some(absolute(&v[0], "--checkpoint-dir")?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--checkpoint-interval", "-checkpoint-interval"],
+        values: 1,
+        metavar: "DURATION",
+        help: "with --checkpoint-dir: take a checkpoint DURATION (such as 600s) after the start, then after each checkpoint ends",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.checkpoint_interval = Some(positive_duration("--checkpoint-interval", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--checkpoint-timeout", "-checkpoint-timeout"],
+        values: 1,
+        metavar: "DURATION",
+        help: "with --checkpoint-dir: give up a checkpoint (the job goes on) when the ranks have not all frozen after DURATION (default 60s)",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.checkpoint_timeout = Some(positive_duration("--checkpoint-timeout", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--checkpoint-and-stop", "-checkpoint-and-stop"],
+        values: 0,
+        metavar: "",
+        help: "with --checkpoint-dir: the ranks exit once the first checkpoint is written, and so does gridmpirun (exit status 0)",
+        scope: Scope::Job,
+        handler: |o, _, _| {
+            o.checkpoint_and_stop = true;
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--restart", "-restart"],
+        values: 1,
+        metavar: "DIR",
+        help: "restart the job of DIR's latest checkpoint (no program; -n, if given, must be its size; hosts as usual: rank R reads its image at the path written in the manifest, on whichever host it runs); checkpoints go on into DIR unless --checkpoint-dir says otherwise",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.restart = Some(absolute(&v[0], "--restart")?);
             Ok(())
         },
     },
@@ -699,7 +781,29 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
     } else if o.groups.is_some() || o.address_file.is_some() {
         return Err("--groups and --address-file go with --rendezvous-server (--address-file also with --relay)".into());
     }
-    if o.mode == Mode::Run {
+    if let Some(dir) = &o.restart {
+        if let Some(program) = o.apps.iter().map(|a| &a.program).find(|p| !p.is_empty()) {
+            return Err(format!(
+                "--restart {} runs the checkpoint's processes: no program may be given (got {})",
+                dir.display(),
+                program.join(" ")
+            ));
+        }
+        if o.checkpoint_dir.is_none() {
+            o.checkpoint_dir = Some(dir.clone());
+        }
+    }
+    if o.checkpoint_dir.is_none() {
+        let given = [
+            (o.checkpoint_interval.is_some(), "--checkpoint-interval"),
+            (o.checkpoint_timeout.is_some(), "--checkpoint-timeout"),
+            (o.checkpoint_and_stop, "--checkpoint-and-stop"),
+        ];
+        if let Some((_, name)) = given.iter().find(|(g, _)| *g) {
+            return Err(format!("{name} needs --checkpoint-dir DIR (or --restart DIR): where the checkpoints go"));
+        }
+    }
+    if o.mode == Mode::Run && o.restart.is_none() {
         if o.apps.len() == 1 && o.apps[0].program.is_empty() {
             return Err("no program to run (usage: gridmpirun [options] PROGRAM [ARGS...]; see --help)".into());
         }
@@ -714,6 +818,7 @@ pub fn usage() -> String {
     let mut s = String::from(
         "usage: gridmpirun [options] PROGRAM [ARGS...]\n\
          \x20      gridmpirun [options] -n N PROGRAM [ARGS...] : -n M PROGRAM2 [ARGS...] : ...\n\
+         \x20      gridmpirun [options] --restart DIR\n\
          \n\
          Starts PROGRAM as an MPI job: locally, on remote hosts through a launch\n\
          agent (ssh, gridmpi-testbed exec, ...), or across clusters. It is a PMI-1 and\n\
@@ -737,6 +842,10 @@ pub fn usage() -> String {
          Slurm allocation (SLURM_JOB_NODELIST, SLURM_TASKS_PER_NODE) or PBS job\n\
          (PBS_NODEFILE) gridmpirun runs in, else this machine.\n\
          \n\
+         checkpoints: gridmpirun --checkpoint-dir DIR [...] PROGRAM, then gridmpi-checkpoint PID\n\
+         (or kill -QUIT PID; PID is gridmpirun's) for each checkpoint, and later\n\
+         gridmpirun --restart DIR [hosts] to go on from the latest one (docs/checkpoint.md).\n\
+         \n\
          check the PMI plumbing: gridmpirun -n 4 gridmpirun --pmi-check\n",
     );
     s
@@ -745,6 +854,7 @@ pub fn usage() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn p(args: &str) -> Result<Options, String> {
         let args: Vec<String> = args.split_whitespace().map(String::from).collect();
@@ -843,6 +953,38 @@ mod tests {
         assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), want.to_string_lossy().into_owned())]);
         let o = p("--trace=/abs/dir prog").unwrap();
         assert_eq!(o.env, vec![("GRIDMPI_TRACE".to_string(), "/abs/dir".to_string())]);
+    }
+
+    #[test]
+    fn checkpoint_options() {
+        let here = std::env::current_dir().unwrap();
+        let o = p("--checkpoint-dir ck --checkpoint-interval 1.5s --checkpoint-timeout 500ms --checkpoint-and-stop -n 2 prog").unwrap();
+        assert_eq!(o.checkpoint_dir, Some(here.join("ck")));
+        assert_eq!(o.checkpoint_interval, Some(Duration::from_millis(1500)));
+        assert_eq!(o.checkpoint_timeout, Some(Duration::from_millis(500)));
+        assert!(o.checkpoint_and_stop);
+        assert_eq!(o.restart, None);
+        assert!(o.env.is_empty(), "the rank variable is set per rank by the job, not here");
+        // --restart: no program; its directory is where checkpoints go on, unless told.
+        let o = p("--restart /ck -hosts a,b").unwrap();
+        assert_eq!((o.restart.as_deref(), o.checkpoint_dir.as_deref()), (Some(Path::new("/ck")), Some(Path::new("/ck"))));
+        assert_eq!(o.mode, Mode::Run);
+        let o = p("--restart=/ck --checkpoint-dir /ck2 -n 4").unwrap();
+        assert_eq!((o.apps[0].np, o.checkpoint_dir.as_deref()), (Some(4), Some(Path::new("/ck2"))));
+        for (args, want) in [
+            ("--restart /ck ./prog x", "--restart /ck runs the checkpoint's processes: no program may be given (got ./prog x)"),
+            ("--restart", "--restart needs 1 value"),
+            ("--checkpoint-interval 30s prog", "--checkpoint-interval needs --checkpoint-dir DIR"),
+            ("--checkpoint-and-stop prog", "--checkpoint-and-stop needs --checkpoint-dir DIR"),
+            ("--checkpoint-dir /ck --checkpoint-interval 30 prog", "--checkpoint-interval: \"30\" needs a unit"),
+            ("--checkpoint-dir /ck --checkpoint-interval 0s prog", "longer than 0"),
+            ("--checkpoint-dir /ck --checkpoint-timeout soon prog", "--checkpoint-timeout: \"soon\" is not a duration"),
+            ("--checkpoint-dir /ck", "no program to run"),
+        ] {
+            let e = p(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        assert!(usage().contains("--checkpoint-dir") && usage().contains("--restart DIR"));
     }
 
     /// The hidden options a gridmpirun gives the nested one it starts for

@@ -40,7 +40,7 @@ fn serve(shm_prefixes: &mut Vec<String>) -> i32 {
         }
     }
     let (tx, rx) = mpsc::channel::<Event>();
-    if let Ok(mut pipe) = sys::signal_pipe() {
+    if let Ok(mut pipe) = sys::signal_pipe(&[]) {
         let tx = tx.clone();
         thread::spawn(move || {
             let mut b = [0u8; 1];
@@ -152,6 +152,10 @@ fn serve(shm_prefixes: &mut Vec<String>) -> i32 {
             Event::Down(Down::Kill { signal }) => {
                 if let Some(l) = &local {
                     l.kill_all(signal);
+                }
+                // A checkpoint request: the ranks go on.
+                if signal == gridmpi_pmi::checkpoint_signal() {
+                    continue;
                 }
                 if signal == libc::SIGKILL {
                     killed = true;

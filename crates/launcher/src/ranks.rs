@@ -80,6 +80,10 @@ impl LocalRanks {
         }
         let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
         let fd = theirs.as_raw_fd();
+        // A checkpointed job's rank (docs/checkpoint.md) waits for the
+        // checkpoint request itself, once its library runs.
+        let checkpointed = spec.env.iter().any(|(k, _)| k == gridmpi_pmi::CHECKPOINT_DIR_VAR);
+        let blocked = checkpointed.then(gridmpi_pmi::checkpoint_signal);
         let mut cmd = Command::new(program);
         cmd.args(&spec.argv[1..]);
         if !spec.cwd.is_empty() {
@@ -87,6 +91,12 @@ impl LocalRanks {
         }
         for v in FOREIGN_PMI_VARS {
             cmd.env_remove(v);
+        }
+        // Only the launcher of a checkpointed job gives it (in the spec):
+        // one inherited from our own environment would make the rank wait
+        // for requests that never come.
+        if !checkpointed {
+            cmd.env_remove(gridmpi_pmi::CHECKPOINT_DIR_VAR);
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
             .env("PMI_FD", fd.to_string())
@@ -101,7 +111,7 @@ impl LocalRanks {
         // sched_setaffinity likewise (the mask was built before the fork).
         unsafe {
             cmd.pre_exec(move || {
-                sys::child_setup(Some(fd))?;
+                sys::child_setup(Some(fd), blocked)?;
                 match &mask {
                     Some(m) => binding::apply(m),
                     None => Ok(()),

@@ -314,6 +314,9 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
                 PmiEvent::Unsupported { rank, command } => {
                     eprintln!("gridmpirun: rendezvous: {} asked for {command:?}, which a rendezvous does not serve", describe(rank));
                 }
+                // A job formed at a rendezvous is not checkpointed: its
+                // server refuses every checkpoint request, so none come.
+                PmiEvent::CheckpointFrozen { .. } | PmiEvent::CheckpointWritten { .. } | PmiEvent::CheckpointAbandoned { .. } => {}
             }
         }
         // Only now: the last finalize's answer has been written above.

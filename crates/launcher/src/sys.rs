@@ -124,8 +124,11 @@ pub fn note_launcher_pid() {
 }
 
 /// Called in a forked child before exec: own process group, so the whole
-/// rank (and what it starts) can be signalled at once.
-pub fn child_setup(keep_fd: Option<i32>) -> io::Result<()> {
+/// rank (and what it starts) can be signalled at once. Every signal is
+/// unblocked except `blocked`: a checkpointed job's rank starts with the
+/// checkpoint request blocked, so one that comes before its library waits
+/// for it stays pending instead of killing it.
+pub fn child_setup(keep_fd: Option<i32>, blocked: Option<i32>) -> io::Result<()> {
     // SAFETY: async-signal-safe syscalls between fork and exec.
     unsafe {
         if libc::setpgid(0, 0) != 0 {
@@ -152,6 +155,9 @@ pub fn child_setup(keep_fd: Option<i32>) -> io::Result<()> {
         // Start with nothing blocked, whatever the launcher blocked.
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
+        if let Some(sig) = blocked {
+            libc::sigaddset(&mut set, sig);
+        }
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
     }
     Ok(())
@@ -168,9 +174,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Route SIGINT, SIGTERM and SIGHUP into a pipe; read one byte per signal
-/// from the returned file.
-pub fn signal_pipe() -> io::Result<File> {
+/// Route SIGINT, SIGTERM, SIGHUP and `extra` into a pipe; read one byte
+/// per signal from the returned file.
+pub fn signal_pipe(extra: &[i32]) -> io::Result<File> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -179,7 +185,7 @@ pub fn signal_pipe() -> io::Result<File> {
     // SAFETY: fcntl on the write end we just created.
     unsafe { libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK) };
     SIGNAL_PIPE.store(fds[1], Ordering::Relaxed);
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    for &sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].iter().chain(extra) {
         // SAFETY: installing a handler that only calls write(2).
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();

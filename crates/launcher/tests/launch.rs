@@ -883,3 +883,61 @@ fn pkg_config_files() {
         eprintln!("build/ not checked: run make build");
     }
 }
+
+const ASK: &str = env!("CARGO_BIN_EXE_gridmpi-checkpoint");
+
+/// The checkpoint numbers in `dir/latest` and the manifest it names.
+fn latest_checkpoint(dir: &Path) -> (u64, String) {
+    let seq: u64 = std::fs::read_to_string(dir.join("latest")).unwrap().trim().parse().unwrap();
+    (seq, std::fs::read_to_string(dir.join(format!("ckpt-{seq}/MANIFEST"))).unwrap())
+}
+
+/// The launcher's side of coordinated checkpoints (docs/checkpoint.md),
+/// with `--pmi-check` ranks answering as the rank library does.
+#[test]
+fn a_checkpointed_job_takes_checkpoints_on_request_and_on_time() {
+    let dir = tempdir("checkpoints");
+    let ck = dir.join("ck");
+    let _ = std::fs::remove_dir_all(&ck);
+    let ck_s = ck.to_str().unwrap();
+    // Asked through gridmpi-checkpoint (SIGQUIT), then every 300 ms.
+    let mut child = gridmpirun(&["-n", "3", "--checkpoint-dir", ck_s, "--checkpoint-interval", "300ms", G, "--pmi-check", "checkpoint=2"]).spawn().unwrap();
+    wait_for_ok_lines(&mut child, 3);
+    let asked = Command::new(ASK).arg(child.id().to_string()).output().unwrap();
+    assert!(asked.status.success(), "{}", String::from_utf8_lossy(&asked.stderr));
+    let out = finish(child, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said = err.lines().find(|l| l.starts_with("gridmpirun: checkpoint 1 written: 3 ranks, 0.0 MB, slowest rank ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(said.ends_with(&format!(" ms, in {ck_s}/ckpt-1")), "{said}");
+    let (seq, manifest) = latest_checkpoint(&ck);
+    assert!(seq >= 3, "{err}");
+    assert!(manifest.starts_with(&format!("gridmpi-checkpoint 1\nseq {seq}\nsize 3\nrank 0 host ")), "{manifest}");
+    assert!(manifest.contains(&format!(" path {ck_s}/ckpt-{seq}/rank-2.img\n")), "{manifest}");
+    assert!(ck.join(format!("ckpt-{}", seq - 1)).is_dir() && !ck.join(format!("ckpt-{}", seq - 2)).exists(), "the last two are kept");
+
+    // --checkpoint-and-stop: the ranks exit after the first one, and the job is a success.
+    let ck2 = dir.join("ck2");
+    let _ = std::fs::remove_dir_all(&ck2);
+    let (code, out, err) =
+        run(&mut gridmpirun(&["-n", "2", "--checkpoint-dir", ck2.to_str().unwrap(), "--checkpoint-interval", "300ms", "--checkpoint-and-stop", G, "--pmi-check", "checkpoint=50"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("written"), "the ranks stopped instead of going on: {out}");
+    assert_eq!(latest_checkpoint(&ck2).0, 1);
+
+    // A restart takes the checkpoint's size.
+    let (code, _, err) = run(&mut gridmpirun(&["--restart", ck_s, "-n", "2"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("the checkpoint has 3 ranks; -n 2 was given"), "{err}");
+}
+
+#[test]
+fn a_job_without_checkpointing_is_not_asked() {
+    let mut child = gridmpirun(&["-n", "1", G, "--pmi-check", "sleep=5"]).spawn().unwrap();
+    wait_for_ok_lines(&mut child, 1);
+    let asked = Command::new(ASK).arg(child.id().to_string()).output().unwrap();
+    assert_eq!(asked.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("without --checkpoint-dir or --restart"), "{asked:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

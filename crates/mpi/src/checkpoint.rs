@@ -37,7 +37,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// The variable gridmpirun sets (docs/checkpoint.md).
-pub const DIR_VAR: &str = "GRIDMPI_CHECKPOINT_DIR";
+pub const DIR_VAR: &str = gridmpi_pmi::CHECKPOINT_DIR_VAR;
 
 /// Where this job's checkpoints go, when gridmpirun may take them.
 pub fn dir() -> Option<String> {
@@ -64,7 +64,7 @@ fn blocked(sig: i32) -> bool {
 /// Start answering gridmpirun's checkpoint requests (at the end of the
 /// runtime's start, when [`dir`] is set).
 pub fn start(dir: String) -> Result<(), String> {
-    let sig = request_signal();
+    let sig = gridmpi_pmi::checkpoint_signal();
     if !blocked(sig) {
         // The request would kill the process (its default action), and
         // sigwaitinfo would miss it in threads that do not block it.
@@ -122,7 +122,7 @@ pub fn retire(st: &mut State) {
     }
     // Wake the thread: it sees RETIRED and ends.
     // SAFETY: the thread waits for this signal in sigwaitinfo (or will).
-    unsafe { libc::pthread_kill(thread, request_signal()) };
+    unsafe { libc::pthread_kill(thread, gridmpi_pmi::checkpoint_signal()) };
 }
 
 /// Why this process cannot be checkpointed now, if it cannot.
@@ -214,7 +214,3 @@ fn restarted(st: &mut State) {
     state::wake_all(st);
 }
 
-/// The request signal (TODO: gridmpi_pmi::checkpoint_signal once it lands).
-fn request_signal() -> i32 {
-    libc::SIGRTMAX() - 4
-}

@@ -165,7 +165,9 @@ impl Sink for EngineSink<'_> {
     fn event(&mut self, ev: ConnEvent) {
         if let ConnEvent::Resumed { peer, after, resent, why } = &ev {
             // Said whatever the settings: the job goes on, but a user
-            // should know the network cut a connection.
+            // should know the network cut a connection. Links re-made
+            // after a restart from a checkpoint broke as expected: said
+            // only with GRIDMPI_DEBUG=conn.
             let n = &self.names[*peer as usize];
             let place = if n.cluster.is_empty() { n.host.clone() } else { format!("{} in cluster {}", n.host, n.cluster) };
             let line = format!(
@@ -174,7 +176,11 @@ impl Sink for EngineSink<'_> {
                 n.who,
                 after.as_secs_f64()
             );
-            self.resume_log.resumed(self.me, line, *resent);
+            if why != gridmpi_transport::tcp::RESTARTED {
+                self.resume_log.resumed(self.me, line, *resent);
+            } else if self.resume_log.every {
+                eprintln!("{line}");
+            }
         }
         let Some(tr) = self.tracer.as_deref_mut() else { return };
         match ev {

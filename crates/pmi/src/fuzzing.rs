@@ -204,13 +204,21 @@ pub fn server(data: &[u8]) {
         node_of_rank: vec![0, 0, 1, 1],
     };
     let mut s = Server::new(info);
+    s.enable_checkpoints();
     let mut c = Cursor(data);
     let mut spawns: Vec<u32> = Vec::new();
+    let mut seq = 0;
     while !c.is_empty() {
         let op = c.byte();
         let rank = (op % 5) as u32; // 4 is no rank of the job
         if op >> 3 == 31 {
             s.disconnected(rank);
+        } else if op >> 3 == 30 {
+            // The launcher starts a checkpoint round, or gives one up.
+            seq += 1;
+            if s.checkpoint_start(seq).is_err() {
+                s.checkpoint_abort("the launcher gave up");
+            }
         } else {
             let n = c.byte() as usize;
             s.receive(rank, c.take(n));
@@ -222,6 +230,14 @@ pub fn server(data: &[u8]) {
             if let Event::Spawn { rank, apps, .. } = &ev {
                 assert!(!apps.is_empty() && apps.iter().all(|a| !a.command.is_empty() && a.maxprocs > 0));
                 spawns.push(*rank);
+            }
+            // The launcher records a written checkpoint, or cannot.
+            if let Event::CheckpointWritten { images, .. } = &ev {
+                assert_eq!(images.iter().map(|i| i.rank).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+                match op & 3 {
+                    0 => s.checkpoint_abort("the manifest could not be written"),
+                    k => s.checkpoint_finish(k == 1),
+                }
             }
         }
         if let Some(rank) = spawns.pop() {
@@ -255,6 +271,7 @@ fn check_event(ev: &Event) {
         | Event::ProtocolError { rank, .. }
         | Event::Unsupported { rank, .. }
         | Event::Spawn { rank, .. } => assert!(*rank < 4),
+        Event::CheckpointFrozen { .. } | Event::CheckpointWritten { .. } | Event::CheckpointAbandoned { .. } => {}
     }
 }
 
@@ -311,6 +328,16 @@ pub fn seeds() -> Vec<Vec<u8>> {
             seeds.push(rec);
         }
     }
+    // server: a checkpoint round (op 240 starts it), every rank frozen,
+    // then every image written.
+    let mut rec = vec![3u8, 240];
+    for cmd in ["cmd=gridmpi_ckpt_frozen ok=1\n", "cmd=gridmpi_ckpt_written ok=1 bytes=4096 ms=3 host=h path=/c/ckpt-1/r.img\n"] {
+        for rank in 0..4u8 {
+            rec.extend([rank, cmd.len() as u8]);
+            rec.extend(cmd.as_bytes());
+        }
+    }
+    seeds.push(rec);
     // round_trip: wire, command, then (key, value) pairs.
     for wire in 0..3u8 {
         seeds.push([&[2u8, wire][..], b"\x03put\x0avalue with spaces\x04keyz\x03a;b"].concat());

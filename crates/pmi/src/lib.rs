@@ -56,3 +56,19 @@ pub mod wire;
 
 pub use client::{resolve_v4, Joined, Pmi, PmiError, Version, SPAWN_SERVER_VAR};
 pub use spawn::SpawnApp;
+
+/// The signal gridmpirun sends every rank to ask for a checkpoint of the
+/// job: `SIGRTMAX-4` (60 with glibc). Ranks of a job with checkpointing on
+/// start with it blocked, and the rank library waits for it with
+/// `sigwaitinfo` in a thread of its own, so a request that comes before
+/// `MPI_Init` stays pending instead of killing the process (a real-time
+/// signal's default action). One below the process checkpointer's own
+/// signal (`SIGRTMAX-3`, docs/checkpoint.md), so neither is taken for the other.
+pub fn checkpoint_signal() -> i32 {
+    libc::SIGRTMAX() - 4
+}
+
+/// The variable gridmpirun sets in every rank's environment when the job
+/// is checkpointed (`--checkpoint-dir`, `--restart`): the directory, absolute,
+/// where each checkpoint goes (`ckpt-SEQ/rank-R.img`).
+pub const CHECKPOINT_DIR_VAR: &str = "GRIDMPI_CHECKPOINT_DIR";

@@ -27,12 +27,41 @@
 //!   which sends the rank its reply. A malformed request gets an error
 //!   reply at once.
 //! - `job-connect` is refused with an error reply.
+//! - GridMPI's checkpoint protocol, PMI-1 only (`gridmpi_ckpt_frozen`,
+//!   `gridmpi_ckpt_written`, `gridmpi_ckpt_retire`): see
+//!   [the section below](#checkpoint-rounds).
+//!
+//! # Checkpoint rounds
+//!
+//! When the launcher checkpoints the job ([`Server::enable_checkpoints`]),
+//! a round goes:
+//!
+//! 1. The launcher calls [`Server::checkpoint_start`] and signals every rank.
+//! 2. Each rank freezes its MPI state and sends `cmd=gridmpi_ckpt_frozen
+//!    ok=1` (or `ok=0 reason=...`). Nobody gets an answer until every rank
+//!    of the job said ok=1: then each gets `cmd=gridmpi_ckpt_go rc=0
+//!    seq=N` ([`Event::CheckpointFrozen`]).
+//! 3. Each rank writes its image and sends `cmd=gridmpi_ckpt_written ok=1
+//!    bytes=B ms=T host=H path=P` (or `ok=0 reason=...`). Once every rank
+//!    did, the launcher gets [`Event::CheckpointWritten`], records the
+//!    checkpoint, and calls [`Server::checkpoint_finish`], which answers
+//!    every rank `cmd=gridmpi_ckpt_done rc=0 stop=0|1`.
+//!
+//! A rank that says ok=0, finalizes, retires, or closes its connection
+//! during a round, or the launcher ([`Server::checkpoint_abort`]: a
+//! timeout, a rank that exited), abandons it: every rank waiting gets
+//! `rc=1 msg=REASON` (`go` or `done`, as it waits for), later requests of
+//! the round get the same at once, and the launcher gets
+//! [`Event::CheckpointAbandoned`]. The job goes on.
+//!
+//! `cmd=gridmpi_ckpt_retire` (a rank entering MPI_Finalize) is answered
+//! `cmd=gridmpi_ckpt_retired rc=0` at once; from then on no round starts.
 //!
 //! Job attributes `PMI_process_mapping` (MPICH's node layout, in its
 //! `(vector,(node,count,ranks_per_node),...)` notation) and `universeSize`
 //! are answered from [`JobInfo`].
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use crate::spawn::{self, SpawnApp};
 use crate::wire::{Decoder, Message, Wire};
@@ -124,6 +153,26 @@ pub enum Event {
     /// with `env` added to its environment (the request's preput pairs).
     /// The rank waits for [`Server::spawn_done`].
     Spawn { rank: u32, apps: Vec<SpawnApp>, env: Vec<(String, String)> },
+    /// Every rank froze for checkpoint `seq` and was told to write its image.
+    CheckpointFrozen { seq: u64 },
+    /// Every rank wrote its image of checkpoint `seq` (in rank order). The
+    /// ranks wait for [`Server::checkpoint_finish`] (or
+    /// [`Server::checkpoint_abort`] if it cannot be recorded).
+    CheckpointWritten { seq: u64, images: Vec<ImageReport> },
+    /// Checkpoint `seq` was abandoned; the ranks go on.
+    CheckpointAbandoned { seq: u64, reason: String },
+}
+
+/// One rank's image of a checkpoint, as the rank reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageReport {
+    pub rank: u32,
+    /// The host it was written on (a local disk's image is only there).
+    pub host: String,
+    pub bytes: u64,
+    /// How long the rank took to write it, in milliseconds.
+    pub ms: u64,
+    pub path: String,
 }
 
 #[derive(Default)]
@@ -137,6 +186,27 @@ struct Conn {
     /// A spawn handed to the launcher and not answered yet: the wire to
     /// answer in, and the PMI-2 thrid.
     spawning: Option<(Wire, Option<String>)>,
+    /// The rank said it takes part in no more checkpoints (`gridmpi_ckpt_retire`).
+    retired: bool,
+}
+
+/// Where a checkpoint round is.
+enum Phase {
+    /// Waiting for every rank to freeze; these did (and wait for `go`).
+    Freezing { frozen: BTreeSet<u32> },
+    /// `go` sent; the images reported so far (those ranks wait for `done`).
+    Writing { images: BTreeMap<u32, ImageReport> },
+    /// Every image written: the launcher records the checkpoint; every
+    /// rank waits for `done`.
+    Recording,
+    /// Given up for this reason, which late requests of the round get.
+    Abandoned { reason: String },
+}
+
+/// The checkpoint round in progress, or the last one.
+struct Round {
+    seq: u64,
+    phase: Phase,
 }
 
 /// The blocks of a PMI-1 spawn request read so far.
@@ -182,6 +252,10 @@ pub struct Server {
     barriers: HashMap<String, Barrier>,
     node_waiters: Vec<NodeWaiter>,
     events: VecDeque<Event>,
+    /// Whether the launcher checkpoints this job (else every
+    /// `gridmpi_ckpt_*` request is refused).
+    checkpoints: bool,
+    round: Option<Round>,
 }
 
 impl Server {
@@ -198,6 +272,8 @@ impl Server {
             barriers: HashMap::new(),
             node_waiters: Vec::new(),
             events: VecDeque::new(),
+            checkpoints: false,
+            round: None,
         }
     }
 
@@ -246,6 +322,9 @@ impl Server {
             }
         }
         self.node_waiters.retain(|w| w.rank != rank);
+        if rank < self.info.size {
+            self.checkpoint_abort(&format!("rank {rank} closed its PMI connection"));
+        }
     }
 
     /// Whether `rank` has called finalize.
@@ -458,6 +537,7 @@ impl Server {
                 self.conns[rank as usize].finalized = true;
                 self.events.push_back(Event::Finalized { rank });
                 self.reply(rank, r("finalize_ack").with("rc", 0));
+                self.checkpoint_abort(&format!("rank {rank} called MPI_Finalize"));
             }
             "abort" => self.abort(rank, &msg),
             "publish_name" => {
@@ -475,6 +555,7 @@ impl Server {
                 };
                 self.reply(rank, reply)
             }
+            ckpt if ckpt.starts_with(CHECKPOINT_PREFIX) => self.checkpoint_request(rank, &msg),
             other => {
                 self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
                 let reply = r(&format!("{other}_result"))
@@ -587,6 +668,7 @@ impl Server {
                 self.conns[rank as usize].finalized = true;
                 self.events.push_back(Event::Finalized { rank });
                 self.reply(rank, r("finalize-response").with("rc", 0));
+                self.checkpoint_abort(&format!("rank {rank} called MPI_Finalize"));
             }
             "abort" => self.abort(rank, &msg),
             "name-publish" => {
@@ -720,6 +802,208 @@ impl Server {
             }
         }
     }
+}
+
+/// The commands of GridMPI's checkpoint protocol begin with this.
+const CHECKPOINT_PREFIX: &str = "gridmpi_ckpt_";
+
+/// Checkpoint rounds (see the module docs).
+impl Server {
+    /// The launcher checkpoints this job: serve the checkpoint protocol
+    /// (without this, its requests are refused).
+    pub fn enable_checkpoints(&mut self) {
+        self.checkpoints = true;
+    }
+
+    /// Start checkpoint round `seq`; the launcher then signals every rank.
+    /// Refused, saying why, when checkpointing is off, a round is in
+    /// progress, or a rank has finished or is finishing (it would never
+    /// freeze).
+    pub fn checkpoint_start(&mut self, seq: u64) -> Result<(), String> {
+        if !self.checkpoints {
+            return Err("checkpointing is not enabled".into());
+        }
+        if let Some(round) = self.round.as_ref().filter(|r| !matches!(r.phase, Phase::Abandoned { .. })) {
+            return Err(format!("checkpoint {} is in progress", round.seq));
+        }
+        for (rank, c) in self.conns.iter().enumerate() {
+            let gone = if c.retired {
+                "is finishing (it entered MPI_Finalize)"
+            } else if c.finalized {
+                "called MPI_Finalize"
+            } else if c.closed {
+                "closed its PMI connection"
+            } else {
+                continue;
+            };
+            return Err(format!("rank {rank} {gone}"));
+        }
+        self.round = Some(Round { seq, phase: Phase::Freezing { frozen: BTreeSet::new() } });
+        Ok(())
+    }
+
+    /// The launcher recorded the checkpoint of [`Event::CheckpointWritten`]:
+    /// every rank is told it is done, and whether to exit now (`stop`:
+    /// `--checkpoint-and-stop`). Nothing when no checkpoint waits for it.
+    pub fn checkpoint_finish(&mut self, stop: bool) {
+        let Some(Round { phase: Phase::Recording, .. }) = &self.round else { return };
+        self.round = None;
+        for rank in 0..self.info.size {
+            let m = Message::new(Wire::V1, "gridmpi_ckpt_done").with("rc", 0).with("stop", u8::from(stop));
+            self.reply(rank, m);
+        }
+    }
+
+    /// Abandon the round in progress (the launcher's reason: a timeout, a
+    /// rank that exited, a manifest it could not write): every rank that
+    /// waits is told why, and so is every later request of the round.
+    /// Nothing when no round is in progress.
+    pub fn checkpoint_abort(&mut self, reason: &str) {
+        let Some(round) = &mut self.round else { return };
+        let waiting: Vec<u32> = match &round.phase {
+            Phase::Abandoned { .. } => return,
+            Phase::Freezing { frozen } => frozen.iter().copied().collect(),
+            Phase::Writing { images } => images.keys().copied().collect(),
+            Phase::Recording => (0..self.info.size).collect(),
+        };
+        let answer = if matches!(round.phase, Phase::Freezing { .. }) { "gridmpi_ckpt_go" } else { "gridmpi_ckpt_done" };
+        let seq = round.seq;
+        round.phase = Phase::Abandoned { reason: reason.to_string() };
+        for rank in waiting {
+            self.reply(rank, Message::new(Wire::V1, answer).with("rc", 1).with("msg", one_line(reason)));
+        }
+        self.events.push_back(Event::CheckpointAbandoned { seq, reason: reason.to_string() });
+    }
+
+    /// The ranks the round in progress still waits for (to freeze, or to
+    /// report their image), for a timeout's message.
+    pub fn checkpoint_unanswered(&self) -> Vec<u32> {
+        let answered = |r: &u32| match &self.round.as_ref().map(|r| &r.phase) {
+            Some(Phase::Freezing { frozen }) => frozen.contains(r),
+            Some(Phase::Writing { images }) => images.contains_key(r),
+            _ => true,
+        };
+        (0..self.info.size).filter(|r| !answered(r)).collect()
+    }
+
+    /// The round in progress (not abandoned): its sequence number.
+    pub fn checkpoint_in_progress(&self) -> Option<u64> {
+        self.round.as_ref().filter(|r| !matches!(r.phase, Phase::Abandoned { .. })).map(|r| r.seq)
+    }
+
+    /// A `gridmpi_ckpt_*` request of `rank`.
+    fn checkpoint_request(&mut self, rank: u32, msg: &Message) {
+        let answer = match msg.cmd.as_str() {
+            "gridmpi_ckpt_frozen" => "gridmpi_ckpt_go",
+            "gridmpi_ckpt_written" => "gridmpi_ckpt_done",
+            "gridmpi_ckpt_retire" => "gridmpi_ckpt_retired",
+            other => {
+                if self.checkpoints {
+                    self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
+                }
+                let why = if self.checkpoints { format!("unknown checkpoint command {other}") } else { NOT_ENABLED.to_string() };
+                let m = Message::new(Wire::V1, &format!("{other}_result")).with("rc", -1).with("msg", why);
+                return self.reply(rank, m);
+            }
+        };
+        let refuse = |why: &str| Message::new(Wire::V1, answer).with("rc", 1).with("msg", one_line(why));
+        if !self.checkpoints {
+            return self.reply(rank, refuse(NOT_ENABLED));
+        }
+        if msg.cmd == "gridmpi_ckpt_retire" {
+            self.conns[rank as usize].retired = true;
+            self.reply(rank, Message::new(Wire::V1, answer).with("rc", 0));
+            return self.checkpoint_abort(&format!("rank {rank} is finishing (it entered MPI_Finalize)"));
+        }
+        // What the rank says: ok=1, or why not.
+        let refused = match msg.get("ok") {
+            Some("1") => None,
+            _ => Some(msg.get("reason").filter(|r| !r.trim().is_empty()).unwrap_or("no reason given").to_string()),
+        };
+        let Some(round) = &mut self.round else {
+            return self.reply(rank, refuse("no checkpoint in progress"));
+        };
+        let seq = round.seq;
+        match (&mut round.phase, msg.cmd.as_str()) {
+            (Phase::Abandoned { reason }, _) => {
+                let m = refuse(reason);
+                self.reply(rank, m)
+            }
+            (Phase::Freezing { frozen }, "gridmpi_ckpt_frozen") => {
+                if let Some(why) = refused {
+                    self.reply(rank, refuse(&format!("rank {rank} cannot be checkpointed: {why}")));
+                    return self.checkpoint_abort(&format!("rank {rank} cannot be checkpointed: {why}"));
+                }
+                if !frozen.insert(rank) {
+                    return self.protocol_error(rank, format!("said twice that it froze for checkpoint {seq}"));
+                }
+                if frozen.len() < self.info.size as usize {
+                    return;
+                }
+                round.phase = Phase::Writing { images: BTreeMap::new() };
+                for r in 0..self.info.size {
+                    self.reply(r, Message::new(Wire::V1, answer).with("rc", 0).with("seq", seq));
+                }
+                self.events.push_back(Event::CheckpointFrozen { seq });
+            }
+            (Phase::Writing { images }, "gridmpi_ckpt_written") => {
+                let report = match refused {
+                    Some(why) => Err(format!("rank {rank} could not write its image: {why}")),
+                    None => image_report(rank, msg),
+                };
+                let report = match report {
+                    Ok(r) => r,
+                    Err(why) => {
+                        self.reply(rank, refuse(&why));
+                        return self.checkpoint_abort(&why);
+                    }
+                };
+                if images.insert(rank, report).is_some() {
+                    return self.protocol_error(rank, format!("reported its image of checkpoint {seq} twice"));
+                }
+                if images.len() < self.info.size as usize {
+                    return;
+                }
+                let images = std::mem::take(images).into_values().collect();
+                round.phase = Phase::Recording;
+                self.events.push_back(Event::CheckpointWritten { seq, images });
+            }
+            (Phase::Recording, _) => self.protocol_error(rank, format!("a checkpoint request while checkpoint {seq} is being recorded")),
+            (Phase::Freezing { .. }, _) => {
+                let m = refuse(&format!("checkpoint {seq}: an image reported before every rank froze"));
+                self.reply(rank, m)
+            }
+            (Phase::Writing { .. }, _) => {
+                let m = refuse(&format!("checkpoint {seq} is being written: every rank froze already"));
+                self.reply(rank, m)
+            }
+        }
+    }
+
+    /// `rank` broke the protocol: its connection is useless now.
+    fn protocol_error(&mut self, rank: u32, message: String) {
+        self.conns[rank as usize].broken = true;
+        self.events.push_back(Event::ProtocolError { rank, message });
+    }
+}
+
+/// The refusal of a checkpoint request in a job that is not checkpointed.
+const NOT_ENABLED: &str = "checkpointing is not enabled (gridmpirun --checkpoint-dir)";
+
+/// The image a `gridmpi_ckpt_written ok=1` reports, or what it lacks.
+fn image_report(rank: u32, msg: &Message) -> Result<ImageReport, String> {
+    let number = |key: &str| {
+        msg.get(key)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| format!("rank {rank} reported its image without a valid {key}= (a count)"))
+    };
+    let text = |key: &str| {
+        msg.get(key)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("rank {rank} reported its image without {key}="))
+    };
+    Ok(ImageReport { rank, host: text("host")?, bytes: number("bytes")?, ms: number("ms")?, path: text("path")? })
 }
 
 /// An error message as one line (a reply is one line in PMI-1).
@@ -991,6 +1275,200 @@ mod tests {
         assert!(v2("ncmds=1 subcmd=a maxprocs=1 argc=1 argv1=x").contains("without argv0"));
         assert!(v2("ncmds=1 subcmd= maxprocs=1 argc=0").contains("no command"));
         assert!(v2("subcmd=a maxprocs=1 argc=0").contains("without ncmds"));
+    }
+
+    /// A job of `n` ranks with checkpointing on and round 1 started.
+    fn checkpointed(n: u32) -> Server {
+        let mut s = Server::new(JobInfo::single_node(n, "k"));
+        s.enable_checkpoints();
+        s.checkpoint_start(1).unwrap();
+        s
+    }
+
+    const FROZEN: &[u8] = b"cmd=gridmpi_ckpt_frozen ok=1\n";
+
+    fn written(rank: u32) -> Vec<u8> {
+        format!("cmd=gridmpi_ckpt_written ok=1 bytes={} ms={} host=h{rank} path=/c/ckpt-1/rank\\ {rank}.img\n", 1000 + rank, 10 * rank).into_bytes()
+    }
+
+    fn abandoned(events: &[Event]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::CheckpointAbandoned { reason, .. } => Some(reason.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_round_goes_when_every_rank_froze_and_is_done_when_every_image_is_written() {
+        let mut s = checkpointed(3);
+        assert_eq!(s.checkpoint_in_progress(), Some(1));
+        s.receive(2, FROZEN);
+        s.receive(0, FROZEN);
+        assert!(drain(&mut s).is_empty(), "nobody is answered before every rank froze");
+        assert_eq!(s.checkpoint_unanswered(), vec![1]);
+        s.receive(1, FROZEN);
+        let ev = drain(&mut s);
+        assert_eq!(replies(&ev), (0..3).map(|r| (r, "cmd=gridmpi_ckpt_go rc=0 seq=1\n".to_string())).collect::<Vec<_>>());
+        assert!(ev.contains(&Event::CheckpointFrozen { seq: 1 }));
+
+        for r in [1, 0] {
+            s.receive(r, &written(r));
+        }
+        assert!(drain(&mut s).is_empty());
+        assert_eq!(s.checkpoint_unanswered(), vec![2]);
+        s.receive(2, &written(2));
+        let ev = drain(&mut s);
+        let Some(Event::CheckpointWritten { seq: 1, images }) = ev.first() else { panic!("{ev:?}") };
+        assert_eq!(images.len(), 3);
+        assert_eq!(images[1], ImageReport { rank: 1, host: "h1".into(), bytes: 1001, ms: 10, path: "/c/ckpt-1/rank 1.img".into() });
+        assert!(replies(&ev).is_empty(), "the ranks wait while the launcher records the checkpoint");
+        assert!(s.checkpoint_start(2).unwrap_err().contains("checkpoint 1 is in progress"));
+
+        s.checkpoint_finish(false);
+        let r = replies(&drain(&mut s));
+        assert_eq!(r, (0..3).map(|r| (r, "cmd=gridmpi_ckpt_done rc=0 stop=0\n".to_string())).collect::<Vec<_>>());
+        assert_eq!(s.checkpoint_in_progress(), None);
+        s.checkpoint_finish(false);
+        assert!(drain(&mut s).is_empty(), "finished once");
+
+        // The next round, told to stop.
+        s.checkpoint_start(2).unwrap();
+        for r in 0..3 {
+            s.receive(r, FROZEN);
+        }
+        assert!(replies(&drain(&mut s))[0].1.ends_with("seq=2\n"));
+        for r in 0..3 {
+            s.receive(r, &written(r));
+        }
+        assert!(matches!(drain(&mut s)[..], [Event::CheckpointWritten { seq: 2, .. }]));
+        s.checkpoint_finish(true);
+        assert!(replies(&drain(&mut s)).iter().all(|(_, m)| m == "cmd=gridmpi_ckpt_done rc=0 stop=1\n"));
+    }
+
+    #[test]
+    fn a_rank_that_cannot_freeze_abandons_the_round_for_all() {
+        let mut s = checkpointed(3);
+        s.receive(0, FROZEN);
+        s.receive(1, b"cmd=gridmpi_ckpt_frozen ok=0 reason=an\\ open\\ socket\n");
+        let ev = drain(&mut s);
+        let r = replies(&ev);
+        let want = "cmd=gridmpi_ckpt_go rc=1 msg=rank\\ 1\\ cannot\\ be\\ checkpointed:\\ an\\ open\\ socket\n";
+        assert_eq!(r, vec![(1, want.to_string()), (0, want.to_string())]);
+        assert_eq!(abandoned(&ev), vec!["rank 1 cannot be checkpointed: an open socket".to_string()]);
+        // The late rank of the round is told at once.
+        s.receive(2, FROZEN);
+        assert_eq!(replies(&drain(&mut s)), vec![(2, want.to_string())]);
+        assert_eq!(s.checkpoint_in_progress(), None);
+        // The job goes on: a new round may start.
+        s.checkpoint_start(2).unwrap();
+    }
+
+    #[test]
+    fn an_image_that_could_not_be_written_fails_the_checkpoint() {
+        let mut s = checkpointed(3);
+        for r in 0..3 {
+            s.receive(r, FROZEN);
+        }
+        drain(&mut s);
+        s.receive(2, &written(2));
+        s.receive(0, b"cmd=gridmpi_ckpt_written ok=0 reason=disk\\ full\n");
+        let ev = drain(&mut s);
+        let want = "cmd=gridmpi_ckpt_done rc=1 msg=rank\\ 0\\ could\\ not\\ write\\ its\\ image:\\ disk\\ full\n";
+        assert_eq!(replies(&ev), vec![(0, want.to_string()), (2, want.to_string())]);
+        assert_eq!(abandoned(&ev).len(), 1);
+        s.receive(1, &written(1));
+        assert_eq!(replies(&drain(&mut s)), vec![(1, want.to_string())]);
+        // A report lacking a field is a failure too.
+        let mut s = checkpointed(1);
+        s.receive(0, FROZEN);
+        drain(&mut s);
+        s.receive(0, b"cmd=gridmpi_ckpt_written ok=1 bytes=12 host=h path=/p\n");
+        let ev = drain(&mut s);
+        assert!(abandoned(&ev)[0].contains("without a valid ms="), "{ev:?}");
+    }
+
+    #[test]
+    fn a_rank_finishing_during_a_round_abandons_it() {
+        // Retiring: answered at once; no round starts after.
+        let mut s = checkpointed(2);
+        s.receive(0, FROZEN);
+        s.receive(1, b"cmd=gridmpi_ckpt_retire\n");
+        let ev = drain(&mut s);
+        let r = replies(&ev);
+        assert_eq!(r[0], (1, "cmd=gridmpi_ckpt_retired rc=0\n".to_string()));
+        assert_eq!(r[1].0, 0);
+        assert!(r[1].1.starts_with("cmd=gridmpi_ckpt_go rc=1 msg=rank\\ 1\\ is\\ finishing"), "{r:?}");
+        assert_eq!(abandoned(&ev).len(), 1);
+        assert!(s.checkpoint_start(2).unwrap_err().contains("rank 1 is finishing"));
+
+        // Finalizing, closing the connection, the launcher's timeout.
+        for end in 0..3 {
+            let mut s = checkpointed(2);
+            s.receive(0, FROZEN);
+            match end {
+                0 => s.receive(1, b"cmd=finalize\n"),
+                1 => s.disconnected(1),
+                _ => {
+                    assert_eq!(s.checkpoint_unanswered(), vec![1]);
+                    s.checkpoint_abort("rank 1 did not freeze within 60 s");
+                }
+            }
+            let ev = drain(&mut s);
+            let reason = &abandoned(&ev)[0];
+            assert!(reason.contains("rank 1"), "{reason}");
+            assert!(replies(&ev).iter().any(|(r, m)| *r == 0 && m.starts_with("cmd=gridmpi_ckpt_go rc=1")), "{ev:?}");
+            s.checkpoint_abort("again");
+            assert!(drain(&mut s).is_empty(), "abandoned once");
+        }
+        // During the writing phase: the ranks waiting are told `done rc=1`.
+        let mut s = checkpointed(2);
+        s.receive(0, FROZEN);
+        s.receive(1, FROZEN);
+        s.receive(0, &written(0));
+        drain(&mut s);
+        s.disconnected(1);
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.len(), 1);
+        assert!(r[0].1.starts_with("cmd=gridmpi_ckpt_done rc=1 msg=rank\\ 1\\ closed"), "{r:?}");
+        // While the launcher records it: everyone is.
+        let mut s = checkpointed(2);
+        for m in [FROZEN.to_vec(), written(0)] {
+            s.receive(0, &m);
+            s.receive(1, &m);
+        }
+        drain(&mut s);
+        s.checkpoint_abort("cannot write the manifest");
+        assert_eq!(replies(&drain(&mut s)).len(), 2);
+    }
+
+    #[test]
+    fn requests_outside_a_round_are_refused_at_once() {
+        let mut s = Server::new(JobInfo::single_node(2, "k"));
+        s.receive(0, FROZEN);
+        s.receive(0, b"cmd=gridmpi_ckpt_retire\ncmd=gridmpi_ckpt_what\n");
+        let r = replies(&drain(&mut s));
+        let off = "msg=checkpointing\\ is\\ not\\ enabled\\ (gridmpirun\\ --checkpoint-dir)\n";
+        assert_eq!(r[0].1, format!("cmd=gridmpi_ckpt_go rc=1 {off}"));
+        assert_eq!(r[1].1, format!("cmd=gridmpi_ckpt_retired rc=1 {off}"));
+        assert_eq!(r[2].1, format!("cmd=gridmpi_ckpt_what_result rc=-1 {off}"));
+        assert!(s.checkpoint_start(1).is_err());
+
+        s.enable_checkpoints();
+        s.receive(1, FROZEN);
+        s.receive(1, &written(1));
+        let r = replies(&drain(&mut s));
+        assert_eq!(r[0].1, "cmd=gridmpi_ckpt_go rc=1 msg=no\\ checkpoint\\ in\\ progress\n");
+        assert_eq!(r[1].1, "cmd=gridmpi_ckpt_done rc=1 msg=no\\ checkpoint\\ in\\ progress\n");
+        // Out of order within a round; twice is a broken protocol.
+        s.checkpoint_start(1).unwrap();
+        s.receive(0, &written(0));
+        assert!(replies(&drain(&mut s))[0].1.starts_with("cmd=gridmpi_ckpt_done rc=1 msg=checkpoint\\ 1:\\ an\\ image"));
+        s.receive(0, FROZEN);
+        s.receive(0, FROZEN);
+        assert!(matches!(drain(&mut s)[..], [Event::ProtocolError { rank: 0, .. }]));
     }
 
     #[test]

@@ -44,6 +44,10 @@ use tuning::{set_buf, set_nonblocking_nodelay, socket_error, socket_unsent};
 
 pub use tuning::Tuning;
 
+/// Why a link was re-made after [`Tcp::after_restore`] (its
+/// `ConnEvent::Resumed` says so: an expected break, not the network's).
+pub const RESTARTED: &str = "restarted from a checkpoint";
+
 /// Tokens in the transport's epoll set: the listening socket, then one per
 /// connection slot.
 const LISTEN_TOKEN: u64 = 0;
@@ -358,7 +362,7 @@ impl Tcp {
                 continue; // done with, or never connected: made when needed
             }
             let partial = link.carry.as_ref().is_some_and(|c| c.len() > 0 || c.direct.is_some());
-            let why = "restarted from a checkpoint".to_string();
+            let why = RESTARTED.to_string();
             link.broken = Some(Broken { since: now, why, needed: pending || partial, attempts: 0, next_attempt: now });
         }
         Ok(())
