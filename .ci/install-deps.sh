@@ -31,3 +31,5 @@ if [ ! -x /opt/mpi4py/bin/python ] || ! /opt/mpi4py/bin/python -c 'import mpi4py
     python3 -m venv /opt/mpi4py
     /opt/mpi4py/bin/pip install -q mpi4py
 fi
+# numpy beside it: tests/checkpoint/mpi.sh checkpoints an mpi4py + numpy program.
+/opt/mpi4py/bin/python -c 'import numpy' 2>/dev/null || /opt/mpi4py/bin/pip install -q numpy

@@ -14,7 +14,8 @@
 #   stop      --checkpoint-and-stop: the job ends at its first checkpoint
 #             (exit 0), the restart finishes it.
 # And the IS-like kernel of bench/wan (is_sort.c, verified every
-# iteration) is killed after a checkpoint and restarted.
+# iteration) and an mpi4py + numpy program are killed after a checkpoint
+# and restarted.
 #
 # RANKS (default 4), ITERS (default 1500) and ROUNDS set the size.
 set -u
@@ -170,6 +171,29 @@ if killed_after_checkpoint "$d" 1 "is_sort"; then
         fail "is_sort restart (exit $rc):"
         tail -20 <<< "$out" >&2
     fi
+fi
+
+# mpi4py + numpy (the wheel in /opt/mpi4py, with numpy beside it)
+PY=${MPI4PY_VENV:-/opt/mpi4py}/bin/python
+if [ -x "$PY" ] && "$PY" -c 'import mpi4py, numpy' 2> /dev/null; then
+    export LD_LIBRARY_PATH=$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    cp "$ROOT/tests/checkpoint/mpi4py_loop.py" "$WORK/"
+    # (the reference runs as a checkpointed job does, on TCP only: the
+    # order of its floating-point sums depends on the collectives' algorithms)
+    pyref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/pyref" "$PY" "$WORK/mpi4py_loop.py" 800 | grep '^mpi4py_loop:')
+    d=$WORK/python
+    start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$PY" "$WORK/mpi4py_loop.py" 800
+    if killed_after_checkpoint "$d" 1 "mpi4py"; then
+        out=$("$RUN" --restart "$d" 2>&1)
+        if [[ "$pyref" == *"wrong 0" ]] && grep -qxF "$pyref" <<< "$out"; then
+            pass "mpi4py + numpy killed after a checkpoint, restarted"
+        else
+            fail "mpi4py restart: expected '$pyref', got:"
+            tail -20 <<< "$out" >&2
+        fi
+    fi
+else
+    echo "skip: mpi4py + numpy (no $PY with both)"
 fi
 
 [ -z "$(ls /dev/shm | grep gridmpi- || true)" ] || echo "note: /dev/shm holds gridmpi files (other jobs?)"
