@@ -13,9 +13,9 @@
 #             restarted again (a restored process checkpoints again);
 #   stop      --checkpoint-and-stop: the job ends at its first checkpoint
 #             (exit 0), the restart finishes it.
-# And the IS-like kernel of bench/wan (is_sort.c, verified every
-# iteration) and an mpi4py + numpy program are killed after a checkpoint
-# and restarted.
+# And the IS-like and FT-like kernels of bench/wan (is_sort.c,
+# ft_transpose.c: they verify their results) and an mpi4py + numpy program
+# are killed after a checkpoint and restarted.
 #
 # RANKS (default 4), ITERS (default 1500) and ROUNDS set the size.
 set -u
@@ -40,7 +40,9 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { checks=$((checks + 1)); echo "ok: $*"; }
 
 "$BUILD/bin/mpicc" -O1 -o "$WORK/mpi_loop" "$ROOT/tests/checkpoint/mpi_loop.c" || { echo "mpi.sh: cannot build mpi_loop.c" >&2; exit 2; }
-"$BUILD/bin/mpicc" -O2 -o "$WORK/is_sort" "$ROOT/bench/wan/is_sort.c" || { echo "mpi.sh: cannot build is_sort.c" >&2; exit 2; }
+for k in is_sort ft_transpose; do
+    "$BUILD/bin/mpicc" -O2 -o "$WORK/$k" "$ROOT/bench/wan/$k.c" -lm || { echo "mpi.sh: cannot build $k.c" >&2; exit 2; }
+done
 
 ref=$("$RUN" -n "$RANKS" "$WORK/mpi_loop" "$ITERS" | grep '^mpi_loop:')
 case "$ref" in
@@ -82,7 +84,7 @@ killed_after_checkpoint() {
     random_pause
     kill -QUIT "$job"
     if ! wait_checkpoint "$dir" "$seq"; then
-        fail "$name: checkpoint $seq was not written within 30 s"
+        fail "$name: checkpoint $seq was not written within 30 s: $(tail -3 "$WORK/out" | tr "\n" "|")"
         kill -9 "$job" 2> /dev/null
         wait "$job" 2> /dev/null
         return 1
@@ -159,19 +161,26 @@ else
     tail -20 "$WORK/out" >&2
 fi
 
-# the IS-like kernel (verifies every iteration's sort; exits non-zero if wrong)
-d=$WORK/is
-start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
-if killed_after_checkpoint "$d" 1 "is_sort"; then
+# bench/wan's NPB-like kernels: each verifies its own results (IS every
+# iteration's sort, FT the data after every forward and inverse 3-D FFT)
+# and prints CHECK ok errors=0 (non-zero exit otherwise).
+kernel_case() { # NAME BINARY ARGS...
+    local name=$1 d=$WORK/ck-$1
+    shift
+    start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$@"
+    killed_after_checkpoint "$d" 1 "$name" || return
+    local out rc
     out=$("$RUN" --restart "$d" 2>&1)
     rc=$?
     if [ $rc -eq 0 ] && grep -q '^CHECK ok errors=0' <<< "$out"; then
-        pass "is_sort killed after a checkpoint, restarted, verified"
+        pass "$name killed after a checkpoint, restarted, verified"
     else
-        fail "is_sort restart (exit $rc):"
+        fail "$name restart (exit $rc):"
         tail -20 <<< "$out" >&2
     fi
-fi
+}
+kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
+kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
 
 # mpi4py + numpy (the wheel in /opt/mpi4py, with numpy beside it)
 PY=${MPI4PY_VENV:-/opt/mpi4py}/bin/python
