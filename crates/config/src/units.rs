@@ -123,7 +123,7 @@ pub enum Bare {
     Micros,
 }
 
-const DURATION_FORM: &str = "expected a duration such as 5ms, 250us, 1.5s or 100ns";
+const DURATION_FORM: &str = "expected a duration such as 5ms, 250us, 1.5s, 100ns, 10min or 2h";
 
 /// A duration (see the module's rule); `bare` says what a number without a
 /// unit means.
@@ -135,9 +135,13 @@ pub fn parse_duration(text: &str, bare: Bare) -> Result<Duration, String> {
         "us" | "µs" | "μs" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
+        // Minutes are `min`, never `m` (milli? mega?): an outage budget or
+        // a checkpoint interval is naturally written in minutes.
+        "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         "" if number.is_zero() => 1,
         "" if bare == Bare::Micros => 1_000,
-        "" => return Err(format!("{text:?} needs a unit (ns, us, ms, s): {DURATION_FORM}; only 0 may go without")),
+        "" => return Err(format!("{text:?} needs a unit (ns, us, ms, s, min, h): {DURATION_FORM}; only 0 may go without")),
         _ => return Err(format!("{text:?}: unknown duration unit {unit:?}; {DURATION_FORM}")),
     };
     let nanos = number.times(nanos_per_unit).ok_or_else(|| format!("{text:?}: too long a duration"))?;
@@ -238,6 +242,8 @@ mod tests {
             ("100ns", Duration::from_nanos(100)),
             ("2s", Duration::from_secs(2)),
             ("30S", Duration::from_secs(30)),
+            ("10min", Duration::from_secs(600)),
+            ("1.5h", Duration::from_secs(5400)),
             ("5 ms", ms(5)),
             ("0", Duration::ZERO),
         ] {
@@ -253,7 +259,7 @@ mod tests {
         assert!(e.contains("\"5\"") && e.contains("unit") && e.contains("5ms"), "{e}");
         assert_eq!(parse_duration("200", Bare::Micros), Ok(Duration::from_micros(200)));
         assert_eq!(parse_duration("1.5", Bare::Micros), Ok(Duration::from_nanos(1500)));
-        for text in ["soon", "", "ms", "-1ms", "-1", "5 min", "5m", "99999999999s"] {
+        for text in ["soon", "", "ms", "-1ms", "-1", "5m", "5 minutes", "99999999999s"] {
             let e = parse_duration(text, Bare::Micros).unwrap_err();
             assert!(e.contains(&format!("{text:?}")), "{text}: {e}");
         }
