@@ -14,8 +14,9 @@
 #   stop      --checkpoint-and-stop: the job ends at its first checkpoint
 #             (exit 0), the restart finishes it.
 # And the IS-like and FT-like kernels of bench/wan (is_sort.c,
-# ft_transpose.c: they verify their results) and an mpi4py + numpy program
-# are killed after a checkpoint and restarted.
+# ft_transpose.c: they verify their results), mpi_threads.c (threads
+# inside MPI at the checkpoint) and an mpi4py + numpy program are killed
+# after a checkpoint and restarted.
 #
 # RANKS (default 4), ITERS (default 1500) and ROUNDS set the size.
 set -u
@@ -40,6 +41,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { checks=$((checks + 1)); echo "ok: $*"; }
 
 "$BUILD/bin/mpicc" -O1 -o "$WORK/mpi_loop" "$ROOT/tests/checkpoint/mpi_loop.c" || { echo "mpi.sh: cannot build mpi_loop.c" >&2; exit 2; }
+"$BUILD/bin/mpicc" -O1 -pthread -o "$WORK/mpi_threads" "$ROOT/tests/checkpoint/mpi_threads.c" || { echo "mpi.sh: cannot build mpi_threads.c" >&2; exit 2; }
 for k in is_sort ft_transpose; do
     "$BUILD/bin/mpicc" -O2 -o "$WORK/$k" "$ROOT/bench/wan/$k.c" -lm || { echo "mpi.sh: cannot build $k.c" >&2; exit 2; }
 done
@@ -181,6 +183,20 @@ kernel_case() { # NAME BINARY ARGS...
 }
 kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
 kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
+
+# threads inside MPI at the checkpoint (MPI_THREAD_MULTIPLE, 3 threads a rank)
+tref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/tref" "$WORK/mpi_threads" 1000 | grep '^mpi_threads:')
+d=$WORK/ck-threads
+start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_threads" 1000
+if killed_after_checkpoint "$d" 1 "mpi_threads"; then
+    out=$("$RUN" --restart "$d" 2>&1)
+    if [[ "$tref" == *"wrong 0" ]] && grep -qxF "$tref" <<< "$out"; then
+        pass "threads inside MPI: killed after a checkpoint, restarted"
+    else
+        fail "mpi_threads restart: expected '$tref', got:"
+        tail -20 <<< "$out" >&2
+    fi
+fi
 
 # mpi4py + numpy (the wheel in /opt/mpi4py, with numpy beside it)
 PY=${MPI4PY_VENV:-/opt/mpi4py}/bin/python

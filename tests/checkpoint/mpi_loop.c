@@ -7,8 +7,10 @@
  * cycles through eager and rendezvous sizes (8 B to 1 MiB), nonblocking,
  * with contents that depend on the sender, the iteration and the offset;
  * then an MPI_Alltoall of ints and an MPI_Allreduce of a running checksum,
- * on a communicator of its own (MPI_Comm_split), with a derived datatype
- * and a persistent request for the ring. Every byte received is checked.
+ * on a communicator of its own (MPI_Comm_split), with a derived datatype,
+ * a persistent request for the ring and a one-sided window (a put to the
+ * neighbour and an accumulate to rank 0 in fence epochs). Every byte
+ * received is checked.
  * After the last iteration rank 0 prints the checksum and the number of
  * wrong bytes: a run checkpointed, killed and restarted must print exactly
  * what an uninterrupted run prints.
@@ -56,6 +58,13 @@ int main(int argc, char **argv)
     int max = sizes[NSIZES - 1];
     unsigned char *out = malloc(max), *in = malloc(max);
     int *a2a_out = malloc(n * sizeof(int)), *a2a_in = malloc(n * sizeof(int));
+    /* A window: every iteration each rank puts a value into its right
+     * neighbour's slot and adds to rank 0's counter (fence epochs). */
+    long *slots;
+    MPI_Win win;
+    MPI_Win_allocate(2 * sizeof(long), sizeof(long), MPI_INFO_NULL, comm, &slots, &win);
+    slots[0] = slots[1] = 0;
+    MPI_Win_fence(0, win);
     int token_out = 0, token_in = -1;
     MPI_Request ring_token[2];
     MPI_Send_init(&token_out, 1, MPI_INT, to, 7, comm, &ring_token[0]);
@@ -89,6 +98,13 @@ int main(int argc, char **argv)
         MPI_Waitall(2, ring_token, MPI_STATUSES_IGNORE);
         if (token_in != it * n + from)
             wrong++;
+        long put = (long)it * 1000 + me, one = 1;
+        MPI_Put(&put, 1, MPI_LONG, to, 0, 1, MPI_LONG, win);
+        MPI_Accumulate(&one, 1, MPI_LONG, 0, 1, 1, MPI_LONG, MPI_SUM, win);
+        MPI_Win_fence(0, win);
+        if (slots[0] != (long)it * 1000 + from || (me == 0 && slots[1] != (long)(it + 1) * n))
+            wrong++;
+        MPI_Win_fence(0, win);
         uint64_t all;
         MPI_Allreduce(&sum, &all, 1, MPI_UINT64_T, MPI_BXOR, comm);
         sum ^= all >> 7;
@@ -102,6 +118,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("mpi_loop: %d ranks, %d iterations, checksum %016llx, wrong %ld\n", size, iters,
                (unsigned long long)total, wrong_all);
+    MPI_Win_free(&win);
     MPI_Request_free(&ring_token[0]);
     MPI_Request_free(&ring_token[1]);
     MPI_Type_free(&pair);
