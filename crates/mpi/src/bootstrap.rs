@@ -339,7 +339,7 @@ fn local_ipv4_addrs() -> Vec<Ipv4Addr> {
 
 /// The cluster map from the topology file, the launcher's cluster names, or
 /// discovery (see clustermap.rs).
-fn build_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], port: Option<u16>) -> Result<ClusterMap, String> {
+pub fn build_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], port: Option<u16>) -> Result<ClusterMap, String> {
     let n = cards.len();
     let hosts: Vec<String> = cards.iter().map(|c| c.host.clone()).collect();
     let mut map = match config.text("GRIDMPI_TOPOLOGY") {

@@ -206,10 +206,19 @@ fn restarted(st: &mut State) {
     if let Some((_, d)) = handover.iter().find(|(k, _)| k == DIR_VAR) {
         *DIR.lock().unwrap_or_else(|p| p.into_inner()) = d.clone();
     }
-    if let Err(e) = st.rt.after_restore(&handover) {
-        eprintln!("gridmpi: rank {}: cannot resume after the restart: {e}", st.rt.me);
-        // SAFETY: ending the process; nothing of it can go on.
-        unsafe { libc::_exit(1) };
+    match st.rt.after_restore(&handover) {
+        Ok(None) => {}
+        Ok(Some(before)) => {
+            if st.rt.me == 0 {
+                eprintln!("gridmpi: the cluster map changed at the restart: it was {}, it is {}", before.describe(), st.rt.map.describe());
+            }
+            crate::lifecycle::describe_clusters(&mut st.world, &st.rt);
+        }
+        Err(e) => {
+            eprintln!("gridmpi: rank {}: cannot resume after the restart: {e}", st.rt.me);
+            // SAFETY: ending the process; nothing of it can go on.
+            unsafe { libc::_exit(1) };
+        }
     }
     state::wake_all(st);
 }

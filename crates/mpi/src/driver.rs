@@ -258,11 +258,12 @@ impl Driver {
         Ok(())
     }
 
-    /// Where the peers are now (after a restart: new hosts, new pids).
-    pub fn rename_peer(&mut self, peer: Pid, host: String, os_pid: u32) {
+    /// Where a peer is now (after a restart: a new host, pid and cluster).
+    pub fn rename_peer(&mut self, peer: Pid, host: String, os_pid: u32, cluster: String) {
         let n = &mut self.names[peer as usize];
         n.host = host;
         n.os_pid = os_pid;
+        n.cluster = cluster;
     }
 
     /// The TCP transport, if this process has one.

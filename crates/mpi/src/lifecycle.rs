@@ -134,14 +134,7 @@ fn start() -> R<()> {
     let world_group = Arc::new(Group::new((0..size).collect()));
     let mut world = Comm::new(0, world_group, me as i32, MPI_ERRORS_ARE_FATAL);
     world.name = "MPI_COMM_WORLD".into();
-    // The cluster map, readable with MPI_Comm_get_info(MPI_COMM_WORLD).
-    let my_cluster = rt.map.cluster_of(me);
-    world.info = vec![
-        ("gridmpi_cluster".into(), rt.map.names[my_cluster as usize].clone()),
-        ("gridmpi_cluster_index".into(), my_cluster.to_string()),
-        ("gridmpi_clusters".into(), rt.map.clusters().to_string()),
-        ("gridmpi_cluster_map".into(), rt.map.describe()),
-    ];
+    describe_clusters(&mut world, &rt);
     let mut selfc = Comm::new(2, Arc::new(Group::new(vec![me])), 0, MPI_ERRORS_ARE_FATAL);
     selfc.name = "MPI_COMM_SELF".into();
     let st = State {
@@ -188,6 +181,18 @@ fn start() -> R<()> {
         crate::checkpoint::start(dir).map_err(|e| err(MPI_ERR_OTHER, e))?;
     }
     Ok(())
+}
+
+/// The cluster map, readable with MPI_Comm_get_info(MPI_COMM_WORLD).
+pub fn describe_clusters(world: &mut Comm, rt: &Runtime) {
+    let my_cluster = rt.map.cluster_of(rt.me);
+    world.info.retain(|(k, _)| !k.starts_with("gridmpi_cluster"));
+    world.info.extend([
+        ("gridmpi_cluster".into(), rt.map.names[my_cluster as usize].clone()),
+        ("gridmpi_cluster_index".into(), my_cluster.to_string()),
+        ("gridmpi_clusters".into(), rt.map.clusters().to_string()),
+        ("gridmpi_cluster_map".into(), rt.map.describe()),
+    ]);
 }
 
 /// Drain, meet every process of the job, close the transports, say

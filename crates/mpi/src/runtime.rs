@@ -216,10 +216,14 @@ impl Runtime {
     /// This process was restored from a checkpoint by a new gridmpirun
     /// (`handover`: gridmpi-restore's environment, see
     /// gridmpi_checkpoint::handover): talk to that launcher, listen again,
-    /// tell the other ranks where we are now and learn where they are. The
-    /// links then resume as after a reset (Tcp::after_restore). The map,
-    /// the secret and everything MPI holds are the image's.
-    pub fn after_restore(&mut self, handover: &[(String, String)]) -> Result<(), String> {
+    /// tell the other ranks where we are now and learn where they are, and
+    /// build the cluster map again as the new job's settings say (its
+    /// hostfile's clusters, topology file, or discovery): the ranks may
+    /// have moved to other clusters. The links then resume as after a
+    /// reset (Tcp::after_restore). The secret, the other settings and
+    /// everything MPI holds are the image's. Returns the map as it was
+    /// before, if it changed.
+    pub fn after_restore(&mut self, handover: &[(String, String)]) -> Result<Option<ClusterMap>, String> {
         let get = |k: &str| handover.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
         let number = |k: &str| -> Result<i64, String> {
             let v = get(k).ok_or_else(|| format!("the restarting launcher did not set {k} (was this restored by gridmpirun --restart?)"))?;
@@ -236,32 +240,49 @@ impl Runtime {
         // The old connection's descriptor is a placeholder: dropping it
         // closes /dev/null.
         self.pmi = pmi;
-        let addrs = bootstrap::published_addrs(get("GRIDMPI_TCP_ADDR").unwrap_or(""))?;
-        let ports = bootstrap::port_range(get("GRIDMPI_TCP_PORTS").unwrap_or(""))?;
+        // The new job's settings, for what depends on where the ranks are now.
+        let fresh = Config::load_from(None, handover).map_err(|e| format!("the restarting job's settings: {e}"))?;
+        let addrs = bootstrap::published_addrs(fresh.text("GRIDMPI_TCP_ADDR"))?;
+        let ports = bootstrap::port_range(fresh.text("GRIDMPI_TCP_PORTS"))?;
         self.driver.after_restore(bootstrap::bind_address(&addrs), ports)?;
-        let mine = &self.cards[self.me as usize];
+        let port = self.driver.tcp_mut().map(|t| t.port());
         let card = Card {
             host: sys::hostname(),
             host_key: sys::host_key(),
             os_pid: sys::getpid(),
-            port: self.driver.tcp_mut().map_or(0, |t| t.port()),
+            port: port.unwrap_or(0),
             addrs,
-            cluster: mine.cluster.clone(),
+            cluster: fresh.text("GRIDMPI_CLUSTER").replace(';', "_"),
             cpus: sys::affinity_mask(),
             shm_prefix: String::new(),
             relay: None,
         };
         let cards = if self.size > 1 { bootstrap::exchange_cards(&mut self.pmi, self.me, self.size, &card)? } else { vec![card] };
         for (r, c) in cards.into_iter().enumerate() {
-            self.driver.rename_peer(r as Pid, c.host.clone(), c.os_pid);
             self.cards[r] = c;
+        }
+        let map = if self.size > 1 { bootstrap::build_map(&fresh, &mut self.pmi, self.me, &self.cards, port)? } else { self.map.clone() };
+        let before = (map.describe() != self.map.describe()).then(|| std::mem::replace(&mut self.map, map));
+        let map = &self.map;
+        for r in 0..self.size {
+            let cluster = if map.clusters() > 1 { map.names[map.cluster_of(r) as usize].clone() } else { String::new() };
+            let c = &self.cards[r as usize];
+            self.driver.rename_peer(r, c.host.clone(), c.os_pid, cluster);
         }
         if let Some(t) = self.driver.tcp_mut() {
             for r in (0..self.size).filter(|&r| r != self.me) {
                 t.set_peer_addrs(r, bootstrap::peer_addrs(&self.cards, self.me, r));
+                // Tuning for the links as they are now (applied to the
+                // new connections).
+                match bootstrap::wan_tuning(&self.config, map, self.me, r) {
+                    Some(tuning) => t.set_tuning(r, tuning),
+                    None => t.clear_tuning(r),
+                }
             }
         }
-        Ok(())
+        let budget = self.config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
+        self.outage = crate::outage::OutageWatch::new(self.me, map, budget);
+        Ok(before)
     }
 
     /// Our job's keys, and its public id on the wire.

@@ -117,6 +117,12 @@ pub(super) fn socket_unsent(fd: RawFd) -> Option<u32> {
 }
 
 impl Tcp {
+    /// Kernel defaults for the connection with `peer` again (after a
+    /// restart, a peer that is no longer across the WAN).
+    pub fn clear_tuning(&mut self, peer: Pid) {
+        self.tuning[peer as usize] = None;
+    }
+
     /// Socket options for the connection with `peer`. Buffer sizes also go on
     /// the listening socket (accepted sockets inherit them at the handshake,
     /// which is when the window scale is fixed).
