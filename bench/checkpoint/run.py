@@ -5,7 +5,7 @@ tests/checkpoint/mpi.sh (docs/checkpoint.md).
     python3 bench/checkpoint/run.py [--rounds 10] [--where host,testbed] [--out FILE]
 
 For each program (tests/checkpoint/mpi_loop.c; bench/wan's NPB-like IS,
-FT, CG and LU kernels, which verify their own results; an mpi4py + numpy
+FT, CG, LU and MG kernels, which verify their own results; an mpi4py + numpy
 program) at 4 ranks on this host and 8 ranks on an emulated 2x4 grid
 (100 Mbit/s, 5 ms, as root; the grid is brought up and down here, with
 the restart placing every rank on another host of its cluster): the job
@@ -50,7 +50,7 @@ def sh(cmd, **kw):
 def build(work):
     cc = os.path.join(BUILD, "bin", "mpicc")
     sh([cc, "-O1", "-o", f"{work}/mpi_loop", f"{ROOT}/tests/checkpoint/mpi_loop.c"])
-    for k in ("is_sort", "ft_transpose", "cg_solve", "lu_sweep"):
+    for k in ("is_sort", "ft_transpose", "cg_solve", "lu_sweep", "mg_vcycle"):
         sh([cc, "-O2", "-o", f"{work}/{k}", f"{ROOT}/bench/wan/{k}.c", "-lm"])
     shutil.copy(f"{ROOT}/tests/checkpoint/mpi4py_loop.py", work)
 
@@ -64,6 +64,7 @@ def programs(work, where):
         ("FT-like", [f"{work}/ft_transpose", "--reps", "30" if big else "6"], r"^CHECK ok errors=0$"),
         ("CG-like", [f"{work}/cg_solve", "--reps", "6" if big else "2"], r"^CHECK ok errors=0$"),
         ("LU-like", [f"{work}/lu_sweep", "--iters", "20", "--reps", "20" if big else "4"], r"^CHECK ok errors=0$"),
+        ("MG-like", [f"{work}/mg_vcycle", "--reps", "40" if big else "8"], r"^CHECK ok errors=0$"),
     ]
     if os.access(PY, os.X_OK) and subprocess.run([PY, "-c", "import mpi4py, numpy"], capture_output=True).returncode == 0:
         progs.append(("mpi4py + numpy", [PY, f"{work}/mpi4py_loop.py", "800" if big else "200"], "same"))

@@ -13,8 +13,9 @@
 #             restarted again (a restored process checkpoints again);
 #   stop      --checkpoint-and-stop: the job ends at its first checkpoint
 #             (exit 0), the restart finishes it.
-# And the NPB-like kernels of bench/wan (IS, FT, CG, LU: is_sort.c,
-# ft_transpose.c, cg_solve.c, lu_sweep.c; they verify their results), mpi_threads.c (threads
+# And the NPB-like kernels of bench/wan (IS, FT, CG, LU, MG: is_sort.c,
+# ft_transpose.c, cg_solve.c, lu_sweep.c, mg_vcycle.c; they verify their
+# results), mpi_threads.c (threads
 # inside MPI at the checkpoint) and an mpi4py + numpy program are killed
 # after a checkpoint and restarted.
 #
@@ -42,7 +43,7 @@ pass() { checks=$((checks + 1)); echo "ok: $*"; }
 
 "$BUILD/bin/mpicc" -O1 -o "$WORK/mpi_loop" "$ROOT/tests/checkpoint/mpi_loop.c" || { echo "mpi.sh: cannot build mpi_loop.c" >&2; exit 2; }
 "$BUILD/bin/mpicc" -O1 -pthread -o "$WORK/mpi_threads" "$ROOT/tests/checkpoint/mpi_threads.c" || { echo "mpi.sh: cannot build mpi_threads.c" >&2; exit 2; }
-for k in is_sort ft_transpose cg_solve lu_sweep; do
+for k in is_sort ft_transpose cg_solve lu_sweep mg_vcycle; do
     "$BUILD/bin/mpicc" -O2 -o "$WORK/$k" "$ROOT/bench/wan/$k.c" -lm || { echo "mpi.sh: cannot build $k.c" >&2; exit 2; }
 done
 
@@ -165,8 +166,8 @@ fi
 
 # bench/wan's NPB-like kernels: each verifies its own results (IS every
 # iteration's sort, FT the data after every forward and inverse 3-D FFT,
-# CG the solution against the known one, LU the grid against rank 0's
-# serial sweeps, bit for bit) and prints CHECK ok errors=0.
+# CG the solution against the known one, LU and MG the grid against rank
+# 0's serial computation, bit for bit) and prints CHECK ok errors=0.
 kernel_case() { # NAME BINARY ARGS...
     local name=$1 d=$WORK/ck-$1
     shift
@@ -186,6 +187,7 @@ kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
 kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
 kernel_case cg_solve "$WORK/cg_solve" --reps 6
 kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 20
+kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 40
 
 # threads inside MPI at the checkpoint (MPI_THREAD_MULTIPLE, 3 threads a rank)
 tref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/tref" "$WORK/mpi_threads" 1000 | grep '^mpi_threads:')
