@@ -2,7 +2,7 @@
 """Checkpoint/restart of whole MPI jobs, the full version of
 tests/checkpoint/mpi.sh (docs/checkpoint.md).
 
-    python3 bench/checkpoint/run.py [--rounds 10] [--where host,testbed] [--out FILE]
+    python3 bench/checkpoint/run.py [--rounds 10] [--where host,testbed] [--only NAMES] [--out FILE]
 
 For each program (tests/checkpoint/mpi_loop.c; bench/wan's NPB-like IS,
 FT, CG, LU and MG kernels, which verify their own results; an mpi4py + numpy
@@ -150,6 +150,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--where", default="host,testbed")
     ap.add_argument("--out", default=None, help="also append the table to this file")
+    ap.add_argument("--only", default=None, help="these programs only (comma-separated names as in the table)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="gridmpi-ckbench.")
     os.chmod(work, 0o755)
@@ -165,6 +166,8 @@ def main():
         place = Place(where)
         try:
             for name, argv, verify in programs(work, where):
+                if args.only and name not in args.only.split(","):
+                    continue
                 env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "lib"))
                 t0 = time.monotonic()
                 # The reference runs as a checkpointed job does (TCP only).
