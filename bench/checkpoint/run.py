@@ -64,7 +64,7 @@ def programs(work, where):
         ("FT-like", [f"{work}/ft_transpose", "--reps", "30" if big else "6"], r"^CHECK ok errors=0$"),
         ("CG-like", [f"{work}/cg_solve", "--reps", "6" if big else "2"], r"^CHECK ok errors=0$"),
         ("LU-like", [f"{work}/lu_sweep", "--iters", "20", "--reps", "20" if big else "4"], r"^CHECK ok errors=0$"),
-        ("MG-like", [f"{work}/mg_vcycle", "--reps", "40" if big else "8"], r"^CHECK ok errors=0$"),
+        ("MG-like", [f"{work}/mg_vcycle", "--reps", "150" if big else "8"], r"^CHECK ok errors=0$"),
     ]
     if os.access(PY, os.X_OK) and subprocess.run([PY, "-c", "import mpi4py, numpy"], capture_output=True).returncode == 0:
         progs.append(("mpi4py + numpy", [PY, f"{work}/mpi4py_loop.py", "800" if big else "200"], "same"))
@@ -157,6 +157,7 @@ def main():
     build(work)
     rows = []
     load = os.getloadavg()[0]
+    started = time.strftime('%Y-%m-%d %H:%M')
     for where in args.where.split(","):
         if where == "testbed":
             why = grid_up()
@@ -193,7 +194,7 @@ def main():
             if where == "testbed":
                 subprocess.run([TB, "down"], capture_output=True)
     head = (f"Checkpoint at a random moment, SIGKILL, `gridmpirun --restart`, {args.rounds} rounds each "
-            f"(`python3 bench/checkpoint/run.py --rounds {args.rounds}`, {time.strftime('%Y-%m-%d %H:%M')}, load {load:.2f} at the start):\n\n"
+            f"(`python3 bench/checkpoint/run.py --rounds {args.rounds}`, started {started}, load {load:.2f} at the start):\n\n"
             "| program | where | ranks | restarts verified | checkpoint ms (median, worst; slowest rank) | images MB (all ranks) | restart to end s (median) | uninterrupted run s |\n"
             "|---|---|---|---|---|---|---|---|\n")
     table = head + "".join(

@@ -187,12 +187,12 @@ kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
 kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
 kernel_case cg_solve "$WORK/cg_solve" --reps 6
 kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 20
-kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 40
+kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 150
 
 # threads inside MPI at the checkpoint (MPI_THREAD_MULTIPLE, 3 threads a rank)
-tref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/tref" "$WORK/mpi_threads" 1000 | grep '^mpi_threads:')
+tref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/tref" "$WORK/mpi_threads" 3000 | grep '^mpi_threads:')
 d=$WORK/ck-threads
-start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_threads" 1000
+start_job "$WORK/out" -n "$RANKS" --checkpoint-dir "$d" "$WORK/mpi_threads" 3000
 if killed_after_checkpoint "$d" 1 "mpi_threads"; then
     out=$("$RUN" --restart "$d" 2>&1)
     if [[ "$tref" == *"wrong 0" ]] && grep -qxF "$tref" <<< "$out"; then

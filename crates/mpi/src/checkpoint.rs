@@ -210,7 +210,7 @@ fn restarted(st: &mut State) {
         Ok(None) => {}
         Ok(Some(before)) => {
             if st.rt.me == 0 {
-                eprintln!("gridmpi: the cluster map changed at the restart: it was {}, it is {}", before.describe(), st.rt.map.describe());
+                eprintln!("gridmpi: the cluster map changed at the restart: it was {}, it is {}", before.members(), st.rt.map.members());
             }
             crate::lifecycle::describe_clusters(&mut st.world, &st.rt);
         }

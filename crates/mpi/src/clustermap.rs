@@ -21,6 +21,7 @@
 //! 4. otherwise a single cluster.
 
 use gridmpi_config::units::{self, Bare};
+use gridmpi_engine::Pid;
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -133,6 +134,17 @@ impl ClusterMap {
     }
 
     /// A one-line description for --info-like output and the trace.
+    /// Who is in which cluster: `A: 0-3; B: 4-7`.
+    pub fn members(&self) -> String {
+        let parts: Vec<String> = (0..self.names.len() as u32)
+            .map(|c| {
+                let pids: Vec<Pid> = (0..self.of_pid.len() as Pid).filter(|&p| self.of_pid[p as usize] == c).collect();
+                format!("{}: {}", self.names[c as usize], ranges(&pids))
+            })
+            .collect();
+        parts.join("; ")
+    }
+
     pub fn describe(&self) -> String {
         let mut counts = vec![0usize; self.names.len()];
         for &c in &self.of_pid {
@@ -394,5 +406,31 @@ mod tests {
         // A bare delay was microseconds here and refused by the testbed: refused.
         assert!(wan("delay=5").unwrap_err().contains("unit"));
         assert!(glob("h*", "h12") && glob("*-a", "x-a") && !glob("h*", "g1") && glob("a*b*c", "aXbYc"));
+    }
+}
+
+/// `0-3,5,7-8`: sorted pids as runs.
+fn ranges(pids: &[Pid]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < pids.len() {
+        let mut j = i;
+        while j + 1 < pids.len() && pids[j + 1] == pids[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j { pids[i].to_string() } else { format!("{}-{}", pids[i], pids[j]) });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod members_tests {
+    use super::*;
+
+    #[test]
+    fn members_are_runs_of_ranks_per_cluster() {
+        let map = ClusterMap::from_names(&["A", "B", "A", "B", "A", "A"].map(String::from), MapSource::Launcher);
+        assert_eq!(map.members(), "A: 0,2,4-5; B: 1,3");
     }
 }
