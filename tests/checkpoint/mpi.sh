@@ -185,8 +185,8 @@ kernel_case() { # NAME BINARY ARGS...
 }
 kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
 kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
-kernel_case cg_solve "$WORK/cg_solve" --reps 6
-kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 20
+kernel_case cg_solve "$WORK/cg_solve" --reps 20
+kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 60
 kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 150
 
 # threads inside MPI at the checkpoint (MPI_THREAD_MULTIPLE, 3 threads a rank)
