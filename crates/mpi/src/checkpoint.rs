@@ -31,7 +31,9 @@
 //! gridmpi-restore's handover), listens again, exchanges address cards,
 //! and releases the lock; the links resume on their own.
 
+use crate::clustermap::ClusterMap;
 use crate::state::{self, State};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -206,20 +208,106 @@ fn restarted(st: &mut State) {
     if let Some((_, d)) = handover.iter().find(|(k, _)| k == DIR_VAR) {
         *DIR.lock().unwrap_or_else(|p| p.into_inner()) = d.clone();
     }
-    match st.rt.after_restore(&handover) {
-        Ok(None) => {}
-        Ok(Some(before)) => {
-            if st.rt.me == 0 {
-                eprintln!("gridmpi: the cluster map changed at the restart: it was {}, it is {}", before.members(), st.rt.map.members());
-            }
+    let resumed = st.rt.after_restore(&handover).and_then(|old| {
+        let moved = old.of_pid != st.rt.map.of_pid || old.names != st.rt.map.names;
+        if moved && st.rt.me == 0 {
+            eprintln!("gridmpi: the cluster map changed at the restart: it was {}, it is {}", old.members(), st.rt.map.members());
+        }
+        st.map_switch = Some(MapSwitch::agree(st, old)?);
+        if moved {
             crate::lifecycle::describe_clusters(&mut st.world, &st.rt);
         }
-        Err(e) => {
-            eprintln!("gridmpi: rank {}: cannot resume after the restart: {e}", st.rt.me);
-            // SAFETY: ending the process; nothing of it can go on.
-            unsafe { libc::_exit(1) };
-        }
+        Ok(())
+    });
+    if let Err(e) = resumed {
+        eprintln!("gridmpi: rank {}: cannot resume after the restart: {e}", st.rt.me);
+        // SAFETY: ending the process; nothing of it can go on.
+        unsafe { libc::_exit(1) };
     }
     state::wake_all(st);
 }
 
+/// After a restart the cluster map is made again, and the shape of a
+/// collective's schedule depends on it (which ranks are a site). Ranks froze
+/// at different points: one may have begun the 7th collective of a
+/// communicator before the checkpoint while another begins it after. So
+/// every collective that any member had begun before the checkpoint runs
+/// on the image's map everywhere, and the later ones on the new map.
+pub struct MapSwitch {
+    /// The image's map.
+    pub old: ClusterMap,
+    /// By communicator context id: the first blocking and nonblocking
+    /// sequence numbers that no rank had reached at the checkpoint.
+    from: HashMap<u32, (u32, u32)>,
+}
+
+impl MapSwitch {
+    /// Whether collective `tag` of the communicator with context `ctx` runs
+    /// on the image's map.
+    pub fn before(&self, ctx: u32, tag: i32) -> bool {
+        self.from.get(&ctx).is_some_and(|&(b, nb)| crate::objects::coll_tag_before(tag, b, nb))
+    }
+
+    /// Every rank says how far each of its communicators got; each takes
+    /// the furthest. All ranks read all reports, so the members of a
+    /// communicator agree (communicators of one MPI_Comm_split that share a
+    /// context id take the furthest of them all, alike).
+    fn agree(st: &mut State, old: ClusterMap) -> Result<MapSwitch, String> {
+        let mine: Vec<(u32, u32, u32)> =
+            [&st.world, &st.selfc].into_iter().chain(st.comms.values()).map(|c| (c.ctx, c.coll_seq, c.icoll_seq)).collect();
+        let mut from = HashMap::new();
+        let mut take = |(ctx, b, nb): (u32, u32, u32)| {
+            let e = from.entry(ctx).or_insert((b, nb));
+            *e = (crate::objects::seq_later(e.0, b), crate::objects::seq_later(e.1, nb));
+        };
+        mine.iter().for_each(|&m| take(m));
+        let (me, size) = (st.rt.me, st.rt.size);
+        if size > 1 {
+            let text: Vec<String> = mine.iter().map(|(c, b, nb)| format!("{c}:{b}:{nb}")).collect();
+            let pmi = &mut st.rt.pmi;
+            pmi.put("collseq", &text.join(",")).map_err(|e| format!("PMI put: {e}"))?;
+            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+            for r in (0..size).filter(|&r| r != me) {
+                let v = pmi.get(r, "collseq").map_err(|e| format!("PMI get of rank {r}'s collective sequences: {e}"))?;
+                for part in v.split(',').filter(|p| !p.is_empty()) {
+                    take(parse_seqs(part).ok_or_else(|| format!("rank {r} reported malformed collective sequences {part:?}"))?);
+                }
+            }
+        }
+        Ok(MapSwitch { old, from })
+    }
+}
+
+/// "ctx:blocking:nonblocking".
+fn parse_seqs(part: &str) -> Option<(u32, u32, u32)> {
+    let mut it = part.split(':').map(|x| x.parse::<u32>().ok());
+    let t = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clustermap::MapSource;
+
+    #[test]
+    fn collectives_begun_before_the_checkpoint_keep_the_images_map() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let old = ClusterMap::from_names(&names(&["A", "A", "B", "B"]), MapSource::Launcher);
+        // Context 4 got to blocking collective 7 and nonblocking 2 somewhere.
+        let switch = MapSwitch { old, from: HashMap::from([(4, (7, 2))]) };
+        assert!(switch.before(4, 6));
+        assert!(!switch.before(4, 7));
+        assert!(switch.before(4, 1 << 29 | 1));
+        assert!(!switch.before(4, 1 << 29 | 2));
+        assert!(!switch.before(6, 0), "a communicator no rank had at the checkpoint is on the new map");
+    }
+
+    #[test]
+    fn sequence_reports_parse_strictly() {
+        assert_eq!(parse_seqs("4:7:2"), Some((4, 7, 2)));
+        for bad in ["", "4:7", "4:7:2:1", "4:x:2", "-1:0:0"] {
+            assert_eq!(parse_seqs(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -171,6 +171,8 @@ fn start() -> R<()> {
         appnum,
         ports: Default::default(),
         parent: Default::default(),
+        map_switch: None,
+        planning_tag: None,
     };
     let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
     state::install(Box::new(st));

@@ -176,7 +176,6 @@ impl Comm {
         Ok(Some(r))
     }
 
-    /// The next collective's tag.
     /// The tag of the next blocking collective (and of the internal
     /// exchanges of communicator constructors).
     ///
@@ -187,17 +186,27 @@ impl Comm {
     /// ranks (the usual fallback for MPI_Comm_iagree does, as MPICH's fixed
     /// per-kind tags allow) still match.
     pub fn next_coll_tag(&mut self) -> i32 {
-        let t = self.coll_seq;
+        let t = self.peek_coll_tag();
         self.coll_seq = (self.coll_seq + 1) & COLL_SEQ_MASK;
-        t as i32
+        t
+    }
+
+    /// The tag [`Comm::next_coll_tag`] will give.
+    pub fn peek_coll_tag(&self) -> i32 {
+        self.coll_seq as i32
+    }
+
+    /// The tag [`Comm::next_icoll_tag`] will give.
+    pub fn peek_icoll_tag(&self) -> i32 {
+        (ICOLL_TAG_BIT | self.icoll_seq) as i32
     }
 
     /// The tag of the next nonblocking collective, nonblocking constructor
     /// (MPI_Comm_idup) or persistent collective initialisation.
     pub fn next_icoll_tag(&mut self) -> i32 {
-        let t = self.icoll_seq;
+        let t = self.peek_icoll_tag();
         self.icoll_seq = (self.icoll_seq + 1) & COLL_SEQ_MASK;
-        (ICOLL_TAG_BIT | t) as i32
+        t
     }
 }
 
@@ -205,6 +214,30 @@ impl Comm {
 /// 29 the nonblocking sequence, the low 29 bits count.
 const COLL_SEQ_MASK: u32 = (1 << 29) - 1;
 const ICOLL_TAG_BIT: u32 = 1 << 29;
+
+/// Whether collective `tag` comes before sequence numbers `blocking` (for a
+/// blocking one's tag) or `nonblocking` (for the others'). Sequences wrap:
+/// "before" means less than half the counter's range behind.
+pub fn coll_tag_before(tag: i32, blocking: u32, nonblocking: u32) -> bool {
+    let tag = tag as u32;
+    let (seq, bound) = if tag & ICOLL_TAG_BIT != 0 { (tag & COLL_SEQ_MASK, nonblocking) } else { (tag & COLL_SEQ_MASK, blocking) };
+    seq_before(seq, bound)
+}
+
+/// `a` comes before `b` in a wrapping collective sequence.
+fn seq_before(a: u32, b: u32) -> bool {
+    let behind = b.wrapping_sub(a) & COLL_SEQ_MASK;
+    behind != 0 && behind <= COLL_SEQ_MASK / 2
+}
+
+/// The later of two collective sequence numbers.
+pub fn seq_later(a: u32, b: u32) -> u32 {
+    if seq_before(a, b) {
+        b
+    } else {
+        a
+    }
+}
 
 pub fn check_tag(tag: c_int) -> R<()> {
     if !(0..=TAG_UB).contains(&tag) {
@@ -594,5 +627,26 @@ impl BsendBuffer {
         if let Some(i) = self.used.iter().position(|&(o, _)| o == off) {
             self.used.remove(i);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collective_sequences_compare_across_the_wrap() {
+        assert!(seq_before(3, 4));
+        assert!(!seq_before(4, 4));
+        assert!(!seq_before(5, 4));
+        assert!(seq_before(COLL_SEQ_MASK, 2), "the counter wrapped: 2 is after its top");
+        assert_eq!(seq_later(COLL_SEQ_MASK, 1), 1);
+        assert_eq!(seq_later(7, 3), 7);
+        // A blocking tag is judged against the blocking bound, a
+        // nonblocking one against the nonblocking bound.
+        assert!(coll_tag_before(3, 4, 0));
+        assert!(!coll_tag_before(4, 4, 100));
+        assert!(coll_tag_before((ICOLL_TAG_BIT | 9) as i32, 0, 10));
+        assert!(!coll_tag_before((ICOLL_TAG_BIT | 10) as i32, 100, 10));
     }
 }

@@ -221,9 +221,8 @@ impl Runtime {
     /// hostfile's clusters, topology file, or discovery): the ranks may
     /// have moved to other clusters. The links then resume as after a
     /// reset (Tcp::after_restore). The secret, the other settings and
-    /// everything MPI holds are the image's. Returns the map as it was
-    /// before, if it changed.
-    pub fn after_restore(&mut self, handover: &[(String, String)]) -> Result<Option<ClusterMap>, String> {
+    /// everything MPI holds are the image's. Returns the image's map.
+    pub fn after_restore(&mut self, handover: &[(String, String)]) -> Result<ClusterMap, String> {
         let get = |k: &str| handover.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
         let number = |k: &str| -> Result<i64, String> {
             let v = get(k).ok_or_else(|| format!("the restarting launcher did not set {k} (was this restored by gridmpirun --restart?)"))?;
@@ -252,7 +251,12 @@ impl Runtime {
             os_pid: sys::getpid(),
             port: port.unwrap_or(0),
             addrs,
-            cluster: self.cards[self.me as usize].cluster.clone(),
+            // The new launcher's cluster names; without them the image's
+            // (a rendezvous group's) unless the old launcher named them.
+            cluster: match (fresh.text("GRIDMPI_CLUSTER"), self.config.text("GRIDMPI_CLUSTER")) {
+                ("", "") => self.cards[self.me as usize].cluster.clone(),
+                (name, _) => name.replace(';', "_"),
+            },
             cpus: sys::affinity_mask(),
             shm_prefix: String::new(),
             relay: None,
@@ -261,15 +265,11 @@ impl Runtime {
         for (r, c) in cards.into_iter().enumerate() {
             self.cards[r] = c;
         }
-        // The map stays the image's: building it again at the restart (to
-        // follow ranks moved to other clusters) hung in a first try on the
-        // testbed; not done yet (docs/checkpoint.md).
-        let map = self.map.clone();
-        // The new map is the truth now (its measured RTTs too); a change of
-        // who is where is worth saying.
-        let moved = map.of_pid != self.map.of_pid || map.names != self.map.names;
+        // Ranks may be on other hosts and clusters now: the map is made
+        // again, as at MPI_Init (the image's topology file, the new
+        // launcher's cluster names, or discovery).
+        let map = bootstrap::build_map(&self.config, &mut self.pmi, self.me, &self.cards, port)?;
         let old = std::mem::replace(&mut self.map, map);
-        let before = moved.then_some(old);
         let map = &self.map;
         for r in 0..self.size {
             let cluster = if map.clusters() > 1 { map.names[map.cluster_of(r) as usize].clone() } else { String::new() };
@@ -289,7 +289,7 @@ impl Runtime {
         }
         let budget = self.config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         self.outage = crate::outage::OutageWatch::new(self.me, map, budget);
-        Ok(before)
+        Ok(old)
     }
 
     /// Our job's keys, and its public id on the wire.

@@ -113,6 +113,12 @@ pub struct State {
     pub ports: crate::shell::dynamic::Ports,
     /// The parent of a spawned process (MPI_Comm_get_parent).
     pub parent: crate::shell::dynamic::Parent,
+    /// After a restart: the collectives that still run on the image's
+    /// cluster map (see [`crate::checkpoint::MapSwitch`]).
+    pub map_switch: Option<crate::checkpoint::MapSwitch>,
+    /// The tag of the collective being planned (shell/coll.rs), so that its
+    /// plan sees the map its schedule will run on.
+    pub planning_tag: Option<i32>,
 }
 
 // SAFETY: the state is only reached through the global mutex; raw pointers
@@ -521,6 +527,16 @@ fn report_without_runtime(name: &'static str, target: Target, e: MpiError) -> c_
 }
 
 impl State {
+    /// The cluster map the collective `tag` of the communicator with
+    /// context `ctx` runs on (the current one, or after a restart the
+    /// image's for collectives some rank had begun before).
+    pub fn coll_map(&self, ctx: u32, tag: Option<i32>) -> &crate::clustermap::ClusterMap {
+        match (&self.map_switch, tag) {
+            (Some(switch), Some(tag)) if switch.before(ctx, tag) => &switch.old,
+            _ => &self.rt.map,
+        }
+    }
+
     /// Progress the runtime and the collective schedules.
     pub fn progress(&mut self) -> R<bool> {
         // Copies are left to blocked threads, which do them without the lock;

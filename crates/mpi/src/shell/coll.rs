@@ -107,6 +107,20 @@ enum Tag {
     Reserved(i32),
 }
 
+/// A collective's plan, made knowing the tag its start will take (the
+/// cluster map the plan sees depends on it after a restart: State::coll_map).
+fn planned(st: &mut State, comm: MPI_Comm, tag: Tag, plan: impl FnOnce(&State) -> R<Build>) -> R<Build> {
+    let c = st.comm(comm)?;
+    st.planning_tag = Some(match tag {
+        Tag::Reserved(t) => t,
+        Tag::Blocking => c.peek_coll_tag(),
+        Tag::Nonblocking => c.peek_icoll_tag(),
+    });
+    let b = plan(st);
+    st.planning_tag = None;
+    b
+}
+
 /// Build and start a collective's schedule on `comm`.
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
     // A copy: a tool may change the choice (MPI_T) between collectives.
@@ -133,7 +147,7 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
         }
         _ => None,
     };
-    let sites = if local.is_none() { comm_sites(st, comm) } else { None };
+    let sites = if local.is_none() { comm_sites(st, comm, tag) } else { None };
     let env = Env { view, local, tag, sel: &selector, sites, host, host_used: Default::default() };
     let s = build(&env);
     if env.host_used.get() {
@@ -181,9 +195,9 @@ fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
 /// The clusters of an intracommunicator's ranks (None within one cluster),
 /// with the WAN bandwidth between them (the smallest known) and the share
 /// of it paced WAN phases aim at.
-fn comm_sites(st: &State, comm: MPI_Comm) -> Option<Arc<gridmpi_engine::sched::Sites>> {
+fn comm_sites(st: &State, comm: MPI_Comm, tag: i32) -> Option<Arc<gridmpi_engine::sched::Sites>> {
     let c = st.comm(comm).ok()?;
-    let map = &st.rt.map;
+    let map = st.coll_map(c.ctx, Some(tag));
     let (of_rank, ids) = crate::clustermap::first_appearance(c.group.pids.iter().map(|&p| map.cluster_of(p)));
     if ids.len() < 2 {
         return None;
@@ -226,7 +240,7 @@ pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) ->
     api(name, Target::Comm(comm), || {
         let r = state::with(|st| {
             set_up_host_area(st, comm)?;
-            let b = plan(st)?;
+            let b = planned(st, comm, Tag::Blocking, plan)?;
             start(st, name, comm, &b, Tag::Blocking)
         })?;
         super::env::wait_engine(r)?;
@@ -243,7 +257,7 @@ pub fn nonblocking(name: &'static str, comm: MPI_Comm, request: *mut MPI_Request
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             set_up_host_area(st, comm)?;
-            let b = plan(st)?;
+            let b = planned(st, comm, Tag::Nonblocking, plan)?;
             let r = start(st, name, comm, &b, Tag::Nonblocking)?;
             Ok(st.reqs.insert(ReqEntry::Active { r, kind: ReqKind::Coll, comm }))
         })?;
@@ -262,7 +276,7 @@ pub fn persistent(name: &'static str, comm: MPI_Comm, info: MPI_Info, request: *
             if info != MPI_INFO_NULL {
                 super::info::check_info(info)?;
             }
-            let build = Arc::new(plan(st)?);
+            let build = Arc::new(planned(st, comm, Tag::Nonblocking, plan)?);
             let tag = st.comm_mut(comm)?.next_icoll_tag();
             let start = move || state::with(|st| start(st, name, comm, &build, Tag::Reserved(tag)));
             Ok(st.reqs.insert(ReqEntry::Persistent { spec: PersistentSpec::Coll { start: Arc::new(start), comm }, active: None }))
@@ -293,8 +307,9 @@ impl CommShape {
     pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
         let c = st.comm(comm)?;
         let mut seen: Vec<u32> = Vec::new();
+        let map = st.coll_map(c.ctx, st.planning_tag);
         for &pid in c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter())) {
-            let k = st.cluster_of(pid);
+            let k = map.cluster_of(pid);
             if !seen.contains(&k) {
                 seen.push(k);
             }

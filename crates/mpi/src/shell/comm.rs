@@ -531,7 +531,9 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
                     Some("mpi_shared_memory") => host_color(),
                     _ => MPI_UNDEFINED,
                 },
-                GRIDMPI_COMM_TYPE_CLUSTER => st.cluster_of(st.rt.me) as c_int,
+                // The map the split's exchange (the next blocking
+                // collective) runs on: after a restart, alike everywhere.
+                GRIDMPI_COMM_TYPE_CLUSTER => st.coll_map(c.ctx, Some(c.peek_coll_tag())).cluster_of(st.rt.me) as c_int,
                 t => return Err(err(MPI_ERR_ARG, format!("unknown split type {t}"))),
             })
         })?;
@@ -543,13 +545,6 @@ pub unsafe extern "C" fn PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int,
         }
         Ok(())
     })
-}
-
-impl State {
-    /// The cluster (site) index of a process (see clustermap.rs).
-    pub fn cluster_of(&self, pid: u32) -> u32 {
-        self.rt.map.cluster_of(pid)
-    }
 }
 
 #[no_mangle]
