@@ -7,8 +7,9 @@ tests/checkpoint/mpi.sh (docs/checkpoint.md).
 For each program (tests/checkpoint/mpi_loop.c; bench/wan's NPB-like IS,
 FT, CG, LU and MG kernels, which verify their own results; an mpi4py + numpy
 program) at 4 ranks on this host and 8 ranks on an emulated 2x4 grid
-(100 Mbit/s, 5 ms, as root; the grid is brought up and down here, with
-the restart placing every rank on another host of its cluster): the job
+(100 Mbit/s, 5 ms, as root; the grid is brought up and down here; the
+restarts alternate between every rank on another host of its cluster and
+half the ranks moved to the other cluster, a new cluster map): the job
 is checkpointed at a random moment (SIGQUIT to gridmpirun), killed by
 SIGKILL once the checkpoint is complete, and restarted with
 `gridmpirun --restart`; the restarted run must verify (the kernels' CHECK
@@ -39,8 +40,10 @@ TB = os.path.join(BUILD, "bin", "gridmpi-testbed")
 AGENT = "/run/gridmpi-testbed/bin/gridmpi-testbed-ssh"
 PY = os.path.join(os.environ.get("MPI4PY_VENV", "/opt/mpi4py"), "bin", "python")
 HOSTS = ["h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"]
-# The restart: every rank on another host of its cluster.
+# The restarts alternate: every rank on another host of its cluster, or
+# half the ranks moved to the other cluster (a new cluster map).
 OTHER_HOSTS = ["h1", "h0", "h3", "h2", "h5", "h4", "h7", "h6"]
+MOVED_HOSTS = ["h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"]
 
 
 def sh(cmd, **kw):
@@ -78,10 +81,9 @@ class Place:
         self.where = where
         self.ranks = 4 if where == "host" else 8
 
-    def cmd(self, args, restart=False):
+    def cmd(self, args, hosts=HOSTS):
         if self.where == "host":
             return [RUN] + args
-        hosts = OTHER_HOSTS if restart else HOSTS
         return [TB, "exec", hosts[0], "--", RUN, "--launcher", AGENT, "-hosts", ",".join(hosts),
                 "-genv", "LD_LIBRARY_PATH", os.path.join(BUILD, "lib")] + args
 
@@ -127,13 +129,17 @@ def one_round(place, name, argv, verify, ref_line, ref_time, work, n):
     if not complete or not m:
         return {"ok": False, "why": "no checkpoint: " + out.strip()[-300:]}
     started = time.monotonic()
-    r = subprocess.run(place.cmd(["--restart", ckdir], restart=True), capture_output=True, text=True, env=env, timeout=600)
+    moved = n % 2 == 1
+    r = subprocess.run(place.cmd(["--restart", ckdir], MOVED_HOSTS if moved else OTHER_HOSTS), capture_output=True, text=True, env=env, timeout=600)
     took = time.monotonic() - started
     lines = r.stdout.splitlines()
     ok = r.returncode == 0 and (ref_line in lines if verify == "same" else any(re.match(verify, l) for l in lines))
+    why = "" if ok else (r.stdout + r.stderr).strip()[-300:]
+    if ok and moved and place.where != "host" and "cluster map changed at the restart" not in r.stdout + r.stderr:
+        ok, why = False, "the restart into other clusters did not report a new cluster map"
     shutil.rmtree(ckdir, ignore_errors=True)
     return {"ok": ok, "mb": float(m.group(1)), "ms": int(m.group(2)), "restart_s": took,
-            "why": "" if ok else (r.stdout + r.stderr).strip()[-300:]}
+            "why": why}
 
 
 def grid_up():
