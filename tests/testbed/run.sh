@@ -345,6 +345,21 @@ if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
     timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
         "$WORK/cluster_map" >"$WORK/cm-disc.out" 2>&1
     cluster_check "gridmpirun with nothing given (discovery by handshake RTT)" "$WORK/cm-disc.out" Discovered
+    # Nothing given: the WAN's bandwidth is measured at MPI_Init
+    # (crates/mpi/src/wan_probe.rs). A check that it was learned at all and
+    # is of the link's order, not a measurement: the link is 100 Mbit/s.
+    in_range() { awk -v x="$1" 'BEGIN { exit !(x >= 50 && x <= 150) }'; }
+    bw=$(grep -o 'WAN [0-9.]* Mbit/s' "$WORK/cm-disc.out" | head -1 | awk '{ print $2 }')
+    [ -n "$bw" ] && in_range "$bw" && pass "nothing given: the WAN's bandwidth measured at start-up ($bw Mbit/s on a 100 Mbit/s link)" \
+        || fail "WAN bandwidth not learned: $(grep map: "$WORK/cm-disc.out" | head -1)"
+    # A topology file wrong by 10x is corrected by the measurement, and said.
+    printf '%s\n' "cluster siteA h0 h1 h2 h3" "cluster siteB h4 h5 h6 h7" "wan siteA siteB bandwidth=1gbit delay=5ms" >"$WORK/wrong.topo"
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        --topology "$WORK/wrong.topo" "$WORK/cluster_map" >"$WORK/cm-wrong.out" 2>&1
+    bw=$(grep -o 'WAN [0-9.]* Mbit/s' "$WORK/cm-wrong.out" | head -1 | awk '{ print $2 }')
+    [ -n "$bw" ] && in_range "$bw" && grep -q "was given as 1000.0 Mbit/s.*measured" "$WORK/cm-wrong.out" \
+        && pass "a topology file wrong by 10x (1 Gbit/s): corrected to $bw Mbit/s, and said" \
+        || fail "wrong topology file: $(grep -e map: -e 'given as' "$WORK/cm-wrong.out" | head -3 | tr '\n' '|')"
 else
     skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
 fi

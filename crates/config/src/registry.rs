@@ -146,6 +146,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "find clusters at start-up by timing TCP handshakes between hosts (auto: when no map is given and ranks span several hosts)",
     },
     Setting {
+        name: "GRIDMPI_WAN_PROBE",
+        kind: Kind::Duration,
+        default: "300ms",
+        scope: Scope::Library,
+        help: "at MPI_Init, how long one rank per cluster measures each WAN link's bandwidth when no topology file or GRIDMPI_WAN_BANDWIDTH gives it (0: not measured, WAN phases unpaced)",
+    },
+    Setting {
         name: "GRIDMPI_CLUSTER_RTT",
         kind: Kind::Duration,
         default: "1ms",

@@ -376,6 +376,7 @@ pub fn build_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], port: 
     };
     let rtt = config.duration("GRIDMPI_WAN_DELAY").map(|one_way| one_way * 2);
     map.set_uniform_wan(bw, rtt);
+    crate::wan_probe::measure(config, pmi, me, cards, &mut map)?;
     Ok(map)
 }
 
@@ -507,7 +508,7 @@ pub fn barrier(pmi: &mut Pmi, what: &str, ranks: &[Pid]) -> Result<(), String> {
 }
 
 /// `pmi.get`, retrying while the key has not been put yet (see [`barrier`]).
-fn get_when_there(pmi: &mut Pmi, rank: Pid, key: &str) -> Result<String, String> {
+pub(crate) fn get_when_there(pmi: &mut Pmi, rank: Pid, key: &str) -> Result<String, String> {
     let start = std::time::Instant::now();
     let mut pause = Duration::from_micros(100);
     loop {

@@ -24,6 +24,7 @@ pub mod runtime;
 pub mod shell;
 pub mod state;
 pub mod trace;
+pub mod wan_probe;
 
 pub use gridmpi_transport::{auth, sys};
 

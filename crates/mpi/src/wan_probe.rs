@@ -1,0 +1,324 @@
+//! Measuring the WAN's bandwidth at start-up, so that collectives are
+//! paced with no topology file and no settings (issue 17).
+//!
+//! Pacing a collective's WAN phase needs the bottleneck bandwidth between
+//! clusters, and a wrong one is worse than none (paced 10x too fast, the
+//! bursts overflow the bottleneck's queue as if unpaced; 10x too slow, the
+//! WAN idles). So one rank per cluster (its lowest, the leader) measures
+//! it during MPI_Init, whether or not a topology file or
+//! `GRIDMPI_WAN_BANDWIDTH` gave it: for each ordered pair of clusters in turn, the sending
+//! cluster's leader writes to the receiving one's for `GRIDMPI_WAN_PROBE`
+//! (a duration; 0 turns this off) over a TCP connection of its own, and
+//! reads the kernel's delivery-rate samples as it goes (TCP_INFO
+//! `tcpi_delivery_rate`: bytes acknowledged over the time they took, the
+//! estimate BBR builds on). Samples the kernel marks application-limited
+//! are dropped, and so is the first half of the probe (slow start: the
+//! window has not reached the path's capacity yet); the largest of the
+//! rest is the link's bandwidth (as BBR's windowed maximum: samples taken
+//! while the window recovers from a loss, or while the host is busy, fall
+//! below the capacity, none rises above it but by noise; on the testbed
+//! with both cores busy the median of a probe's samples ranged from 64 to
+//! 100 Mbit/s on a 100 Mbit/s link, the largest from 95 to 100), counted
+//! in packets as a link's rate is (payload rate x PMTU / MSS). Pairs take turns (a PMI fence between two), so
+//! no probe shares a bottleneck with another.
+//!
+//! Every rank reads the leaders' results through PMI and puts them in its
+//! cluster map, so all ranks build the same collective schedules from
+//! them. A link nobody gave takes the measurement; a given one that the
+//! measurement contradicts by more than 1.5x either way is replaced, and
+//! rank 0 says so. A probe that cannot connect or measures nothing leaves the link
+//! unknown (unpaced, as before); `GRIDMPI_DEBUG=conn` tells what happened.
+//!
+//! The probe connections carry no MPI data and are not authenticated: the
+//! receiving leader reads and drops whatever comes, from at most a few
+//! connections, for at most the probe's time plus a margin, so a stranger
+//! who connects can spoil a measurement (the link then stays unknown) but
+//! cannot stall or join the job.
+
+use crate::bootstrap::{get_when_there, Card};
+use crate::clustermap::ClusterMap;
+use gridmpi_config::Config;
+use gridmpi_pmi::Pmi;
+use gridmpi_traceformat::FIELDS;
+use gridmpi_wire::Pid;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The probe writes in pieces of this size (a blocking write: the kernel
+/// takes what its buffer holds and the next write waits for ACKs), and
+/// reads a delivery-rate sample after each.
+const PIECE: usize = 16 * 1024;
+/// A probe stops early after this many bytes (a fast link has been
+/// measured long before).
+const MAX_BYTES: u64 = 256 << 20;
+/// How long the receiver keeps reading after the last probe was due.
+const DRAIN_MARGIN: Duration = Duration::from_secs(2);
+
+/// Measure the bandwidth of the map's inter-cluster links (see the
+/// module's doc): fill in those no file or setting gave, and replace a
+/// given one the measurement contradicts (by more than [`CONTRADICTS`]).
+/// Every rank of the job calls this at the same point of MPI_Init.
+pub fn measure(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], map: &mut ClusterMap) -> Result<(), String> {
+    let time = config.duration("GRIDMPI_WAN_PROBE").unwrap_or_default();
+    let k = map.clusters();
+    // Through relays or from behind NAT the leaders may not reach each
+    // other directly; those jobs keep what they were told.
+    let direct = cards.iter().all(|c| c.relay.is_none());
+    if time.is_zero() || k < 2 || !direct || cards.len() < 2 {
+        return Ok(());
+    }
+    let debug = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
+    let leaders: Vec<Pid> = (0..k).map(|c| map.of_pid.iter().position(|&x| x as usize == c).expect("a cluster has a rank") as Pid).collect();
+    // Clusters named on one host (tests, demos) have no WAN between them
+    // to measure.
+    let apart = |a: usize, b: usize| cards[leaders[a] as usize].host_key != cards[leaders[b] as usize].host_key;
+    if !(0..k).any(|a| (0..k).any(|b| apart(a, b))) {
+        return Ok(());
+    }
+    let mine = leaders.iter().position(|&l| l == me);
+    // The receiving side: a listener and a thread that drains probes.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut drain = None;
+    if mine.is_some() {
+        match listen(config, cards[me as usize].addrs.as_slice()) {
+            Ok(l) => {
+                let port = l.local_addr().map(|a| a.port()).unwrap_or(0);
+                pmi.put("wan-probe-port", &port.to_string()).map_err(|e| format!("PMI put: {e}"))?;
+                let stop = stop.clone();
+                let deadline = (k * (k - 1)) as u32 * (time + DRAIN_MARGIN) + DRAIN_MARGIN;
+                drain = Some(std::thread::Builder::new().name("gridmpi-wan-probe".into()).spawn(move || drain_probes(l, stop, k - 1, deadline)).map_err(|e| format!("cannot start the WAN probe's thread: {e}"))?);
+            }
+            Err(e) => {
+                if debug {
+                    eprintln!("gridmpi: rank {me}: no WAN probe: {e}");
+                }
+                pmi.put("wan-probe-port", "0").map_err(|e| format!("PMI put: {e}"))?;
+            }
+        }
+    }
+    pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+    let mut measured: Vec<String> = Vec::new();
+    for a in 0..k {
+        for b in (0..k).filter(|&b| b != a && apart(a, b)) {
+            if mine == Some(a) {
+                let to = leaders[b];
+                let port: u16 = get_when_there(pmi, to, "wan-probe-port")?.parse().unwrap_or(0);
+                // Another host's listener: never at a loopback address.
+                let at: Vec<SocketAddrV4> =
+                    cards[to as usize].addrs.iter().filter(|a| !a.is_loopback()).map(|&a| SocketAddrV4::new(a, port)).collect();
+                let result = if port == 0 { Err("its leader could not listen".to_string()) } else { probe(&at, time) };
+                match result {
+                    Ok((bps, how)) => {
+                        if debug {
+                            eprintln!("gridmpi: rank {me}: WAN probe to cluster {} (rank {to}): {how}", map.names[b]);
+                        }
+                        measured.push(format!("{b}:{bps}"))
+                    }
+                    Err(e) if debug => eprintln!("gridmpi: rank {me}: WAN probe to cluster {} (rank {to}): {e}", map.names[b]),
+                    Err(_) => {}
+                }
+            }
+            // One probe at a time.
+            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = drain {
+        let _ = t.join();
+    }
+    if mine.is_some() {
+        pmi.put("wan-probe", &measured.join(",")).map_err(|e| format!("PMI put: {e}"))?;
+    }
+    pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
+    for (a, &l) in leaders.iter().enumerate() {
+        let v = get_when_there(pmi, l, "wan-probe")?;
+        for part in v.split(',').filter(|p| !p.is_empty()) {
+            let (b, bps) = parse_result(part).filter(|&(b, _)| b < k && b != a).ok_or_else(|| format!("rank {l} reported a malformed WAN probe result {part:?}"))?;
+            let told = map.links[a][b].bandwidth_bps;
+            let mbit = |x: u64| x as f64 / 1e6;
+            match told {
+                Some(t) if !contradicts(t, bps) => {}
+                Some(t) => {
+                    if me == 0 {
+                        eprintln!(
+                            "gridmpi: the WAN from {} to {} was given as {:.1} Mbit/s (topology file or GRIDMPI_WAN_BANDWIDTH), measured {:.1} Mbit/s: \
+                             pacing by the measurement (GRIDMPI_WAN_PROBE=0 keeps what was given)",
+                            map.names[a], map.names[b], mbit(t), mbit(bps)
+                        );
+                    }
+                    map.links[a][b].bandwidth_bps = Some(bps);
+                }
+                None => map.links[a][b].bandwidth_bps = Some(bps),
+            }
+            if debug && me == 0 {
+                eprintln!("gridmpi: WAN probe: {} -> {}: {:.1} Mbit/s", map.names[a], map.names[b], mbit(bps));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A given bandwidth the measurement contradicts: off by more than this
+/// factor either way (a measurement is within a few percent on a quiet
+/// link; cross traffic during the probe lowers it, so only a clear
+/// disagreement overrules what the user said).
+const CONTRADICTS: f64 = 1.5;
+
+fn contradicts(told: u64, measured: u64) -> bool {
+    let r = told as f64 / measured as f64;
+    !(1.0 / CONTRADICTS..=CONTRADICTS).contains(&r)
+}
+
+/// "cluster:bits-per-second".
+fn parse_result(part: &str) -> Option<(usize, u64)> {
+    let (b, bps) = part.split_once(':')?;
+    let bps: u64 = bps.parse().ok()?;
+    (bps > 0).then_some((b.parse().ok()?, bps))
+}
+
+/// A listener for probes, on the addresses the rank publishes (and within
+/// GRIDMPI_TCP_PORTS when that is set: firewalls may only let those in).
+fn listen(config: &Config, addrs: &[Ipv4Addr]) -> Result<TcpListener, String> {
+    let bind = crate::bootstrap::bind_address(addrs);
+    let ports: Vec<u16> = match crate::bootstrap::port_range(config.text("GRIDMPI_TCP_PORTS"))? {
+        Some((lo, hi)) => (lo..=hi).collect(),
+        None => vec![0],
+    };
+    let mut last = None;
+    for p in ports {
+        match TcpListener::bind(SocketAddrV4::new(bind, p)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!("cannot listen: {}", last.map_or("no port".into(), |e| e.to_string())))
+}
+
+/// Read and drop what up to `expected` probes send (and a few strangers'),
+/// until told to stop or the deadline.
+fn drain_probes(l: TcpListener, stop: Arc<AtomicBool>, expected: usize, deadline: Duration) {
+    let start = Instant::now();
+    if l.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut readers = Vec::new();
+    // Room for strangers too: a connection that is not a probe must not
+    // keep a real one out.
+    let most = expected + 4;
+    while !stop.load(Ordering::Relaxed) && start.elapsed() < deadline {
+        match l.accept() {
+            Ok((mut s, _)) if readers.len() < most => {
+                let left = deadline.saturating_sub(start.elapsed());
+                readers.push(std::thread::spawn(move || {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(10))));
+                    let mut buf = vec![0u8; PIECE];
+                    let until = Instant::now() + left;
+                    while Instant::now() < until {
+                        match s.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) => {}
+                        }
+                    }
+                }));
+            }
+            Ok(_) => {}
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    for r in readers {
+        let _ = r.join();
+    }
+}
+
+/// Write to the first of `at` that answers for `time`; the link's bandwidth
+/// in bits/s (IP packets) from the delivery-rate samples, and how it went.
+fn probe(at: &[SocketAddrV4], time: Duration) -> Result<(u64, String), String> {
+    let mut s = at
+        .iter()
+        .find_map(|a| TcpStream::connect_timeout(&(*a).into(), Duration::from_secs(2)).ok())
+        .ok_or_else(|| format!("cannot connect to {at:?}"))?;
+    let _ = s.set_write_timeout(Some(time + DRAIN_MARGIN));
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    let field = |name: &str| FIELDS.iter().position(|f| f.name == name).expect("a recorded TCP_INFO field");
+    let (rate_at, limited_at, mss_at, pmtu_at) = (field("delivery_rate"), field("app_limited"), field("snd_mss"), field("pmtu"));
+    let piece = vec![0u8; PIECE];
+    let start = Instant::now();
+    let mut sent = 0u64;
+    let mut samples: Vec<u64> = Vec::new();
+    // Packets on the wire over payload in them (headers, options).
+    let mut wire_per_payload = 1.0;
+    while start.elapsed() < time && sent < MAX_BYTES {
+        s.write_all(&piece).map_err(|e| format!("write: {e}"))?;
+        sent += PIECE as u64;
+        if start.elapsed() < time / 2 {
+            continue;
+        }
+        if let Some((v, avail)) = crate::trace::tcp_info(fd) {
+            if avail >> rate_at & 1 == 1 && v[limited_at] == 0 && v[rate_at] > 0 {
+                samples.push(v[rate_at]);
+            }
+            if avail >> mss_at & 1 == 1 && avail >> pmtu_at & 1 == 1 && v[mss_at] > 0 && v[pmtu_at] > v[mss_at] {
+                wire_per_payload = v[pmtu_at] as f64 / v[mss_at] as f64;
+            }
+        }
+    }
+    drop(s);
+    samples.sort_unstable();
+    let q = |f: f64| samples.get(((samples.len() as f64 - 1.0) * f) as usize).map_or(0.0, |&x| x as f64 * 8e-6 * wire_per_payload);
+    let how = format!(
+        "{sent} bytes in {:.0} ms, {} samples (Mbit/s: median {:.1}, 90th percentile {:.1}, largest {:.1})",
+        start.elapsed().as_secs_f64() * 1e3,
+        samples.len(),
+        q(0.5),
+        q(0.9),
+        q(1.0)
+    );
+    // The delivery rate counts payload; a link's bandwidth (as a topology
+    // file or the testbed says it, and as pacing spends it) counts packets.
+    match samples.last() {
+        Some(&bytes_per_s) => Ok(((bytes_per_s as f64 * 8.0 * wire_per_payload) as u64, how)),
+        None => Err(format!("no delivery-rate sample: {how}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_clear_disagreement_overrules_a_given_bandwidth() {
+        assert!(!contradicts(100_000_000, 96_000_000));
+        assert!(!contradicts(100_000_000, 140_000_000));
+        assert!(contradicts(1_000_000_000, 100_000_000), "a file wrong by 10x");
+        assert!(contradicts(10_000_000, 100_000_000));
+    }
+
+    #[test]
+    fn results_parse_strictly() {
+        assert_eq!(parse_result("1:95000000"), Some((1, 95_000_000)));
+        for bad in ["", "1", "1:", ":5", "x:5", "1:0", "1:-5", "1:5:6"] {
+            assert_eq!(parse_result(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_probe_over_loopback_measures_something() {
+        let l = TcpListener::bind("127.0.0.2:0").or_else(|_| TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = match l.local_addr().unwrap() {
+            std::net::SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let t = std::thread::spawn(move || drain_probes(l, s2, 1, Duration::from_secs(5)));
+        let got = probe(&[addr], Duration::from_millis(100));
+        stop.store(true, Ordering::Relaxed);
+        t.join().unwrap();
+        let (bps, _) = got.expect("a measurement over loopback");
+        assert!(bps > 1_000_000, "{bps} bit/s over loopback");
+    }
+}
