@@ -103,9 +103,15 @@ VARIANTS = {
                           "default, unlimited)",
                           lambda topo, job: {"GRIDMPI_TOPOLOGY": topo, "GRIDMPI_TCP_NOTSENT_LOWAT": "4g"}),
     "gridmpi-discovery": ("out of the box: no map given, clusters discovered by handshake timing (hosts closer "
-                          "than 1 ms RTT: at 0 ms delay everything is one cluster); the WAN bandwidth is then "
-                          "unknown, so buffers are autotuned and nothing is paced",
+                          "than 1 ms RTT: at 0 ms delay everything is one cluster); the WAN bandwidth measured at "
+                          "MPI_Init (GRIDMPI_WAN_PROBE, 300 ms a direction) and WAN phases paced by it",
                           lambda topo, job: {}),
+    "gridmpi-noprobe": ("out of the box as before the start-up measurement (`GRIDMPI_WAN_PROBE=0`): clusters "
+                        "discovered, the WAN bandwidth unknown, so buffers are autotuned and nothing is paced",
+                        lambda topo, job: {"GRIDMPI_WAN_PROBE": "0"}),
+    "gridmpi-wrongtopo": ("a topology file wrong by 10x (1 Gbit/s for the 100 Mbit/s WAN); the start-up "
+                          "measurement overrules it",
+                          lambda topo, job: {"GRIDMPI_TOPOLOGY": topo.replace(".txt", "-wrong.txt")}),
     "gridmpi-nomap": ("everything off: no map, no discovery (`GRIDMPI_CLUSTER_DISCOVERY=off`): one cluster, "
                       "no tuning, flat collectives, no pacing",
                       lambda topo, job: {"GRIDMPI_CLUSTER_DISCOVERY": "off"}),
@@ -123,7 +129,8 @@ def add_custom_variant(name):
 
 
 # The variants run for bcast, allreduce and the application kernels (alltoall runs them all).
-SHORT_LIST = ("gridmpi", "gridmpi-nopace", "gridmpi-flat", "gridmpi-rto200", "gridmpi-nomap")
+SHORT_LIST = ("gridmpi", "gridmpi-nopace", "gridmpi-flat", "gridmpi-rto200", "gridmpi-nomap", "gridmpi-discovery",
+              "gridmpi-noprobe", "gridmpi-wrongtopo")
 # Variants whose settings this build lacks are left out.
 NEEDS = {"gridmpi-nopace": "GRIDMPI_PACE_SHARE"}
 
@@ -639,6 +646,12 @@ def write_topology(work, delay):
         for c, hs in CLUSTERS.items():
             f.write("cluster %s %s\n" % (c, " ".join(hs)))
         f.write("wan c0 c1 bandwidth=100mbit delay=%gms\n" % delay)
+    # The same, wrong by 10x (variant gridmpi-wrongtopo).
+    with open(path.replace(".txt", "-wrong.txt"), "w") as f:
+        f.write("# wrong on purpose: the WAN is 100 Mbit/s\n")
+        for c, hs in CLUSTERS.items():
+            f.write("cluster %s %s\n" % (c, " ".join(hs)))
+        f.write("wan c0 c1 bandwidth=1gbit delay=%gms\n" % delay)
     return path
 
 
