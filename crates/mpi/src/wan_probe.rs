@@ -211,16 +211,20 @@ fn drain_probes(l: TcpListener, stop: Arc<AtomicBool>, expected: usize, deadline
     while !stop.load(Ordering::Relaxed) && start.elapsed() < deadline {
         match l.accept() {
             Ok((mut s, _)) if readers.len() < most => {
-                let left = deadline.saturating_sub(start.elapsed());
+                let stop = stop.clone();
+                let until = start + deadline;
                 readers.push(std::thread::spawn(move || {
+                    // Short timeouts: a connection that sends nothing (a
+                    // stranger's) is left as soon as the probes are over.
                     let _ = s.set_nonblocking(false);
-                    let _ = s.set_read_timeout(Some(left.max(Duration::from_millis(10))));
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
                     let mut buf = vec![0u8; PIECE];
-                    let until = Instant::now() + left;
-                    while Instant::now() < until {
+                    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
                         match s.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
+                            Ok(0) => break,
                             Ok(_) => {}
+                            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                            Err(_) => break,
                         }
                     }
                 }));
@@ -266,6 +270,12 @@ fn probe(at: &[SocketAddrV4], time: Duration) -> Result<(u64, String), String> {
             }
         }
     }
+    // Wait until the receiver has read everything (it closes at our end
+    // of stream), so the next pair's probe does not share the link with
+    // this one's tail (a send buffer can hold a third of a second of it).
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let _ = s.set_read_timeout(Some(DRAIN_MARGIN));
+    let _ = s.read(&mut [0u8; 1]);
     drop(s);
     samples.sort_unstable();
     let q = |f: f64| samples.get(((samples.len() as f64 - 1.0) * f) as usize).map_or(0.0, |&x| x as f64 * 8e-6 * wire_per_payload);
