@@ -352,6 +352,13 @@ if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
     bw=$(grep -o 'WAN [0-9.]* Mbit/s' "$WORK/cm-disc.out" | head -1 | awk '{ print $2 }')
     [ -n "$bw" ] && in_range "$bw" && pass "nothing given: the WAN's bandwidth measured at start-up ($bw Mbit/s on a 100 Mbit/s link)" \
         || fail "WAN bandwidth not learned: $(grep map: "$WORK/cm-disc.out" | head -1)"
+    # At 0 ms the RTTs do not separate the sites; the hosts' networks and
+    # a bottleneck between them do (wan_probe.rs: split_by_bottleneck).
+    tb set c0-c1 rate=100mbit delay=0ms queue=100p >/dev/null
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        "$WORK/cluster_map" >"$WORK/cm-zero.out" 2>&1
+    tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
+    cluster_check "discovery at 0 ms one-way delay (by the bottleneck between the hosts' networks)" "$WORK/cm-zero.out" Discovered
     # A topology file wrong by 10x is corrected by the measurement, and said.
     printf '%s\n' "cluster siteA h0 h1 h2 h3" "cluster siteB h4 h5 h6 h7" "wan siteA siteB bandwidth=1gbit delay=5ms" >"$WORK/wrong.topo"
     timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hosts $HOSTS -n 8 \

@@ -34,6 +34,10 @@ pub struct Card {
     /// The relay through which other clusters reach this rank
     /// (GRIDMPI_RELAY, resolved; None: directly).
     pub relay: Option<SocketAddrV4>,
+    /// The IP network of the host's first published address, as
+    /// "ADDRESS/PREFIX" (empty if unknown): a hint of which hosts share a
+    /// site when their round-trip times do not tell (discovery).
+    pub subnet: String,
 }
 
 impl Card {
@@ -41,7 +45,7 @@ impl Card {
         let addrs: Vec<String> = self.addrs.iter().map(|a| a.to_string()).collect();
         let cpus: Vec<String> = self.cpus.iter().map(|w| format!("{w:x}")).collect();
         format!(
-            "v1;{};{};{};{};{};{};{};{};{}",
+            "v1;{};{};{};{};{};{};{};{};{};{}",
             self.host,
             self.host_key,
             self.os_pid,
@@ -50,7 +54,8 @@ impl Card {
             self.cluster,
             cpus.join("."),
             self.shm_prefix,
-            self.relay.map_or(String::new(), |r| r.to_string())
+            self.relay.map_or(String::new(), |r| r.to_string()),
+            self.subnet
         )
     }
 
@@ -71,7 +76,8 @@ impl Card {
             "" => None,
             r => Some(r.parse().ok()?),
         };
-        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus, shm_prefix, relay })
+        let subnet = it.next().unwrap_or("").to_string();
+        Some(Card { host, host_key, os_pid, port, addrs, cluster, cpus, shm_prefix, relay, subnet })
     }
 }
 
@@ -121,6 +127,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let addrs = published_addrs(config.text("GRIDMPI_TCP_ADDR"))?;
     // Listen before publishing the card, which carries the port.
     let mut tcp = if size > 1 { Some(listen(config, me, size, &addrs)?) } else { None };
+    let subnet = subnet_of(&addrs);
     let card = Card {
         host: sys::hostname(),
         host_key: sys::host_key(),
@@ -135,6 +142,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
         cpus: sys::affinity_mask(),
         shm_prefix: config.text("GRIDMPI_SHM_PREFIX").replace(';', "_"),
         relay,
+        subnet,
     };
     let mut cards = vec![card.clone(); size as usize];
     if size > 1 {
@@ -310,6 +318,38 @@ fn host_cpus<'a>(masks: impl Iterator<Item = &'a Vec<u64>>) -> usize {
     (union.iter().map(|w| w.count_ones() as usize).sum::<usize>()).max(1)
 }
 
+/// "NETWORK/PREFIX" of the first of `addrs` that is one of this host's
+/// (not loopback), from its interface's netmask; empty if none is.
+pub fn subnet_of(addrs: &[Ipv4Addr]) -> String {
+    let mut found = String::new();
+    let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills a list we free below; we only read it.
+    unsafe {
+        if libc::getifaddrs(&mut ifap) != 0 {
+            return found;
+        }
+        'wanted: for want in addrs.iter().filter(|a| !a.is_loopback()) {
+            let mut p = ifap;
+            while !p.is_null() {
+                let ifa = &*p;
+                p = ifa.ifa_next;
+                if ifa.ifa_addr.is_null() || ifa.ifa_netmask.is_null() || (*ifa.ifa_addr).sa_family as i32 != libc::AF_INET {
+                    continue;
+                }
+                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                let mask = &*(ifa.ifa_netmask as *const libc::sockaddr_in);
+                let (a, m) = (u32::from_be(sin.sin_addr.s_addr), u32::from_be(mask.sin_addr.s_addr));
+                if Ipv4Addr::from(a) == *want {
+                    found = format!("{}/{}", Ipv4Addr::from(a & m), m.count_ones());
+                    break 'wanted;
+                }
+            }
+        }
+        libc::freeifaddrs(ifap);
+    }
+    found
+}
+
 fn local_ipv4_addrs() -> Vec<Ipv4Addr> {
     let mut out = Vec::new();
     let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
@@ -424,7 +464,13 @@ fn discover_map(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card]) -> Resu
         }
     }
     let threshold = config.get_duration("GRIDMPI_CLUSTER_RTT");
-    let host_cluster = clustermap::cluster_hosts(&rtt, threshold);
+    let mut host_cluster = clustermap::cluster_hosts(&rtt, threshold);
+    // At near-zero delay the RTTs do not separate sites; a bottleneck does.
+    if host_cluster.iter().all(|&c| c == 0) {
+        if let Some(split) = crate::wan_probe::split_by_bottleneck(config, pmi, me, cards, &leaders)? {
+            host_cluster = split;
+        }
+    }
     let names: Vec<String> = cards
         .iter()
         .map(|c| format!("cluster{}", host_cluster[keys.iter().position(|k| *k == c.host_key).expect("a known host")]))

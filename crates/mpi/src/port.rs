@@ -414,6 +414,7 @@ mod tests {
             cpus: Vec::new(),
             shm_prefix: String::new(),
             relay: None,
+            subnet: String::new(),
         }
     }
 

@@ -245,6 +245,7 @@ impl Runtime {
         let ports = bootstrap::port_range(fresh.text("GRIDMPI_TCP_PORTS"))?;
         self.driver.after_restore(bootstrap::bind_address(&addrs), ports)?;
         let port = self.driver.tcp_mut().map(|t| t.port());
+        let subnet = bootstrap::subnet_of(&addrs);
         let card = Card {
             host: sys::hostname(),
             host_key: sys::host_key(),
@@ -260,6 +261,7 @@ impl Runtime {
             cpus: sys::affinity_mask(),
             shm_prefix: String::new(),
             relay: None,
+            subnet,
         };
         let cards = if self.size > 1 { bootstrap::exchange_cards(&mut self.pmi, self.me, self.size, &card)? } else { vec![card] };
         for (r, c) in cards.into_iter().enumerate() {

@@ -78,87 +78,177 @@ pub fn measure(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], map: &mu
     if !(0..k).any(|a| (0..k).any(|b| apart(a, b))) {
         return Ok(());
     }
-    let mine = leaders.iter().position(|&l| l == me);
+    let pairs: Vec<(Pid, Pid)> =
+        (0..k).flat_map(|a| (0..k).filter(move |&b| b != a).map(move |b| (a, b))).filter(|&(a, b)| apart(a, b)).map(|(a, b)| (leaders[a], leaders[b])).collect();
+    let results = probe_pairs(config, pmi, me, cards, &pairs, time, "wan-probe")?;
+    let cluster_of = |p: Pid| map.of_pid[p as usize] as usize;
+    for (&(from, to), bps) in pairs.iter().zip(results) {
+        let Some(bps) = bps else { continue };
+        let (a, b) = (cluster_of(from), cluster_of(to));
+        let told = map.links[a][b].bandwidth_bps;
+        let mbit = |x: u64| x as f64 / 1e6;
+        match told {
+            Some(t) if !contradicts(t, bps) => {}
+            Some(t) => {
+                if me == 0 {
+                    eprintln!(
+                        "gridmpi: the WAN from {} to {} was given as {:.1} Mbit/s (topology file or GRIDMPI_WAN_BANDWIDTH), measured {:.1} Mbit/s: \
+                         pacing by the measurement (GRIDMPI_WAN_PROBE=0 keeps what was given)",
+                        map.names[a], map.names[b], mbit(t), mbit(bps)
+                    );
+                }
+                map.links[a][b].bandwidth_bps = Some(bps);
+            }
+            None => map.links[a][b].bandwidth_bps = Some(bps),
+        }
+        if debug && me == 0 {
+            eprintln!("gridmpi: WAN probe: {} -> {}: {:.1} Mbit/s", map.names[a], map.names[b], mbit(bps));
+        }
+    }
+    Ok(())
+}
+
+/// Sites the round-trip times cannot tell apart (a WAN of near-zero
+/// delay): when discovery found one cluster but the hosts are on several
+/// IP networks, measure the bandwidth inside each network (between two of
+/// its hosts) and between networks (between their first hosts), and keep
+/// networks apart whose link carries less than a third of what the slower
+/// inside does: a bottleneck between them, as a WAN is. `hosts` are the
+/// first rank of every host, in the same order everywhere; returns each
+/// host's cluster number, or None when nothing is split. Every rank calls
+/// this alike.
+pub fn split_by_bottleneck(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], hosts: &[Pid]) -> Result<Option<Vec<u32>>, String> {
+    let time = config.duration("GRIDMPI_WAN_PROBE").unwrap_or_default() / 3;
+    let nets: Vec<&str> = hosts.iter().map(|&h| cards[h as usize].subnet.as_str()).collect();
+    let (net_of, distinct) = crate::clustermap::first_appearance(nets.iter().copied());
+    if time.is_zero() || distinct.len() < 2 || distinct.contains(&"") || cards.iter().any(|c| c.relay.is_some()) {
+        return Ok(None);
+    }
+    let time = time.max(Duration::from_millis(50));
+    let members = |g: u32| hosts.iter().zip(&net_of).filter(|(_, &n)| n == g).map(|(&h, _)| h).collect::<Vec<Pid>>();
+    let groups: Vec<Vec<Pid>> = (0..distinct.len() as u32).map(members).collect();
+    let mut pairs = Vec::new();
+    for g in &groups {
+        if g.len() > 1 {
+            pairs.push((g[0], g[1]));
+        }
+    }
+    let intra_pairs = pairs.len();
+    for a in 0..groups.len() {
+        for b in a + 1..groups.len() {
+            pairs.push((groups[a][0], groups[b][0]));
+        }
+    }
+    let got = probe_pairs(config, pmi, me, cards, &pairs, time, "site-probe")?;
+    let inside: Vec<Option<u64>> = groups
+        .iter()
+        .map(|g| pairs[..intra_pairs].iter().position(|p| p.0 == g[0]).and_then(|i| got[i]))
+        .collect();
+    let mut label: Vec<usize> = (0..groups.len()).collect();
+    let mut k = intra_pairs;
+    for a in 0..groups.len() {
+        for b in a + 1..groups.len() {
+            let between = got[k];
+            k += 1;
+            let slower_inside = match (inside[a], inside[b]) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+            // No evidence of a bottleneck (a probe failed, or no network
+            // has two hosts to compare with): the same site.
+            let apart = matches!((between, slower_inside), (Some(w), Some(l)) if w.saturating_mul(3) < l);
+            if !apart {
+                let (x, y) = (label[a], label[b]);
+                for l in label.iter_mut().filter(|l| **l == y) {
+                    *l = x;
+                }
+            }
+        }
+    }
+    if config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all") && me == 0 {
+        eprintln!("gridmpi: discovery: networks {distinct:?}, bandwidth inside {inside:?}, probes {got:?}, sites {label:?}");
+    }
+    let (sites, ids) = crate::clustermap::first_appearance(net_of.iter().map(|&g| label[g as usize]));
+    Ok((ids.len() > 1).then_some(sites))
+}
+
+/// Measure the bandwidth from each `pairs[i].0` to `pairs[i].1` (ranks on
+/// different hosts), one pair at a time, writing for `time` each. Every
+/// rank of the job calls this alike (it fences through PMI); all get every
+/// result (None: not measured). `what` names the PMI keys (one set per
+/// use in a job).
+pub fn probe_pairs(config: &Config, pmi: &mut Pmi, me: Pid, cards: &[Card], pairs: &[(Pid, Pid)], time: Duration, what: &str) -> Result<Vec<Option<u64>>, String> {
+    let debug = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
+    let receiving = pairs.iter().filter(|p| p.1 == me).count();
     // The receiving side: a listener and a thread that drains probes.
     let stop = Arc::new(AtomicBool::new(false));
     let mut drain = None;
-    if mine.is_some() {
+    if receiving > 0 {
         match listen(config, cards[me as usize].addrs.as_slice()) {
             Ok(l) => {
                 let port = l.local_addr().map(|a| a.port()).unwrap_or(0);
-                pmi.put("wan-probe-port", &port.to_string()).map_err(|e| format!("PMI put: {e}"))?;
+                pmi.put(&format!("{what}-port"), &port.to_string()).map_err(|e| format!("PMI put: {e}"))?;
                 let stop = stop.clone();
-                let deadline = (k * (k - 1)) as u32 * (time + DRAIN_MARGIN) + DRAIN_MARGIN;
-                drain = Some(std::thread::Builder::new().name("gridmpi-wan-probe".into()).spawn(move || drain_probes(l, stop, k - 1, deadline)).map_err(|e| format!("cannot start the WAN probe's thread: {e}"))?);
+                let deadline = pairs.len() as u32 * (time + DRAIN_MARGIN) + DRAIN_MARGIN;
+                drain = Some(
+                    std::thread::Builder::new()
+                        .name("gridmpi-wan-probe".into())
+                        .spawn(move || drain_probes(l, stop, receiving, deadline))
+                        .map_err(|e| format!("cannot start the WAN probe's thread: {e}"))?,
+                );
             }
             Err(e) => {
                 if debug {
                     eprintln!("gridmpi: rank {me}: no WAN probe: {e}");
                 }
-                pmi.put("wan-probe-port", "0").map_err(|e| format!("PMI put: {e}"))?;
+                pmi.put(&format!("{what}-port"), "0").map_err(|e| format!("PMI put: {e}"))?;
             }
         }
     }
     pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
     let mut measured: Vec<String> = Vec::new();
-    for a in 0..k {
-        for b in (0..k).filter(|&b| b != a && apart(a, b)) {
-            if mine == Some(a) {
-                let to = leaders[b];
-                let port: u16 = get_when_there(pmi, to, "wan-probe-port")?.parse().unwrap_or(0);
-                // Another host's listener: never at a loopback address.
-                let at: Vec<SocketAddrV4> =
-                    cards[to as usize].addrs.iter().filter(|a| !a.is_loopback()).map(|&a| SocketAddrV4::new(a, port)).collect();
-                let result = if port == 0 { Err("its leader could not listen".to_string()) } else { probe(&at, time) };
-                match result {
-                    Ok((bps, how)) => {
-                        if debug {
-                            eprintln!("gridmpi: rank {me}: WAN probe to cluster {} (rank {to}): {how}", map.names[b]);
-                        }
-                        measured.push(format!("{b}:{bps}"))
+    for (i, &(from, to)) in pairs.iter().enumerate() {
+        if from == me {
+            let port: u16 = get_when_there(pmi, to, &format!("{what}-port"))?.parse().unwrap_or(0);
+            // Another host's listener: never at a loopback address.
+            let at: Vec<SocketAddrV4> = cards[to as usize].addrs.iter().filter(|a| !a.is_loopback()).map(|&a| SocketAddrV4::new(a, port)).collect();
+            let result = if port == 0 { Err("it could not listen".to_string()) } else { probe(&at, time) };
+            match result {
+                Ok((bps, how)) => {
+                    if debug {
+                        eprintln!("gridmpi: rank {me}: {what} to rank {to} ({}): {how}", cards[to as usize].host);
                     }
-                    Err(e) if debug => eprintln!("gridmpi: rank {me}: WAN probe to cluster {} (rank {to}): {e}", map.names[b]),
-                    Err(_) => {}
+                    measured.push(format!("{i}:{bps}"))
                 }
+                Err(e) if debug => eprintln!("gridmpi: rank {me}: {what} to rank {to} ({}): {e}", cards[to as usize].host),
+                Err(_) => {}
             }
-            // One probe at a time.
-            pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
         }
+        // One probe at a time.
+        pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
     }
     stop.store(true, Ordering::Relaxed);
     if let Some(t) = drain {
         let _ = t.join();
     }
-    if mine.is_some() {
-        pmi.put("wan-probe", &measured.join(",")).map_err(|e| format!("PMI put: {e}"))?;
+    let mut senders: Vec<Pid> = pairs.iter().map(|p| p.0).collect();
+    senders.sort_unstable();
+    senders.dedup();
+    if senders.contains(&me) {
+        pmi.put(&format!("{what}-result"), &measured.join(",")).map_err(|e| format!("PMI put: {e}"))?;
     }
     pmi.fence().map_err(|e| format!("PMI fence: {e}"))?;
-    for (a, &l) in leaders.iter().enumerate() {
-        let v = get_when_there(pmi, l, "wan-probe")?;
+    let mut results = vec![None; pairs.len()];
+    for s in senders {
+        let v = get_when_there(pmi, s, &format!("{what}-result"))?;
         for part in v.split(',').filter(|p| !p.is_empty()) {
-            let (b, bps) = parse_result(part).filter(|&(b, _)| b < k && b != a).ok_or_else(|| format!("rank {l} reported a malformed WAN probe result {part:?}"))?;
-            let told = map.links[a][b].bandwidth_bps;
-            let mbit = |x: u64| x as f64 / 1e6;
-            match told {
-                Some(t) if !contradicts(t, bps) => {}
-                Some(t) => {
-                    if me == 0 {
-                        eprintln!(
-                            "gridmpi: the WAN from {} to {} was given as {:.1} Mbit/s (topology file or GRIDMPI_WAN_BANDWIDTH), measured {:.1} Mbit/s: \
-                             pacing by the measurement (GRIDMPI_WAN_PROBE=0 keeps what was given)",
-                            map.names[a], map.names[b], mbit(t), mbit(bps)
-                        );
-                    }
-                    map.links[a][b].bandwidth_bps = Some(bps);
-                }
-                None => map.links[a][b].bandwidth_bps = Some(bps),
-            }
-            if debug && me == 0 {
-                eprintln!("gridmpi: WAN probe: {} -> {}: {:.1} Mbit/s", map.names[a], map.names[b], mbit(bps));
-            }
+            let (i, bps) = parse_result(part)
+                .filter(|&(i, _)| i < pairs.len() && pairs[i].0 == s)
+                .ok_or_else(|| format!("rank {s} reported a malformed bandwidth probe result {part:?}"))?;
+            results[i] = Some(bps);
         }
     }
-    Ok(())
+    Ok(results)
 }
 
 /// A given bandwidth the measurement contradicts: off by more than this
@@ -172,7 +262,7 @@ fn contradicts(told: u64, measured: u64) -> bool {
     !(1.0 / CONTRADICTS..=CONTRADICTS).contains(&r)
 }
 
-/// "cluster:bits-per-second".
+/// "pair:bits-per-second".
 fn parse_result(part: &str) -> Option<(usize, u64)> {
     let (b, bps) = part.split_once(':')?;
     let bps: u64 = bps.parse().ok()?;
