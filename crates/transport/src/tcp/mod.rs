@@ -25,6 +25,7 @@
 mod conn;
 pub mod handshake;
 mod sendq;
+pub mod tls;
 pub mod stream;
 pub mod tuning;
 
