@@ -163,6 +163,12 @@ impl Sink for EngineSink<'_> {
     }
 
     fn event(&mut self, ev: ConnEvent) {
+        if let ConnEvent::Refused { peer, why } = &ev {
+            // Said whatever the settings: a rank of the job could not
+            // connect the way this one requires.
+            let n = &self.names[*peer as usize];
+            eprintln!("gridmpi[{}]: refused a connection from {}: {why}", self.me, n.who);
+        }
         if let ConnEvent::Resumed { peer, after, resent, why } = &ev {
             // Said whatever the settings: the job goes on, but a user
             // should know the network cut a connection. Links re-made
@@ -187,7 +193,7 @@ impl Sink for EngineSink<'_> {
             ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.names[peer as usize].host),
             ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
             ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
-            ConnEvent::Resumed { .. } => {}
+            ConnEvent::Resumed { .. } | ConnEvent::Refused { .. } => {}
         }
     }
 }

@@ -91,6 +91,9 @@ pub enum ConnEvent {
     /// broke (`why`); `resent` bytes the peer had not received were
     /// written again.
     Resumed { peer: Pid, after: Duration, resent: u64, why: String },
+    /// A connection from `peer` (it proved the job secret) was refused
+    /// (`why`): the link stays as it was.
+    Refused { peer: Pid, why: String },
 }
 
 /// A failure of a transport: a peer or the network failed, or a peer broke

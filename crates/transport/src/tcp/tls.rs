@@ -330,7 +330,9 @@ impl Session {
         }
         let n = self.tls.writer().write_vectored(&slices)?;
         self.flush(fd)?;
-        Ok(Some(n))
+        // (rustls takes nothing only past its buffer limit, which the
+        // chunk stays below; a caller is told to wait, not that 0 went.)
+        Ok((n > 0 || total == 0).then_some(n))
     }
 
     /// Read plaintext into `bufs`: Some(n > 0) bytes, Some(0) the peer
@@ -378,11 +380,6 @@ impl Session {
             }
             self.flush(fd)?;
         }
-    }
-
-    /// Plaintext read from `iov`-less callers: into one buffer.
-    pub(super) fn read_into(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        self.read(fd, &mut [io::IoSliceMut::new(buf)])
     }
 
     /// Say goodbye (close_notify) before the socket closes, as far as the
