@@ -29,7 +29,7 @@ int main(int argc, char **argv)
                 continue;
             for (long i = 0; i < len; i++)
                 sb[i] = val(rank, peer, len, i);
-            memset(rb, 0, len);
+            memset(rb, 0, (size_t)(unsigned)len);
             MPI_Status st;
             CHECK_MPI(MPI_Sendrecv(sb, len, MPI_BYTE, peer, li, rb, len, MPI_BYTE, peer, li, MPI_COMM_WORLD, &st));
             int bad = 0;
@@ -58,5 +58,6 @@ int main(int argc, char **argv)
     free(b);
     free(sb);
     free(rb);
+    MPI_Finalize();
     return test_finish();
 }

@@ -37,5 +37,6 @@ int main(int argc, char **argv)
     free(r);
     free(a);
     free(b);
+    MPI_Finalize();
     return test_finish();
 }

@@ -10,8 +10,8 @@ int main(int argc, char **argv)
 {
     int size;
     test_init(&argc, &argv, &size);
-#if !TEST_IMPL_GRIDMPI
     MPI_Finalize();
+#if !TEST_IMPL_GRIDMPI
     return 1;
 #endif
     return test_finish();
