@@ -715,6 +715,8 @@ if tb up "$HERE/private.toml" >"$WORK/up-private.log" 2>&1; then
         }
         relayed_run "private sites through relays: checked all-to-all and allreduce loop" "data correct" "$WORK/outage" 5 16384
         relayed_run "private sites through relays: IS-like kernel verifies" "RESULT" "$WORK/is_sort" --keys-log2 20 --iters 3 --reps 2
+        relayed_run "private sites through relays, TLS between the sites (GRIDMPI_WAN_TLS=on): checked all-to-all and allreduce loop" \
+            "data correct" -x GRIDMPI_WAN_TLS=on "$WORK/outage" 5 16384
         n_a=$(grep -c relaying "$WORK/relay-h0.out") n_b=$(grep -c relaying "$WORK/relay-h4.out")
         [ "$n_a" -ge 32 ] && [ "$n_b" -ge 32 ] && pass "both relays carried the sites' connections ($n_a and $n_b relayed)" \
             || fail "relayed connections: $n_a at h0, $n_b at h4: $(tail -3 "$WORK/relay-h0.out" | tr '\n' '|')"

@@ -652,6 +652,9 @@ impl Tcp {
         if events & (sys::EPOLLIN | sys::EPOLLHUP | sys::EPOLLERR) != 0 && self.conns[idx].is_some() {
             self.on_readable(idx, sink)?;
             self.acknowledge(idx, sink)?;
+            // TLS may have answered what it read (its handshake, a key
+            // update) with more than the socket took.
+            self.update_interest(idx);
         }
         if self.conns[idx].is_some() {
             self.reap(idx);
