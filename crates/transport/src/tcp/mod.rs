@@ -825,7 +825,12 @@ impl Tcp {
         }
         if !c.hs_out.is_empty() || c.tls_pending() {
             if let Err(e) = c.write_handshake() {
-                if c.connector || c.is_established() {
+                if let (true, Some(p)) = (c.is_established(), c.peer) {
+                    // (TLS's own bytes of an established connection: a
+                    // reset is resumed as for any write.)
+                    return self.send_failed(idx, p, e);
+                }
+                if c.connector {
                     return Err(terr(c.peer, format!("send failed during handshake: {e}")));
                 }
                 c.phase = Phase::Dead; // a caller we never admitted
