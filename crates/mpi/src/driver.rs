@@ -167,7 +167,10 @@ impl Sink for EngineSink<'_> {
             // Said whatever the settings: a rank of the job could not
             // connect the way this one requires.
             let n = &self.names[*peer as usize];
-            eprintln!("gridmpi[{}]: refused a connection from {}: {why}", self.me, n.who);
+            // One write: the line stays whole even if the job is killed
+            // right after it.
+            let line = format!("gridmpi[{}]: refused a connection from {}: {why}\n", self.me, n.who);
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         }
         if let ConnEvent::Resumed { peer, after, resent, why } = &ev {
             // Said whatever the settings: the job goes on, but a user

@@ -657,6 +657,9 @@ impl Tcp {
             self.update_interest(idx);
         }
         if self.conns[idx].is_some() {
+            // What happened is said before a dropped connection closes (a
+            // refused caller's job may end as soon as it sees the close).
+            self.report(sink);
             self.reap(idx);
         }
         Ok(())
