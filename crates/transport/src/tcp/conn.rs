@@ -205,9 +205,9 @@ impl Wire<'_> {
     /// # Safety
     /// Every iovec must point at `iov_len` readable bytes.
     pub(super) unsafe fn send(&mut self, iov: &[libc::iovec]) -> io::Result<Option<usize>> {
+        // SAFETY (both): as the caller vouches.
         match self.tls.as_mut() {
-            Some(s) => s.write(self.fd, iov),
-            // SAFETY: as the caller vouches.
+            Some(s) => unsafe { s.write(self.fd, iov) },
             None => unsafe { super::sendq::send_iov(self.fd, iov) },
         }
     }

@@ -311,7 +311,10 @@ impl Session {
     /// the socket takes. Some(n): n plaintext bytes are now the session's
     /// to deliver (the caller's memory may change); None: earlier
     /// ciphertext still waits for the socket, nothing was taken.
-    pub(super) fn write(&mut self, fd: RawFd, iov: &[libc::iovec]) -> io::Result<Option<usize>> {
+    ///
+    /// # Safety
+    /// Every iovec must point at `iov_len` readable bytes.
+    pub(super) unsafe fn write(&mut self, fd: RawFd, iov: &[libc::iovec]) -> io::Result<Option<usize>> {
         self.flush(fd)?;
         if self.pending() > 0 {
             return Ok(None);
