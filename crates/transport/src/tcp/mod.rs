@@ -7,6 +7,11 @@
 //! at once, the connection made by the lower pid wins. Frames for a peer
 //! queue up until its connection is established, so order is kept.
 //!
+//! A link may have to be encrypted (GRIDMPI_WAN_TLS): its connections are
+//! then TLS from their first byte, the handshake running inside; an
+//! acceptor tells TLS from plain by that byte and refuses a plain caller
+//! on such a link once it has proven who it is.
+//!
 //! A connection that is reset or aborted does not end the job: both sides
 //! make a new one (with the same proof) and the link's streams go on where
 //! the receiver stands ([`stream`]), for as long as the outage budget
@@ -19,6 +24,9 @@
 //! - [`stream`]: a link's byte streams across connections (what to keep,
 //!   acknowledge and write again);
 //! - [`tuning`]: socket options and pacing;
+//! - [`tls`]: TLS 1.3 on a connection whose link must be encrypted
+//!   ([`Tcp::set_tls`]): the job's key from its secret, and the byte layer
+//!   every read and write of such a connection goes through (`conn::Wire`);
 //! - here: the [`Transport`] itself, connections made and accepted, the
 //!   epoll set, timeouts.
 
