@@ -24,7 +24,7 @@
 //! - [`stream`]: a link's byte streams across connections (what to keep,
 //!   acknowledge and write again);
 //! - [`tuning`]: socket options and pacing;
-//! - [`tls`]: TLS 1.3 on a connection whose link must be encrypted
+//! - `tls`: TLS 1.3 on a connection whose link must be encrypted
 //!   ([`Tcp::set_tls`]): the job's key from its secret, and the byte layer
 //!   every read and write of such a connection goes through (`conn::Wire`);
 //! - here: the [`Transport`] itself, connections made and accepted, the
@@ -33,7 +33,7 @@
 mod conn;
 pub mod handshake;
 mod sendq;
-pub mod tls;
+mod tls;
 pub mod stream;
 pub mod tuning;
 
