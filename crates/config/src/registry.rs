@@ -195,6 +195,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "which TCP connections survive a reset (a NAT or firewall losing its state): a new connection takes over and resends what the peer did not receive. wan: connections between clusters; all: every one (costs a memory copy of every byte sent); off: none (a reset ends the job)",
     },
     Setting {
+        name: "GRIDMPI_WAN_TLS",
+        kind: Kind::Choice(&["off", "on", "all"]),
+        default: "off",
+        scope: Scope::Library,
+        help: "encrypt TCP connections between ranks with TLS 1.3, keyed by the job secret (confidentiality and integrity of the data on the links; the job secret already authenticates them). off: none; on: connections between clusters (per the cluster map); all: every TCP connection. A rank refuses a plain connection on a link it must encrypt. See docs/grid.md",
+    },
+    Setting {
         name: "GRIDMPI_WAN_OUTAGE_BUDGET",
         kind: Kind::Duration,
         default: "900s",

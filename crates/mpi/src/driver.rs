@@ -163,6 +163,15 @@ impl Sink for EngineSink<'_> {
     }
 
     fn event(&mut self, ev: ConnEvent) {
+        if let ConnEvent::Refused { peer, why } = &ev {
+            // Said whatever the settings: a rank of the job could not
+            // connect the way this one requires.
+            let n = &self.names[*peer as usize];
+            // One write: the line stays whole even if the job is killed
+            // right after it.
+            let line = format!("gridmpi[{}]: refused a connection from {}: {why}\n", self.me, n.who);
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        }
         if let ConnEvent::Resumed { peer, after, resent, why } = &ev {
             // Said whatever the settings: the job goes on, but a user
             // should know the network cut a connection. Links re-made
@@ -187,7 +196,7 @@ impl Sink for EngineSink<'_> {
             ConnEvent::Opened { peer, fd } => tr.conn_opened(peer, fd, &self.names[peer as usize].host),
             ConnEvent::Closed { peer, fd } => tr.conn_closed(peer, fd),
             ConnEvent::Tuned { peer, option, value } => tr.tuning(peer, option, &value),
-            ConnEvent::Resumed { .. } => {}
+            ConnEvent::Resumed { .. } | ConnEvent::Refused { .. } => {}
         }
     }
 }

@@ -159,6 +159,7 @@ impl Runtime {
         engine.set_peer_params(me, PeerParams { eager_limit: 64 * 1024, ..PeerParams::default() });
         if let Some(t) = tcp.as_mut() {
             let resume = config.text("GRIDMPI_TCP_RESUME");
+            let tls = config.text("GRIDMPI_WAN_TLS");
             for r in (0..size).filter(|&r| routes[r as usize] == Route::Tcp) {
                 t.set_peer_addrs(r, bootstrap::peer_addrs(&cards, me, r));
                 // Links that survive a reset keep a copy of what they send.
@@ -167,6 +168,7 @@ impl Runtime {
                     t.set_peer_relay(r, way);
                 }
                 t.set_resumable(r, checkpointing || resume == "all" || (resume == "wan" && across));
+                t.set_tls(r, tls == "all" || (tls == "on" && across));
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);
                 }
@@ -287,6 +289,9 @@ impl Runtime {
                     Some(tuning) => t.set_tuning(r, tuning),
                     None => t.clear_tuning(r),
                 }
+                // Encryption too: a link that crosses the WAN now must be.
+                let tls = self.config.text("GRIDMPI_WAN_TLS");
+                t.set_tls(r, tls == "all" || (tls == "on" && map.cluster_of(self.me) != map.cluster_of(r)));
             }
         }
         let budget = self.config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());

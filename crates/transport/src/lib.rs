@@ -12,7 +12,8 @@
 //! to its destination, and large Data payloads are read straight into the
 //! buffer the sink names ([`Sink::data_target`]).
 //!
-//! - [`tcp`]: one authenticated, tuned connection per peer across hosts;
+//! - [`tcp`]: one authenticated, tuned connection per peer across hosts
+//!   (encrypted with TLS 1.3 where the caller asks for it);
 //! - [`shm`]: rings in shared memory between the processes of one host;
 //! - [`progress`]: the epoll set a blocked process sleeps in, and the
 //!   eventfd that wakes it;
@@ -91,6 +92,9 @@ pub enum ConnEvent {
     /// broke (`why`); `resent` bytes the peer had not received were
     /// written again.
     Resumed { peer: Pid, after: Duration, resent: u64, why: String },
+    /// A connection from `peer` (it proved the job secret) was refused
+    /// (`why`): the link stays as it was.
+    Refused { peer: Pid, why: String },
 }
 
 /// A failure of a transport: a peer or the network failed, or a peer broke

@@ -6,6 +6,7 @@
 
 use super::handshake::{self, Acceptor, Connector, Decision, Link, Outcome, Refusal};
 use super::stream::Carry;
+use super::tls::{self, Session};
 use super::Tcp;
 use crate::{terr, ConnEvent, Sink, TransportError};
 use gridmpi_datatype::UserBuf;
@@ -65,6 +66,12 @@ pub(super) struct Conn {
     pub(super) opened: std::time::Instant,
     /// The link generation a connection we make asks for.
     pub(super) asked_generation: u32,
+    /// TLS, when the connection is encrypted: every read and write of the
+    /// connection goes through it.
+    pub(super) tls: Option<Box<Session>>,
+    /// A connection we accepted: whether its first byte was looked at (to
+    /// tell TLS from plain).
+    pub(super) sniffed: bool,
 }
 
 impl Conn {
@@ -83,7 +90,27 @@ impl Conn {
             direct: None,
             opened: std::time::Instant::now(),
             asked_generation: 1,
+            tls: None,
+            sniffed: false,
         }
+    }
+
+    /// The connection's byte layer: the socket, or TLS over it.
+    pub(super) fn wire(&mut self) -> Wire<'_> {
+        Wire { fd: self.fd.as_raw_fd(), tls: self.tls.as_deref_mut() }
+    }
+
+    /// Bytes written and not yet sent: what the socket holds unsent, and
+    /// the ciphertext TLS holds that the socket did not take yet.
+    pub(super) fn unsent(&self) -> Option<u32> {
+        let pending = self.tls.as_ref().map_or(0, |s| s.pending());
+        super::tuning::socket_unsent(self.fd.as_raw_fd()).map(|n| n.saturating_add(pending.min(u32::MAX as usize) as u32))
+    }
+
+    /// Whether TLS holds ciphertext the socket has not taken (to be written
+    /// when it is writable).
+    pub(super) fn tls_pending(&self) -> bool {
+        self.tls.as_ref().is_some_and(|s| s.pending() > 0)
     }
 
     pub(super) fn is_established(&self) -> bool {
@@ -94,17 +121,95 @@ impl Conn {
         matches!(self.phase, Phase::Dead)
     }
 
-    /// Write what is left of the handshake bytes.
+    /// Write what is left of the handshake bytes (and of TLS's own).
     pub(super) fn write_handshake(&mut self) -> io::Result<()> {
+        let fd = self.fd.as_raw_fd();
+        if let Some(s) = self.tls.as_mut() {
+            s.flush(fd)?;
+        }
         while !self.hs_out.is_empty() {
             let iov = [libc::iovec { iov_base: self.hs_out.as_ptr() as *mut libc::c_void, iov_len: self.hs_out.len() }];
             // SAFETY: the iovec covers our own buffer.
-            match unsafe { super::sendq::send_iov(self.fd.as_raw_fd(), &iov)? } {
+            match unsafe { self.wire().send(&iov)? } {
                 Some(n) => drop(self.hs_out.drain(..n)),
                 None => return Ok(()),
             }
         }
         Ok(())
+    }
+
+    /// Read into `buf`: Some(n) bytes (0: end of stream), None: would block.
+    fn recv(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let fd = self.fd.as_raw_fd();
+        if let Some(s) = self.tls.as_mut() {
+            return s.read(fd, &mut [io::IoSliceMut::new(buf)]);
+        }
+        loop {
+            // SAFETY: reading into the caller's buffer.
+            let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
+            if n >= 0 {
+                return Ok(Some(n as usize));
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(None),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Read into the memory runs `runs`, as `recv`.
+    ///
+    /// # Safety
+    /// Every run must be writable memory nobody else uses meanwhile.
+    unsafe fn recv_runs(&mut self, runs: &[(*mut u8, usize)]) -> io::Result<Option<usize>> {
+        let fd = self.fd.as_raw_fd();
+        if let Some(s) = self.tls.as_mut() {
+            // SAFETY: as the caller vouches.
+            let mut bufs: Vec<io::IoSliceMut<'_>> =
+                runs.iter().map(|&(p, l)| io::IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(p, l) })).collect();
+            return s.read(fd, &mut bufs);
+        }
+        let mut iov: Vec<libc::iovec> = runs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
+        // SAFETY: a zeroed msghdr is valid; the iovecs are the caller's runs.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = iov.len();
+        loop {
+            let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+            if n >= 0 {
+                return Ok(Some(n as usize));
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::WouldBlock => return Ok(None),
+                io::ErrorKind::Interrupted => continue,
+                _ => return Err(e),
+            }
+        }
+    }
+}
+
+/// Where a connection's bytes go: straight to the socket, or through TLS.
+pub(super) struct Wire<'a> {
+    fd: std::os::fd::RawFd,
+    tls: Option<&'a mut Session>,
+}
+
+impl Wire<'_> {
+    /// Write from `iov` without blocking: the bytes taken (by the socket,
+    /// or encrypted by TLS: either way the caller's memory is free again),
+    /// or None when nothing can be taken now.
+    ///
+    /// # Safety
+    /// Every iovec must point at `iov_len` readable bytes.
+    pub(super) unsafe fn send(&mut self, iov: &[libc::iovec]) -> io::Result<Option<usize>> {
+        // SAFETY (both): as the caller vouches.
+        match self.tls.as_mut() {
+            Some(s) => unsafe { s.write(self.fd, iov) },
+            None => unsafe { super::sendq::send_iov(self.fd, iov) },
+        }
     }
 }
 
@@ -137,6 +242,9 @@ pub(super) fn resumable(e: &io::Error) -> bool {
 
 impl Tcp {
     pub(super) fn on_readable(&mut self, idx: usize, sink: &mut dyn Sink) -> Result<(), TransportError> {
+        if !self.sniff(idx) {
+            return Ok(());
+        }
         loop {
             if self.conns[idx].as_ref().unwrap().direct.is_some() {
                 match self.read_direct(idx, sink)? {
@@ -151,33 +259,66 @@ impl Tcp {
                 let n = c.rbuf.len() * 2;
                 c.rbuf.resize(n, 0);
             }
-            // SAFETY: reading into the unused tail of our buffer.
-            let n = unsafe {
-                libc::recv(c.fd.as_raw_fd(), c.rbuf.as_mut_ptr().add(c.rlen) as *mut libc::c_void, c.rbuf.len() - c.rlen, libc::MSG_DONTWAIT)
-            };
-            if n == 0 {
-                return self.on_eof(idx, None);
+            let (rlen, mut rbuf) = (c.rlen, std::mem::take(&mut c.rbuf));
+            let got = c.recv(&mut rbuf[rlen..]);
+            c.rbuf = rbuf;
+            match got {
+                Ok(None) => return Ok(()),
+                Ok(Some(0)) => return self.on_eof(idx, None),
+                Ok(Some(n)) => c.rlen += n,
+                Err(e) => return self.read_failed(idx, e),
             }
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.kind() {
-                    io::ErrorKind::WouldBlock => return Ok(()),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => {
-                        if resumable(&e) {
-                            return self.on_eof(idx, Some(e));
-                        }
-                        let peer = c.peer;
-                        return Err(terr(peer, format!("receive failed: {e}")));
-                    }
-                }
-            }
-            c.rlen += n as usize;
             self.consume(idx, sink)?;
             if self.conns[idx].as_ref().is_none_or(|c| c.is_dead()) {
                 return Ok(());
             }
         }
+    }
+
+    /// A connection we accepted: before its first read, tell TLS from
+    /// plain by its first byte (see `tls.rs`). False if the connection is
+    /// not to be read now (nothing came yet, or it was dropped).
+    fn sniff(&mut self, idx: usize) -> bool {
+        let c = self.conns[idx].as_mut().unwrap();
+        if c.connector || c.sniffed {
+            return true;
+        }
+        let mut first = 0u8;
+        // SAFETY: peeking one byte into a local.
+        let n = unsafe { libc::recv(c.fd.as_raw_fd(), &mut first as *mut u8 as *mut libc::c_void, 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
+            return false;
+        }
+        c.sniffed = true;
+        if n == 1 && first == tls::TLS_FIRST_BYTE {
+            match self.job_tls().and_then(|t| t.accept()) {
+                Ok(s) => self.conns[idx].as_mut().unwrap().tls = Some(Box::new(s)),
+                Err(_) => {
+                    self.conns[idx].as_mut().unwrap().phase = Phase::Dead;
+                    return false;
+                }
+            }
+        }
+        true // (end of stream and errors: the read says so)
+    }
+
+    /// Reading from connection `idx` failed with `e`.
+    fn read_failed(&mut self, idx: usize, e: io::Error) -> Result<(), TransportError> {
+        if resumable(&e) {
+            return self.on_eof(idx, Some(e));
+        }
+        let c = self.conns[idx].as_mut().unwrap();
+        if !c.connector && !c.is_established() {
+            // A caller we never admitted (a stranger speaking bad TLS, or
+            // of another job): it goes, nothing else is touched.
+            c.phase = Phase::Dead;
+            return Ok(());
+        }
+        let peer = c.peer;
+        if c.tls.as_ref().is_some_and(|s| s.handshaking()) {
+            return Err(terr(peer, format!("the TLS handshake failed: {e} (does the peer hold this job's secret?)")));
+        }
+        Err(terr(peer, format!("receive failed: {e}")))
     }
 
     /// Read the payload of the pending direct Data frame into user memory.
@@ -190,29 +331,22 @@ impl Tcp {
         self.runs.clear();
         let Frame::Data { offset, .. } = d.header.frame else { unreachable!("only Data frames land directly") };
         d.buf.runs(offset + d.done, len - d.done, 256, &mut self.runs);
-        let mut iov: Vec<libc::iovec> =
-            self.runs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
-        // SAFETY: a zeroed msghdr is valid; the iovecs point into the receive
-        // buffer of a pending receive, within the range the sink accepted.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iov.as_mut_ptr();
-        msg.msg_iovlen = iov.len();
-        let n = unsafe { libc::recvmsg(c.fd.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
-        if n == 0 {
-            return Ok(None);
-        }
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => Ok(Some(false)),
-                io::ErrorKind::Interrupted => Ok(Some(true)),
-                _ if resumable(&e) => {
-                    self.on_eof(idx, Some(e))?;
-                    Ok(Some(false))
-                }
-                _ => Err(terr(peer, format!("receive failed: {e}"))),
-            };
-        }
+        let runs = std::mem::take(&mut self.runs);
+        // SAFETY: the runs lie in the receive buffer of a pending receive,
+        // within the range the sink accepted.
+        let got = unsafe { c.recv_runs(&runs) };
+        self.runs = runs;
+        let n = match got {
+            Ok(Some(0)) => return Ok(None),
+            Ok(Some(n)) => n,
+            Ok(None) => return Ok(Some(false)),
+            Err(e) => {
+                self.read_failed(idx, e)?;
+                return Ok(Some(false));
+            }
+        };
+        let c = self.conns[idx].as_mut().unwrap();
+        let d = c.direct.as_mut().unwrap();
         d.done += n as u64;
         if let Some(p) = peer {
             self.peers[p as usize].rx.took(n as u64);
@@ -253,7 +387,12 @@ impl Tcp {
                         ),
                     ));
                 }
-                return Err(terr(peer, "the peer closed the connection during the handshake (a different GridMPI version?)"));
+                let hint = if self.conns[idx].as_ref().is_some_and(|c| c.tls.is_none()) {
+                    " (a different GridMPI version, or it requires TLS on this link: GRIDMPI_WAN_TLS differs between the ranks?)"
+                } else {
+                    " (a different GridMPI version?)"
+                };
+                return Err(terr(peer, format!("the peer closed the connection during the handshake{hint}")));
             }
             _ => {}
         }
@@ -395,6 +534,17 @@ impl Tcp {
             }
             _ => unreachable!("a handshake step outside the handshake"),
         };
+        if let Some((peer, _)) = proven.filter(|&(p, _)| self.peers[p as usize].tls && c.tls.is_none()) {
+            // No downgrade: the link must be encrypted and this caller
+            // speaks in clear. It goes without a verdict; the link is not
+            // touched.
+            c.phase = Phase::Dead;
+            self.events.push(ConnEvent::Refused {
+                peer,
+                why: "it called without TLS, and this link must be encrypted (GRIDMPI_WAN_TLS differs between the ranks?)".into(),
+            });
+            return Ok(used);
+        }
         if let Some((peer, asked)) = proven {
             // Only now is the caller known to be this rank. If it replaces
             // a connection it lost, ours is given up first, so that what we

@@ -7,6 +7,11 @@
 //! at once, the connection made by the lower pid wins. Frames for a peer
 //! queue up until its connection is established, so order is kept.
 //!
+//! A link may have to be encrypted (GRIDMPI_WAN_TLS): its connections are
+//! then TLS from their first byte, the handshake running inside; an
+//! acceptor tells TLS from plain by that byte and refuses a plain caller
+//! on such a link once it has proven who it is.
+//!
 //! A connection that is reset or aborted does not end the job: both sides
 //! make a new one (with the same proof) and the link's streams go on where
 //! the receiver stands ([`stream`]), for as long as the outage budget
@@ -19,12 +24,16 @@
 //! - [`stream`]: a link's byte streams across connections (what to keep,
 //!   acknowledge and write again);
 //! - [`tuning`]: socket options and pacing;
+//! - `tls`: TLS 1.3 on a connection whose link must be encrypted
+//!   ([`Tcp::set_tls`]): the job's key from its secret, and the byte layer
+//!   every read and write of such a connection goes through (`conn::Wire`);
 //! - here: the [`Transport`] itself, connections made and accepted, the
 //!   epoll set, timeouts.
 
 mod conn;
 pub mod handshake;
 mod sendq;
+mod tls;
 pub mod stream;
 pub mod tuning;
 
@@ -40,7 +49,7 @@ use stream::{Carry, Incoming, Outgoing};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use tuning::{set_buf, set_nonblocking_nodelay, socket_error, socket_unsent};
+use tuning::{set_buf, set_nonblocking_nodelay, socket_error};
 
 pub use tuning::Tuning;
 
@@ -111,6 +120,9 @@ struct PeerLink {
     /// again (MPI_T's gridmpi_tcp_reconnections, gridmpi_tcp_resent_bytes).
     resumed: u64,
     resent: u64,
+    /// Whether the link must be encrypted (TLS): connections we make are,
+    /// and a plain caller proving to be this peer is refused.
+    tls: bool,
 }
 
 /// A link whose connection broke, being re-made.
@@ -168,6 +180,9 @@ pub struct Tcp {
     /// How long a broken connection may take to be re-made before the job
     /// gives up (the WAN outage budget).
     pub resume_budget: Duration,
+    /// The job's TLS configurations, made from its secret when first needed
+    /// (by a link that must be encrypted, or a caller speaking TLS).
+    job_tls: Option<std::sync::Arc<tls::JobTls>>,
 }
 
 fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
@@ -281,6 +296,7 @@ impl Tcp {
             spare_fd: spare_fd(),
             reaped_at: std::time::Instant::now(),
             resume_budget: Duration::from_secs(900),
+            job_tls: None,
         })
     }
 
@@ -383,6 +399,40 @@ impl Tcp {
     /// Set the job identity and secret (known only after the PMI exchange).
     pub fn set_auth(&mut self, job: u64, secret: [u8; 32]) {
         self.keys = Keys { job, secret };
+        self.job_tls = None;
+    }
+
+    /// Whether the link with `peer` must be encrypted with TLS 1.3, keyed
+    /// by the job secret (`tls.rs`). Connections made from now on are; a
+    /// caller that proves to be `peer` over a plain connection is refused
+    /// (no downgrade). Only for ranks of our own job: the TLS key is the
+    /// job's, and a caller is not known before TLS is set up.
+    pub fn set_tls(&mut self, peer: Pid, on: bool) {
+        self.peers[peer as usize].tls = on;
+    }
+
+    /// Whether the link with `peer` must be encrypted.
+    pub fn tls(&self, peer: Pid) -> bool {
+        self.peers.get(peer as usize).is_some_and(|l| l.tls)
+    }
+
+    /// Whether the established connection with `peer` is encrypted (None:
+    /// no established connection).
+    pub fn encrypted(&self, peer: Pid) -> Option<bool> {
+        let l = self.peers.get(peer as usize)?;
+        let c = self.conns.get(l.conn.filter(|_| l.established)?)?.as_ref()?;
+        Some(c.tls.is_some())
+    }
+
+    /// The job's TLS configurations (made once per secret: a key
+    /// derivation, a certificate and a signature).
+    fn job_tls(&mut self) -> Result<std::sync::Arc<tls::JobTls>, String> {
+        if let Some(t) = &self.job_tls {
+            return Ok(t.clone());
+        }
+        let t = std::sync::Arc::new(tls::JobTls::new(&self.keys.secret)?);
+        self.job_tls = Some(t.clone());
+        Ok(t)
     }
 
     pub fn port(&self) -> u16 {
@@ -474,7 +524,7 @@ impl Tcp {
         // Through relays: one address to call, and a preface for it that
         // names the rest of the way (fresh for every attempt: a relay
         // admits each preface once).
-        let (addrs, preface) = match &link.relay {
+        let (addrs, mut preface) = match &link.relay {
             None => (link.addrs.clone(), None),
             Some(way) => {
                 let p = gridmpi_relay::Preface::new(way.via.clone(), link.addrs.clone())
@@ -493,11 +543,23 @@ impl Tcp {
         let received = link.rx.position(link.carry.as_ref().map_or(0, |c| c.len()));
         let resume = handshake::Resume { generation: link.generation + 1, received };
         let mut machine = Connector::calling(self.identity(), self.party(peer), nonce_c, resume);
+        let session = match self.peers[peer as usize].tls {
+            true => {
+                let mut s = self.job_tls().and_then(|t| t.connect()).map_err(|e| terr(Some(peer), e))?;
+                // The relays read their line in clear, before TLS.
+                if let Some(p) = preface.take() {
+                    s.preface(&p);
+                }
+                Some(Box::new(s))
+            }
+            false => None,
+        };
         if let Some(p) = preface {
             machine = machine.through_relay(p);
         }
         let mut conn = Conn::new(fd, Some(peer), Phase::Connecting(machine), addrs);
         conn.asked_generation = resume.generation;
+        conn.tls = session;
         let idx = self.insert_conn(conn);
         self.peers[peer as usize].conn = Some(idx);
         self.start_connect(idx)
@@ -598,8 +660,14 @@ impl Tcp {
         if events & (sys::EPOLLIN | sys::EPOLLHUP | sys::EPOLLERR) != 0 && self.conns[idx].is_some() {
             self.on_readable(idx, sink)?;
             self.acknowledge(idx, sink)?;
+            // TLS may have answered what it read (its handshake, a key
+            // update) with more than the socket took.
+            self.update_interest(idx);
         }
         if self.conns[idx].is_some() {
+            // What happened is said before a dropped connection closes (a
+            // refused caller's job may end as soon as it sees the close).
+            self.report(sink);
             self.reap(idx);
         }
         Ok(())
@@ -766,9 +834,14 @@ impl Tcp {
             c.hs_out.extend(machine.poll_transmit().unwrap_or_default());
             c.phase = Phase::Connector(machine);
         }
-        if !c.hs_out.is_empty() {
+        if !c.hs_out.is_empty() || c.tls_pending() {
             if let Err(e) = c.write_handshake() {
-                if c.connector || c.is_established() {
+                if let (true, Some(p)) = (c.is_established(), c.peer) {
+                    // (TLS's own bytes of an established connection: a
+                    // reset is resumed as for any write.)
+                    return self.send_failed(idx, p, e);
+                }
+                if c.connector {
                     return Err(terr(c.peer, format!("send failed during handshake: {e}")));
                 }
                 c.phase = Phase::Dead; // a caller we never admitted
@@ -787,6 +860,7 @@ impl Tcp {
     fn update_interest(&mut self, idx: usize) {
         let Some(c) = self.conns[idx].as_mut() else { return };
         let want = !c.hs_out.is_empty()
+            || c.tls_pending()
             || matches!(c.phase, Phase::Connecting(_))
             || (c.is_established()
                 && c.peer.is_some_and(|p| !self.peers[p as usize].out.is_empty() || self.peers[p as usize].tx.replaying()));
@@ -804,11 +878,13 @@ impl Tcp {
         if !c.is_established() || !c.hs_out.is_empty() {
             return Ok(());
         }
-        let fd = c.fd.as_raw_fd();
+        let c = self.conns[idx].as_mut().expect("checked above");
+        let unsent = c.unsent();
+        let mut wire = c.wire();
         let link = &mut self.peers[peer as usize];
         // After a reconnection, what the peer lacks goes first.
         if link.tx.replaying() {
-            match sendq::write_replay(fd, &mut link.tx) {
+            match sendq::write_replay(&mut wire, &mut link.tx) {
                 Ok(()) => {}
                 Err(e) => return self.send_failed(idx, peer, e),
             }
@@ -819,7 +895,7 @@ impl Tcp {
         }
         let mut budget = match link.paced_unsent {
             Some(max) => {
-                let room = (max as u64).saturating_sub(socket_unsent(fd).unwrap_or(0) as u64);
+                let room = (max as u64).saturating_sub(unsent.unwrap_or(0) as u64);
                 sendq::stretch_to_frame_end(&link.out, room)
             }
             None => u64::MAX,
@@ -832,7 +908,7 @@ impl Tcp {
             return Ok(());
         }
         let mut out = std::mem::take(&mut link.out);
-        let result = sendq::write_frames(fd, &mut out, &mut self.runs, &mut link.tx, sink, budget);
+        let result = sendq::write_frames(&mut wire, &mut out, &mut self.runs, &mut link.tx, sink, budget);
         self.peers[peer as usize].out = out;
         if let Err(e) = result {
             return self.send_failed(idx, peer, e);
@@ -926,6 +1002,9 @@ impl Tcp {
 
     fn close_all(&mut self) {
         for c in self.conns.iter_mut().flatten() {
+            if let Some(s) = c.tls.as_mut() {
+                s.close(c.fd.as_raw_fd());
+            }
             if let (true, Some(p)) = (c.is_established(), c.peer) {
                 self.events.push(ConnEvent::Closed { peer: p, fd: c.fd.as_raw_fd() });
             }
@@ -946,13 +1025,16 @@ impl Tcp {
     /// than cut off (see `connection_broke`).
     pub fn close(&mut self, sink: &mut dyn Sink) {
         for p in 0..self.peers.len() {
-            let Some(fd) = self.peer_fd(p as Pid) else { continue };
+            if self.peer_fd(p as Pid).is_none() {
+                continue;
+            }
+            let Some(c) = self.peers[p].conn.and_then(|i| self.conns[i].as_mut()) else { continue };
             let link = &mut self.peers[p];
             if link.out.front().is_some_and(|f| f.started()) || link.tx.replaying() {
                 continue; // an Ack now would land inside a frame
             }
             let mut last = VecDeque::from([OutFrame::ack(link.rx.position(0))]);
-            let _ = sendq::write_frames(fd, &mut last, &mut self.runs, &mut link.tx, sink, u64::MAX);
+            let _ = sendq::write_frames(&mut c.wire(), &mut last, &mut self.runs, &mut link.tx, sink, u64::MAX);
         }
         self.close_all();
         self.report(sink);

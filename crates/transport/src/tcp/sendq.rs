@@ -4,6 +4,7 @@
 //! buffers (keeping a copy of what it wrote until the peer acknowledges
 //! it: `stream.rs`).
 
+use super::conn::Wire;
 use super::stream::Outgoing;
 use crate::Sink;
 use gridmpi_wire::{paced_unsent_bytes, Frame, Header, Kind, Payload, SentToken, Transmit, Urgency, HEADER_LEN};
@@ -113,7 +114,7 @@ pub(super) unsafe fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<Opti
 
 /// Write again what the peer lacks after a reconnection (`kept`'s replay)
 /// until the socket would block or all of it is written.
-pub(super) fn write_replay(fd: RawFd, kept: &mut Outgoing) -> io::Result<()> {
+pub(super) fn write_replay(wire: &mut Wire<'_>, kept: &mut Outgoing) -> io::Result<()> {
     while let Some((a, b)) = kept.to_replay() {
         let iov = [
             libc::iovec { iov_base: a.as_ptr() as *mut libc::c_void, iov_len: a.len() },
@@ -121,7 +122,7 @@ pub(super) fn write_replay(fd: RawFd, kept: &mut Outgoing) -> io::Result<()> {
         ];
         let used = if b.is_empty() { 1 } else { 2 };
         // SAFETY: the iovecs point into `kept`, unchanged during the call.
-        match unsafe { send_iov(fd, &iov[..used])? } {
+        match unsafe { wire.send(&iov[..used])? } {
             Some(n) => kept.replayed(n as u64),
             None => return Ok(()),
         }
@@ -179,7 +180,7 @@ pub(super) fn stretch_to_frame_end(out: &VecDeque<OutFrame>, room: u64) -> u64 {
 /// `budget` bytes are written, keeping a copy of what was written in
 /// `kept`. Completed frames are popped and their senders notified.
 pub(super) fn write_frames(
-    fd: RawFd,
+    wire: &mut Wire<'_>,
     out: &mut VecDeque<OutFrame>,
     runs: &mut Vec<(*mut u8, usize)>,
     kept: &mut Outgoing,
@@ -244,7 +245,7 @@ pub(super) fn write_frames(
         iov.truncate(keep);
         // SAFETY: the iovecs point into memory owned by queued frames or
         // into user buffers of pending sends.
-        let Some(n) = (unsafe { send_iov(fd, &iov)? }) else { return Ok(()) };
+        let Some(n) = (unsafe { wire.send(&iov)? }) else { return Ok(()) };
         let mut n = n as u64;
         budget -= n.min(budget);
         while n > 0 {

@@ -189,10 +189,10 @@ impl Tcp {
     }
 
     /// Bytes written to the socket of `peer` but not yet sent (TCP_INFO's
-    /// notsent bytes), or None without a connection.
+    /// notsent bytes, and TLS ciphertext the socket has not taken), or None
+    /// without a connection.
     pub(super) fn unsent_bytes(&self, peer: Pid) -> Option<u32> {
         let idx = self.peers[peer as usize].conn.filter(|_| self.peers[peer as usize].established)?;
-        let c = self.conns[idx].as_ref()?;
-        socket_unsent(c.fd.as_raw_fd())
+        self.conns[idx].as_ref()?.unsent()
     }
 }
