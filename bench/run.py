@@ -632,6 +632,7 @@ def main():
     md = render(args, parts, impls, jobs, runs, compile_errors, info, versions, source, started, finished,
                 load_before, load_after, busy_before, top_before, busy_during, prog_args, oversub_ranks,
                 out_raw)
+    md += kept_sections(out_md)
     with open(out_md, "w") as f:
         f.write(md)
     # Every run is also kept under bench/build/history/, so a noisy re-run
@@ -830,6 +831,27 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
     w("\n")
     w(io_section())
     return "".join(o)
+
+
+# Sections of bench/RESULTS.md that other runs write (their commands are
+# in them): a run of this script carries them over as they are.
+KEPT_SECTIONS = ("Checkpoint and restart of MPI jobs", "TLS on links")
+
+
+def kept_sections(path):
+    """The KEPT_SECTIONS of the file at `path` (from its heading to the next
+    level-2 heading), or nothing."""
+    try:
+        with open(path) as f:
+            old = f.read()
+    except OSError:
+        return ""
+    out = []
+    for part in re.split(r"(?m)^(?=## )", old):
+        title = part.split("\n", 1)[0][3:].strip()
+        if part.startswith("## ") and title in KEPT_SECTIONS:
+            out.append(part.rstrip("\n") + "\n\n")
+    return "\n" + "".join(out) if out else ""
 
 
 def io_section():
