@@ -24,6 +24,24 @@ fn cvt_size(r: isize) -> io::Result<usize> {
 }
 
 /// Seconds since an arbitrary origin, from CLOCK_MONOTONIC.
+/// The result of a non-blocking socket call: the bytes it moved (0: the
+/// end of the stream), or None when it would block. An interrupted call
+/// is made again.
+pub fn nonblocking(mut call: impl FnMut() -> isize) -> io::Result<Option<usize>> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(Some(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
 pub fn now() -> f64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out-pointer.

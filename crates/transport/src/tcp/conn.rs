@@ -144,19 +144,8 @@ impl Conn {
         if let Some(s) = self.tls.as_mut() {
             return s.read(fd, &mut [io::IoSliceMut::new(buf)]);
         }
-        loop {
-            // SAFETY: reading into the caller's buffer.
-            let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
-            if n >= 0 {
-                return Ok(Some(n as usize));
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(None),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(e),
-            }
-        }
+        // SAFETY: reading into the caller's buffer.
+        crate::sys::nonblocking(|| unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) })
     }
 
     /// Read into the memory runs `runs`, as `recv`.
@@ -176,18 +165,8 @@ impl Conn {
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_iov = iov.as_mut_ptr();
         msg.msg_iovlen = iov.len();
-        loop {
-            let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
-            if n >= 0 {
-                return Ok(Some(n as usize));
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => return Ok(None),
-                io::ErrorKind::Interrupted => continue,
-                _ => return Err(e),
-            }
-        }
+        // SAFETY: the message's iovecs are the caller's writable runs.
+        crate::sys::nonblocking(|| unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) })
     }
 }
 

@@ -98,18 +98,8 @@ pub(super) unsafe fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<Opti
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
     msg.msg_iovlen = iov.len();
-    loop {
-        let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
-        if n >= 0 {
-            return Ok(Some(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok(None),
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
-        }
-    }
+    // SAFETY: the caller vouches for the iovecs.
+    crate::sys::nonblocking(|| unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) })
 }
 
 /// Write again what the peer lacks after a reconnection (`kept`'s replay)

@@ -226,19 +226,8 @@ pub(super) struct Session {
 
 /// recv without blocking: bytes read, 0 at end of stream, None would block.
 fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
-    loop {
-        // SAFETY: reading into our own buffer.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
-        if n >= 0 {
-            return Ok(Some(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::WouldBlock => return Ok(None),
-            io::ErrorKind::Interrupted => continue,
-            _ => return Err(e),
-        }
-    }
+    // SAFETY: reading into our own buffer.
+    crate::sys::nonblocking(|| unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) })
 }
 
 /// A TLS failure as the transport's read and write paths report errors.
