@@ -5,92 +5,20 @@
 //! not the plaintext; a peer of another job, and a plain caller where TLS
 //! is required, are refused.
 
-use gridmpi_datatype::{BasicType, Datatype, UserBuf};
+use gridmpi_datatype::UserBuf;
 use gridmpi_transport::tcp::Tcp;
-use gridmpi_transport::{ConnEvent, Sink, Transport};
+use gridmpi_transport::Transport;
 use gridmpi_wire::{Envelope, Frame, Header, Payload, Pid, SentToken, Transmit};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddrV4, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const DATA_LEN: usize = 300_000;
+mod common;
+use common::*;
 
-/// What one side receives: eager payloads in order, Data frames into one
-/// buffer per frame (rreq = index).
-struct Got {
-    eager: Vec<Vec<u8>>,
-    data: Vec<Vec<u8>>,
-    landed: Vec<u32>,
-    direct: usize,
-    resumed: usize,
-    refused: Vec<String>,
-}
-
-impl Got {
-    fn new(ndata: usize) -> Got {
-        Got { eager: Vec::new(), data: vec![vec![0; DATA_LEN]; ndata], landed: Vec::new(), direct: 0, resumed: 0, refused: Vec::new() }
-    }
-}
-
-fn bytes() -> Arc<Datatype> {
-    Arc::new(Datatype::basic(BasicType::Byte))
-}
-
-impl Sink for Got {
-    fn frame(&mut self, _peer: Pid, h: &Header, payload: &[u8]) -> Result<(), String> {
-        match h.frame {
-            Frame::Eager { .. } => self.eager.push(payload.to_vec()),
-            Frame::Data { rreq, offset } => {
-                let d = self.data.get_mut(rreq as usize).ok_or("no such buffer")?;
-                d[offset as usize..offset as usize + payload.len()].copy_from_slice(payload);
-                self.landed.push(rreq);
-            }
-            _ => return Err(format!("unexpected {h:?}")),
-        }
-        Ok(())
-    }
-    fn data_target(&mut self, _peer: Pid, h: &Header) -> Result<UserBuf, String> {
-        let Frame::Data { rreq, .. } = h.frame else { return Err("not Data".into()) };
-        let d = self.data.get_mut(rreq as usize).ok_or("no such buffer")?;
-        self.direct += 1;
-        // SAFETY: the buffer outlives the transfer (the test owns both).
-        Ok(unsafe { UserBuf::new(d.as_mut_ptr(), d.len() as u64, bytes()) })
-    }
-    fn data_landed(&mut self, _peer: Pid, h: &Header) -> Result<(), String> {
-        let Frame::Data { rreq, .. } = h.frame else { return Err("not Data".into()) };
-        self.landed.push(rreq);
-        Ok(())
-    }
-    fn sent(&mut self, _token: SentToken) {}
-    fn event(&mut self, ev: ConnEvent) {
-        match ev {
-            ConnEvent::Resumed { .. } => self.resumed += 1,
-            ConnEvent::Refused { why, .. } => self.refused.push(why),
-            _ => {}
-        }
-    }
-}
-
-/// The i-th eager payload from `from`: 1 byte to 60 KB, content from both.
-fn eager_payload(from: Pid, i: usize) -> Vec<u8> {
-    let len = (i * 7919 + from as usize * 104_729) % 60_000 + 1;
-    (0..len).map(|k| (k as u64 * 31 + i as u64 * 17 + from as u64) as u8).collect()
-}
-
-fn data_payload(from: Pid, i: usize) -> Vec<u8> {
-    (0..DATA_LEN).map(|k| (k as u64 * 13 + i as u64 * 101 + from as u64 * 7) as u8).collect()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+/// The largest eager payload sent.
+const EAGER_MAX: usize = 60_000;
 
 fn pair(secrets: [[u8; 32]; 2], tls: [bool; 2]) -> [Tcp; 2] {
     let lo = Ipv4Addr::LOCALHOST;
@@ -134,7 +62,7 @@ fn exchange(resets: bool, small_buffers: bool) -> [Got; 2] {
                 if i >= NEAGER {
                     break;
                 }
-                let p = eager_payload(me as Pid, i);
+                let p = eager_payload(me as Pid, i, EAGER_MAX);
                 let h = Header::new(Frame::Eager { env, sync: None }, p.len() as u32);
                 t[me].send(Transmit { peer, header: h, payload: Payload::Owned(p), notify: None }, &mut g[me]).unwrap();
                 if i % (NEAGER / NDATA) == 0 && i / (NEAGER / NDATA) < NDATA {
@@ -176,7 +104,7 @@ fn exchange(resets: bool, small_buffers: bool) -> [Got; 2] {
         let from = 1 - me as Pid;
         assert_eq!(g[me].eager.len(), NEAGER);
         for (i, p) in g[me].eager.iter().enumerate() {
-            assert!(*p == eager_payload(from, i), "eager frame {i} from {from} differs");
+            assert!(*p == eager_payload(from, i, EAGER_MAX), "eager frame {i} from {from} differs");
         }
         for k in 0..NDATA {
             assert!(g[me].data[k] == data[from as usize][k], "Data {k} from {from} differs");
