@@ -900,8 +900,10 @@ fn a_checkpointed_job_takes_checkpoints_on_request_and_on_time() {
     let ck = dir.join("ck");
     let _ = std::fs::remove_dir_all(&ck);
     let ck_s = ck.to_str().unwrap();
-    // Asked through gridmpi-checkpoint (SIGQUIT), then every 300 ms.
-    let mut child = gridmpirun(&["-n", "3", "--checkpoint-dir", ck_s, "--checkpoint-interval", "300ms", G, "--pmi-check", "checkpoint=2"]).spawn().unwrap();
+    // Asked through gridmpi-checkpoint (SIGQUIT), then every 300 ms. The
+    // ranks answer for 5 s: with the other tests running beside this one
+    // on a 2-core machine, 2 s once gave time for only two rounds.
+    let mut child = gridmpirun(&["-n", "3", "--checkpoint-dir", ck_s, "--checkpoint-interval", "300ms", G, "--pmi-check", "checkpoint=5"]).spawn().unwrap();
     wait_for_ok_lines(&mut child, 3);
     let asked = Command::new(ASK).arg(child.id().to_string()).output().unwrap();
     assert!(asked.status.success(), "{}", String::from_utf8_lossy(&asked.stderr));
