@@ -3,7 +3,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq build-essential pkg-config python3 python3-venv python3-pip iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libpmix2 slurmd slurmctld slurm-client nftables ethtool chromium >/dev/null
+apt-get install -y -qq build-essential pkg-config python3 python3-venv python3-pip iproute2 iperf3 iputils-ping tshark util-linux gfortran mpich libmpich-dev libhdf5-mpich-dev hdf5-tools libpmix2 libpmix-dev slurmd slurmctld slurm-client nftables ethtool chromium >/dev/null
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH=$HOME/.cargo/bin:$PATH

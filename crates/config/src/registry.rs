@@ -153,6 +153,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "at MPI_Init, how long one rank per cluster measures each WAN link's bandwidth when no topology file or GRIDMPI_WAN_BANDWIDTH gives it (0: not measured, WAN phases unpaced)",
     },
     Setting {
+        name: "GRIDMPI_WAN_FOLLOW",
+        kind: Kind::Bool,
+        default: "yes",
+        scope: Scope::Library,
+        help: "paced WAN rates follow the WAN during the job: lowered when a paced round lost data below its rate, probed higher after a quiet time (no: the bandwidth measured at MPI_Init or given is kept)",
+    },
+    Setting {
         name: "GRIDMPI_CLUSTER_RTT",
         kind: Kind::Duration,
         default: "1ms",
@@ -242,7 +249,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Text,
         default: "",
         scope: Scope::Library,
-        help: "comma-separated debug channels printed to stderr: conn (bootstrap, connections, transports), relay (gridmpirun --relay: every connection it carries), all",
+        help: "comma-separated debug channels printed to stderr: conn (bootstrap, connections, transports), pace (pacing rates following the WAN), relay (gridmpirun --relay: every connection it carries), all",
     },
     // ---- launcher ------------------------------------------------------
     Setting {

@@ -14,8 +14,9 @@ use gridmpi_transport::shm::Shm;
 use gridmpi_transport::tcp::Tcp;
 use gridmpi_transport::{ConnEvent, Sink, Transport, TransportError};
 use gridmpi_wire::{Header, SentToken};
+use crate::wan_rate::{Counters, WanRate};
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a peer is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,6 +219,10 @@ pub struct Driver {
     /// Bytes of frames (headers and payloads) handed to a transport, per
     /// peer (MPI_T's bytes-sent variables).
     sent_bytes: Vec<u64>,
+    /// Scales the pacing rates of WAN connections to what the WAN carries
+    /// now (see wan_rate.rs); None when not following.
+    wan_rate: Option<WanRate>,
+    debug_pace: bool,
 }
 
 // SAFETY: the driver is used under the library's lock; the raw pointers its
@@ -239,7 +244,15 @@ impl Driver {
         let tcp_routes = routes.contains(&Route::Tcp);
         let sent_bytes = vec![0; routes.len()];
         let resume_log = ResumeLog::new(debug_conn);
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes })
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes, wan_rate: None, debug_pace: false })
+    }
+
+    /// Let the pacing rates of connections to other clusters follow what
+    /// the WAN carries (`cluster_of` every pid's cluster, `me`'s included),
+    /// from now on; None stops following. `debug` prints every change.
+    pub fn follow_wan(&mut self, cluster_of: Option<&[u32]>, debug: bool) {
+        self.wan_rate = cluster_of.map(|c| WanRate::new(c, c[self.me as usize], Instant::now()));
+        self.debug_pace = debug;
     }
 
     /// A process of a joined world, reached over TCP (its pid is the next
@@ -382,7 +395,21 @@ impl Driver {
             Action::SetPace { peer, bytes_per_sec } => {
                 // Only sockets are paced: memory is no shared bottleneck.
                 if let (Route::Tcp, Some(c)) = (self.routes[peer as usize], self.tcp.as_mut()) {
-                    c.set_pace(peer, bytes_per_sec, &mut sink);
+                    let rate = match self.wan_rate.as_mut().filter(|w| w.watches(peer)) {
+                        Some(w) => {
+                            let counters = c.peer_fd(peer).and_then(wan_counters);
+                            let rate = w.pace(peer, bytes_per_sec, Instant::now(), counters);
+                            while let Some(ch) = w.poll_change() {
+                                if self.debug_pace {
+                                    let toward = self.names.get(peer as usize).map_or("", |n| n.cluster.as_str());
+                                    eprintln!("gridmpi[{}]: {:.3} s: pacing toward {toward}: x{:.3} -> x{:.3} of the planned rates: {}", self.me, w.age().as_secs_f64(), ch.from, ch.to, ch.why);
+                                }
+                            }
+                            rate
+                        }
+                        None => bytes_per_sec,
+                    };
+                    c.set_pace(peer, rate, &mut sink);
                 }
                 Ok(())
             }
@@ -540,4 +567,17 @@ impl Driver {
         }
         self.resume_log.flush(self.me);
     }
+}
+
+/// The counters wan_rate.rs judges a paced episode by, from the
+/// connection's TCP_INFO; None if the kernel does not report them.
+fn wan_counters(fd: RawFd) -> Option<Counters> {
+    let mut buf = [0u8; crate::trace::INFO_ROOM];
+    let n = crate::trace::read_tcp_info(fd, &mut buf).ok()?;
+    let field = |name: &str| {
+        let f = gridmpi_traceformat::FIELDS.iter().find(|f| f.name == name).expect("a recorded TCP_INFO field");
+        let b = buf[..n].get(f.offset..f.offset + 8)?;
+        Some(u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+    };
+    Some(Counters { bytes_sent: field("bytes_sent")?, bytes_retrans: field("bytes_retrans")?, busy_us: field("busy_time").unwrap_or(0) })
 }

@@ -25,6 +25,7 @@ pub mod shell;
 pub mod state;
 pub mod trace;
 pub mod wan_probe;
+pub mod wan_rate;
 
 pub use gridmpi_transport::{auth, sys};
 

@@ -101,11 +101,22 @@ pub fn spin_time(config: &Config, oversubscribed: bool) -> Duration {
     }
 }
 
+/// Whether GRIDMPI_DEBUG names `channel` (or `all`).
+pub fn debug_channel(config: &Config, channel: &str) -> bool {
+    config.text("GRIDMPI_DEBUG").split(',').any(|x| x == channel || x == "all")
+}
+
+/// The clusters of every pid, when paced WAN rates are to follow the WAN
+/// (GRIDMPI_WAN_FOLLOW, and there is a WAN).
+fn following_wan<'a>(config: &Config, map: &'a ClusterMap) -> Option<&'a [u32]> {
+    (config.get_bool("GRIDMPI_WAN_FOLLOW") && map.clusters() > 1).then_some(map.of_pid.as_slice())
+}
+
 impl Runtime {
     /// Bootstrap, then set up the transports each peer is reached by.
     pub fn init(config: Config) -> Result<Runtime, String> {
         let Boot { mut pmi, me, size, job_tag, cards, map, local, oversubscribed, mut tcp, relay_key, secret } = bootstrap::bootstrap(&config)?;
-        let debug_conn = config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all");
+        let debug_conn = debug_channel(&config, "conn");
         // A job that checkpoints keeps all its state in process memory and
         // TCP links that resume (see checkpoint.rs): no shared memory.
         let checkpointing = crate::checkpoint::dir().is_some();
@@ -193,7 +204,8 @@ impl Runtime {
         }
         let cluster_name = |p: usize| if map.clusters() > 1 { map.names[map.cluster_of(p as u32) as usize].clone() } else { String::new() };
         let names = cards.iter().enumerate().map(|(p, c)| PeerName { who: format!("rank {p}"), host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
-        let driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
+        let mut driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
+        driver.follow_wan(following_wan(&config, &map), debug_channel(&config, "pace"));
         let arrivals = driver.arrivals();
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
@@ -294,6 +306,7 @@ impl Runtime {
                 t.set_tls(r, tls == "all" || (tls == "on" && map.cluster_of(self.me) != map.cluster_of(r)));
             }
         }
+        self.driver.follow_wan(following_wan(&self.config, map), debug_channel(&self.config, "pace"));
         let budget = self.config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         self.outage = crate::outage::OutageWatch::new(self.me, map, budget);
         Ok(old)

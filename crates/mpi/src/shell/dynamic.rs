@@ -198,7 +198,7 @@ pub unsafe extern "C" fn PMPI_Close_port(port_name: *const c_char) -> c_int {
 
 /// Whether GRIDMPI_DEBUG asks for connection messages.
 fn debug_conn(st: &state::State) -> bool {
-    st.rt.config.text("GRIDMPI_DEBUG").split(',').any(|x| x == "conn" || x == "all")
+    crate::runtime::debug_channel(&st.rt.config, "conn")
 }
 
 /// Accept at the port `name` (open in this process): the root's exchange.

@@ -1,0 +1,503 @@
+//! Pacing that follows the WAN when its capacity changes mid-job.
+//!
+//! Collective schedules pace WAN flows at their share of the bandwidth that
+//! was measured at MPI_Init or given ([`gridmpi_engine::sched::Sites`]).
+//! When the WAN later carries less (its rate was cut, another job's traffic
+//! crosses it), flows paced by the old figure overflow the bottleneck's queue
+//! as if unpaced: drops, retransmissions, timeouts. When it carries more,
+//! pacing by the old figure leaves it idle. So every paced *episode* of a
+//! WAN connection is watched, from the first cap the engine puts on the
+//! connection to the moment the driver lifts it (once everything written
+//! under the caps has left this host), and per remote cluster a factor is
+//! kept that the driver applies to every rate the engine asks for:
+//!
+//! - **down**: an episode that lost data (it retransmitted more than
+//!   [`LOSS`] of what it sent) sent at the rate it reached, below the rate
+//!   it was given: the WAN carries no more than that now. The factor takes
+//!   the ratio (at most [`MAX_CUT`] at once, and a little below the rate
+//!   reached when that was close to the rate given, so that a flow paced
+//!   just above the bottleneck comes down too).
+//! - **up**: a link that lost nothing for a quiet time is probed: the
+//!   episodes that start then are paced [`PROBE_GAIN`] times faster. If
+//!   together they reached that rate without loss, the factor keeps the
+//!   gain; if not, the next probe waits twice as long (up to
+//!   [`LONGEST_WAIT`]), so a link at its capacity is probed rarely.
+//!
+//! Each rank judges from its own connections and the factor is its own:
+//! schedules (which flows are paced, rounds, algorithms) never depend on it,
+//! only the rates do, so ranks need not agree on it.
+//!
+//! Sans-IO: the driver reads the kernel's counters (TCP_INFO) and passes
+//! them in as [`Counters`]; time is passed in; changes come out of
+//! [`WanRate::poll_change`].
+
+use gridmpi_wire::Pid;
+use std::time::{Duration, Instant};
+
+/// Retransmitted bytes above this share of the bytes sent mean the episode
+/// overflowed the bottleneck. (Paced flows that fit lose nothing on the
+/// testbed; a reordering network or a rare drop stays below.)
+pub const LOSS: f64 = 0.01;
+/// A lossy episode that reached less than this share of its rate was
+/// limited by the WAN, not by its pacing.
+pub const DOWN_BELOW: f64 = 0.95;
+/// The factor is never cut by more than this at once.
+pub const MAX_CUT: f64 = 0.5;
+/// How much faster a probe paces.
+pub const PROBE_GAIN: f64 = 1.25;
+/// A probe is a success when it reached this share of its rate.
+pub const PROBE_REACHED: f64 = 0.9;
+/// Quiet time before the first probe after a change.
+pub const FIRST_WAIT: Duration = Duration::from_millis(500);
+/// The longest quiet time between probes.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(2);
+/// Episodes shorter than this, or sending less than [`SHORTEST_BYTES`],
+/// say nothing about the WAN (a few round trips of start-up dominate).
+pub const SHORTEST: Duration = Duration::from_millis(20);
+pub const SHORTEST_BYTES: u64 = 32 * 1024;
+/// The factor stays within these bounds.
+pub const MIN_FACTOR: f64 = 1.0 / 64.0;
+pub const MAX_FACTOR: f64 = 64.0;
+
+/// What the kernel counted on one connection (TCP_INFO), at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Counters {
+    /// Bytes sent, retransmissions included (`tcpi_bytes_sent`).
+    pub bytes_sent: u64,
+    /// Bytes retransmitted (`tcpi_bytes_retrans`).
+    pub bytes_retrans: u64,
+    /// Microseconds with data outstanding (`tcpi_busy_time`); 0 if the
+    /// kernel does not say.
+    pub busy_us: u64,
+}
+
+/// A change of one link's factor, for the debug channel and the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The remote cluster.
+    pub cluster: u32,
+    pub from: f64,
+    pub to: f64,
+    /// Why, in words ("lost 3.1% of 812 KB at 0.52 of its rate").
+    pub why: String,
+}
+
+/// One connection's paced episode.
+struct Episode {
+    cluster: u32,
+    started: Instant,
+    /// When `rate` was applied.
+    since: Instant,
+    /// The rate applied now (bytes/s).
+    rate: u64,
+    /// Σ rate × seconds so far, for the mean rate of the episode.
+    allowed: f64,
+    base: Option<Counters>,
+    /// The link's factor when the episode started (times the probe gain,
+    /// if it probes): what its rates were scaled by.
+    factor: f64,
+    /// The probe it belongs to.
+    probe: Option<u64>,
+}
+
+/// A probe under way: its episodes, and what they did.
+struct Probe {
+    id: u64,
+    /// Episodes of the probe not yet ended.
+    open: u32,
+    /// Episodes judged, the sum of their reached/rate ratios, and whether
+    /// any lost data.
+    judged: u32,
+    ratios: f64,
+    lossy: bool,
+    /// The factor without the gain.
+    factor: f64,
+}
+
+struct Link {
+    factor: f64,
+    /// Since when the link lost nothing (or last changed).
+    quiet_since: Instant,
+    wait: Duration,
+    probe: Option<Probe>,
+}
+
+/// Per remote cluster, the factor WAN rates are scaled by.
+pub struct WanRate {
+    /// The remote cluster each peer is in; None for peers of this cluster.
+    cluster_of: Vec<Option<u32>>,
+    links: Vec<Link>,
+    episodes: Vec<Option<Episode>>,
+    next_probe: u64,
+    changes: Vec<Change>,
+    /// When following began (for the debug channel's times).
+    began: Instant,
+}
+
+/// How an ended episode went.
+#[derive(Clone, Copy, Debug)]
+struct Outcome {
+    /// What it reached over what its rate allowed.
+    ratio: f64,
+    lossy: bool,
+    loss: f64,
+    sent: u64,
+}
+
+impl WanRate {
+    /// `cluster_of[pid]`: the cluster of every peer; `me_cluster` this
+    /// rank's. Only peers in other clusters are watched.
+    pub fn new(cluster_of: &[u32], me_cluster: u32, now: Instant) -> WanRate {
+        let n = cluster_of.iter().copied().max().map_or(0, |m| m as usize + 1);
+        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None }).collect();
+        WanRate {
+            cluster_of: cluster_of.iter().map(|&c| (c != me_cluster).then_some(c)).collect(),
+            links,
+            episodes: cluster_of.iter().map(|_| None).collect(),
+            next_probe: 0,
+            changes: Vec::new(),
+            began: now,
+        }
+    }
+
+    /// How long it has been following (since MPI_Init or the restart).
+    pub fn age(&self) -> Duration {
+        self.began.elapsed()
+    }
+
+    /// Whether rates to `peer` are scaled (it is across the WAN).
+    pub fn watches(&self, peer: Pid) -> bool {
+        self.cluster_of.get(peer as usize).is_some_and(|c| c.is_some())
+    }
+
+    /// The factor toward `cluster`.
+    pub fn factor(&self, cluster: u32) -> f64 {
+        self.links.get(cluster as usize).map_or(1.0, |l| l.factor)
+    }
+
+    /// The engine asks to pace `peer` at `requested` (None: lift). Returns
+    /// the rate to apply. `counters` are the connection's now (None if they
+    /// cannot be read: the episode is then not judged).
+    pub fn pace(&mut self, peer: Pid, requested: Option<u64>, now: Instant, counters: Option<Counters>) -> Option<u64> {
+        let Some(cluster) = self.cluster_of.get(peer as usize).copied().flatten() else { return requested };
+        let p = peer as usize;
+        match (requested, self.episodes[p].as_mut()) {
+            (Some(r), Some(ep)) => {
+                ep.allowed += ep.rate as f64 * now.saturating_duration_since(ep.since).as_secs_f64();
+                ep.since = now;
+                ep.rate = scale(r, ep.factor);
+                Some(ep.rate)
+            }
+            (Some(r), None) => {
+                let (factor, probe) = self.episode_factor(cluster, now);
+                let rate = scale(r, factor);
+                self.episodes[p] = Some(Episode { cluster, started: now, since: now, rate, allowed: 0.0, base: counters, factor, probe });
+                Some(rate)
+            }
+            (None, Some(_)) => {
+                let mut ep = self.episodes[p].take().expect("matched");
+                ep.allowed += ep.rate as f64 * now.saturating_duration_since(ep.since).as_secs_f64();
+                let outcome = match (ep.base, counters) {
+                    (Some(a), Some(b)) => judge(&ep, a, b, now),
+                    _ => None,
+                };
+                self.ended(ep, outcome, now);
+                None
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// The next change of a link's factor, if any.
+    pub fn poll_change(&mut self) -> Option<Change> {
+        (!self.changes.is_empty()).then(|| self.changes.remove(0))
+    }
+
+    /// The factor a new episode toward `cluster` is paced by, starting a
+    /// probe when the link has been quiet long enough.
+    fn episode_factor(&mut self, cluster: u32, now: Instant) -> (f64, Option<u64>) {
+        let link = &mut self.links[cluster as usize];
+        if let Some(pr) = link.probe.as_mut() {
+            pr.open += 1;
+            return (pr.factor * PROBE_GAIN, Some(pr.id));
+        }
+        if now.saturating_duration_since(link.quiet_since) >= link.wait && link.factor * PROBE_GAIN <= MAX_FACTOR {
+            let id = self.next_probe;
+            self.next_probe += 1;
+            link.probe = Some(Probe { id, open: 1, judged: 0, ratios: 0.0, lossy: false, factor: link.factor });
+            return (link.factor * PROBE_GAIN, Some(id));
+        }
+        (link.factor, None)
+    }
+
+    fn ended(&mut self, ep: Episode, outcome: Option<Outcome>, now: Instant) {
+        let cluster = ep.cluster;
+        let link = &mut self.links[cluster as usize];
+        if let Some(id) = ep.probe {
+            let Some(pr) = link.probe.as_mut().filter(|pr| pr.id == id) else { return };
+            pr.open -= 1;
+            if let Some(o) = outcome {
+                pr.judged += 1;
+                pr.ratios += o.ratio;
+                pr.lossy |= o.lossy;
+            }
+            if pr.open > 0 {
+                return;
+            }
+            let pr = link.probe.take().expect("filtered");
+            link.quiet_since = now;
+            let mean = if pr.judged > 0 { pr.ratios / pr.judged as f64 } else { 0.0 };
+            if pr.judged > 0 && !pr.lossy && mean >= PROBE_REACHED {
+                let from = link.factor;
+                link.factor = (pr.factor * PROBE_GAIN).min(MAX_FACTOR);
+                link.wait = FIRST_WAIT;
+                let why = format!("{} paced episodes reached {:.2} of a rate {PROBE_GAIN}x higher without loss", pr.judged, mean);
+                self.changes.push(Change { cluster, from, to: link.factor, why });
+            } else {
+                // Nothing learned, or the WAN is full: ask again later.
+                link.wait = (link.wait * 2).min(LONGEST_WAIT);
+            }
+            return;
+        }
+        let Some(o) = outcome else { return };
+        if !o.lossy {
+            return;
+        }
+        link.quiet_since = now;
+        link.wait = FIRST_WAIT;
+        // The rate reached, a little below when it was the rate given.
+        let reached = o.ratio.min(DOWN_BELOW).max(MAX_CUT);
+        let to = (ep.factor * reached).max(MIN_FACTOR);
+        if to < link.factor {
+            let from = link.factor;
+            link.factor = to;
+            let why = format!("a paced episode lost {:.1}% of {} KB and reached {:.2} of its rate", o.loss * 100.0, o.sent / 1000, o.ratio);
+            self.changes.push(Change { cluster, from, to, why });
+        }
+    }
+}
+
+fn scale(rate: u64, factor: f64) -> u64 {
+    ((rate as f64 * factor) as u64).max(1)
+}
+
+/// How an episode went, from the counters at its start and end; None when
+/// it was too short or small to say (or the connection was replaced).
+fn judge(ep: &Episode, a: Counters, b: Counters, now: Instant) -> Option<Outcome> {
+    let wall = now.saturating_duration_since(ep.started);
+    if b.bytes_sent < a.bytes_sent || b.bytes_retrans < a.bytes_retrans || wall < SHORTEST {
+        return None;
+    }
+    let sent = b.bytes_sent - a.bytes_sent;
+    let retrans = (b.bytes_retrans - a.bytes_retrans).min(sent);
+    let fresh = sent - retrans;
+    if fresh < SHORTEST_BYTES || ep.allowed <= 0.0 {
+        return None;
+    }
+    // The time the connection had data out (the kernel's busy time) when
+    // known, rather than the episode's: a cap may sit on an idle connection
+    // while the rank waits for others.
+    let busy = Duration::from_micros(b.busy_us.saturating_sub(a.busy_us));
+    let span = if busy >= SHORTEST && busy < wall { busy } else { wall };
+    let mean_rate = ep.allowed / wall.as_secs_f64();
+    let reached = fresh as f64 / span.as_secs_f64();
+    let loss = retrans as f64 / sent as f64;
+    Some(Outcome { ratio: reached / mean_rate, lossy: loss > LOSS, loss, sent })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1_000_000;
+
+    /// A rank of cluster 0 with peers 0-1 in its cluster, 2-3 in cluster 1.
+    fn rank() -> (WanRate, Instant) {
+        let t0 = Instant::now();
+        (WanRate::new(&[0, 0, 1, 1], 0, t0), t0)
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// One paced episode toward `peer` from `at` for `len`, asking `rate`:
+    /// the connection sends `reached` (bytes/s) and retransmits `lost` of
+    /// it. Returns the rate applied.
+    fn episode(w: &mut WanRate, peer: Pid, at: Instant, len: Duration, rate: u64, reached: f64, lost: f64, base: &mut Counters) -> u64 {
+        let applied = w.pace(peer, Some(rate), at, Some(*base)).unwrap();
+        let fresh = reached * len.as_secs_f64();
+        let retrans = fresh * lost / (1.0 - lost);
+        base.bytes_sent += (fresh + retrans) as u64;
+        base.bytes_retrans += retrans as u64;
+        base.busy_us += len.as_micros() as u64;
+        assert_eq!(w.pace(peer, None, at + len, Some(*base)), None);
+        applied
+    }
+
+    #[test]
+    fn peers_of_the_own_cluster_are_not_touched() {
+        let (mut w, t0) = rank();
+        assert!(!w.watches(1) && w.watches(2) && !w.watches(9));
+        assert_eq!(w.pace(1, Some(5 * MB), t0, None), Some(5 * MB));
+        assert_eq!(w.pace(1, None, t0 + ms(100), None), None);
+        assert_eq!(w.pace(2, Some(5 * MB), t0, None), Some(5 * MB));
+    }
+
+    #[test]
+    fn a_lossy_episode_below_its_rate_lowers_the_factor_to_what_it_reached() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        // Paced at 6 MB/s, the WAN let through 3.3 MB/s and 5% was lost.
+        episode(&mut w, 2, t0, ms(200), 6 * MB, 3.3e6, 0.05, &mut c);
+        let f = w.factor(1);
+        assert!((f - 0.55).abs() < 0.01, "{f}");
+        let ch = w.poll_change().expect("a change");
+        assert_eq!((ch.cluster, ch.from), (1, 1.0));
+        assert!(ch.why.contains("lost 5.0%"), "{}", ch.why);
+        assert_eq!(w.poll_change(), None);
+        // The next episode is paced by it, both peers of that cluster.
+        assert_eq!(w.pace(3, Some(6 * MB), t0 + ms(210), None), Some((6.0e6 * f) as u64));
+        // The other cluster's... this rank's own is untouched.
+        assert_eq!(w.factor(0), 1.0);
+    }
+
+    #[test]
+    fn loss_at_the_rate_given_still_comes_down_a_little() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        episode(&mut w, 2, t0, ms(200), 6 * MB, 6.0e6, 0.03, &mut c);
+        assert!((w.factor(1) - DOWN_BELOW).abs() < 1e-9);
+    }
+
+    #[test]
+    fn slow_without_loss_is_not_the_wan() {
+        // A rank that did not keep its socket full (descheduled, waiting)
+        // sends below its rate but loses nothing: no change.
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        episode(&mut w, 2, t0, ms(200), 6 * MB, 2.0e6, 0.0, &mut c);
+        assert_eq!(w.factor(1), 1.0);
+        assert_eq!(w.poll_change(), None);
+    }
+
+    #[test]
+    fn a_deep_loss_is_cut_by_half_at_most_and_short_episodes_say_nothing() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        episode(&mut w, 2, t0, ms(10), 6 * MB, 0.5e6, 0.2, &mut c);
+        assert_eq!(w.factor(1), 1.0, "10 ms is too short to judge");
+        episode(&mut w, 2, t0 + ms(20), ms(200), 6 * MB, 0.6e6, 0.2, &mut c);
+        assert_eq!(w.factor(1), MAX_CUT);
+    }
+
+    #[test]
+    fn episodes_of_one_round_do_not_compound() {
+        // Two connections of the same round both report the same loss: the
+        // factor is set once from the factor they were paced by.
+        let (mut w, t0) = rank();
+        let (mut a, mut b) = (Counters::default(), Counters::default());
+        w.pace(2, Some(6 * MB), t0, Some(a));
+        w.pace(3, Some(6 * MB), t0, Some(b));
+        for (peer, c) in [(2, &mut a), (3, &mut b)] {
+            c.bytes_sent += 700_000;
+            c.bytes_retrans += 40_000;
+            c.busy_us += 200_000;
+            w.pace(peer, None, t0 + ms(200), Some(*c));
+        }
+        let f = w.factor(1);
+        assert!((f - 0.55).abs() < 0.01, "{f}");
+    }
+
+    #[test]
+    fn a_quiet_link_is_probed_and_keeps_a_probe_that_reached_its_rate() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        // Halved: 3 MB/s of a 6 MB/s rate.
+        episode(&mut w, 2, t0, ms(200), 6 * MB, 3.0e6, 0.05, &mut c);
+        assert!((w.factor(1) - 0.5).abs() < 0.01);
+        w.poll_change();
+        // Quiet episodes at the new rate (the WAN carries 6 MB/s again).
+        let mut t = t0 + ms(200);
+        let applied = episode(&mut w, 2, t, ms(200), 6 * MB, 3.0e6, 0.0, &mut c);
+        assert_eq!(applied, 3 * MB);
+        t += ms(500);
+        // FIRST_WAIT after the lossy episode: the next one probes 1.25x faster,
+        // reaches it without loss, and the factor keeps it.
+        let applied = episode(&mut w, 2, t, ms(200), 6 * MB, 3.75e6, 0.0, &mut c);
+        assert_eq!(applied, 3_750_000);
+        assert!((w.factor(1) - 0.625).abs() < 1e-9);
+        assert!(w.poll_change().unwrap().why.contains("without loss"));
+        // Probing goes on every FIRST_WAIT while probes succeed, back to 1.
+        for _ in 0..3 {
+            t += FIRST_WAIT + ms(250);
+            let f = w.factor(1);
+            let applied = episode(&mut w, 2, t, ms(200), 6 * MB, 6.0e6 * f * PROBE_GAIN, 0.0, &mut c);
+            assert_eq!(applied, (6.0e6 * f * PROBE_GAIN) as u64);
+        }
+        assert!(w.factor(1) > 1.0, "{}", w.factor(1));
+    }
+
+    #[test]
+    fn a_failed_probe_keeps_the_factor_and_waits_twice_as_long() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        let mut t = t0 + FIRST_WAIT;
+        // The probe overflows the WAN (loss): no change, not even down.
+        let applied = episode(&mut w, 2, t, ms(200), 4 * MB, 4.2e6, 0.04, &mut c);
+        assert_eq!(applied, 5 * MB);
+        assert_eq!(w.factor(1), 1.0);
+        assert_eq!(w.poll_change(), None);
+        // FIRST_WAIT later is too soon: not a probe.
+        t += ms(200) + FIRST_WAIT + ms(10);
+        assert_eq!(episode(&mut w, 2, t, ms(200), 4 * MB, 4.0e6, 0.0, &mut c), 4 * MB);
+        // Twice FIRST_WAIT after the probe ended: a probe.
+        t += ms(200) + FIRST_WAIT;
+        assert_eq!(episode(&mut w, 2, t, ms(200), 4 * MB, 4.2e6, 0.04, &mut c), 5 * MB);
+    }
+
+    #[test]
+    fn all_episodes_of_a_probe_decide_together() {
+        let (mut w, t0) = rank();
+        let (mut a, mut b) = (Counters::default(), Counters::default());
+        let t = t0 + FIRST_WAIT;
+        assert_eq!(w.pace(2, Some(4 * MB), t, Some(a)), Some(5 * MB));
+        assert_eq!(w.pace(3, Some(4 * MB), t, Some(b)), Some(5 * MB), "joins the probe");
+        a.bytes_sent += 1_000_000;
+        a.busy_us += 200_000;
+        w.pace(2, None, t + ms(200), Some(a));
+        assert_eq!(w.factor(1), 1.0, "one of two episodes ended");
+        b.bytes_sent += 1_050_000;
+        b.bytes_retrans += 50_000;
+        b.busy_us += 200_000;
+        w.pace(3, None, t + ms(200), Some(b));
+        assert_eq!(w.factor(1), 1.0, "the second lost data: the probe failed");
+    }
+
+    #[test]
+    fn a_rate_changed_mid_episode_is_judged_by_its_mean_and_idle_time_is_not_counted() {
+        let (mut w, t0) = rank();
+        let mut c = Counters::default();
+        // Probing starts only after FIRST_WAIT: stay before it.
+        w.pace(2, Some(8 * MB), t0, Some(c));
+        w.pace(2, Some(4 * MB), t0 + ms(100), Some(c));
+        // Mean rate 6 MB/s over 200 ms; sent 0.66 MB with 5% lost, in 150
+        // ms of busy time: 4.4 MB/s = 0.73 of the mean.
+        c.bytes_sent += 660_000;
+        c.bytes_retrans += 33_000;
+        c.busy_us += 150_000;
+        w.pace(2, None, t0 + ms(200), Some(c));
+        let f = w.factor(1);
+        assert!((f - 627_000.0 / 0.150 / 6.0e6).abs() < 0.01, "{f}");
+    }
+
+    #[test]
+    fn a_replaced_connection_is_not_judged() {
+        let (mut w, t0) = rank();
+        let base = Counters { bytes_sent: 10 * MB, bytes_retrans: 0, busy_us: 0 };
+        w.pace(2, Some(6 * MB), t0, Some(base));
+        // Reconnected: the new socket counts from 0.
+        w.pace(2, None, t0 + ms(300), Some(Counters { bytes_sent: 100_000, bytes_retrans: 50_000, busy_us: 1000 }));
+        assert_eq!(w.factor(1), 1.0);
+    }
+}
