@@ -5,9 +5,9 @@ Runs bench/wan/rate_change.c (MPI_Alltoall back to back, every call timed)
 on the testbed's 2x4 grid, 8 ranks one per host, while this script changes
 the WAN's rate under it: 100 Mbit/s, halved to 50 at --change-at, back to
 100 at --back-at. GridMPI out of the box (the bandwidth measured at
-MPI_Init, rates following the WAN), GridMPI with GRIDMPI_WAN_FOLLOW=no
-(paced by the start-up measurement all along), MPICH and Open MPI, jobs
-interleaved, in one run.
+MPI_Init, paced by it all along), GridMPI with GRIDMPI_WAN_FOLLOW=yes (the
+rates following the WAN, crates/mpi/src/wan_rate.rs), MPICH and Open MPI,
+jobs interleaved, in one run.
 
 For each phase after a change it reports, per job:
   - settled: time from the change to the end of the last call that moved
@@ -17,7 +17,7 @@ For each phase after a change it reports, per job:
   - RTOs: the kernel's retransmission timeouts (all hosts) in that interval.
 
   sudo python3 bench/wan/rate_change.py [--rounds 3] [--size 64k] [--delay 10]
-        [--impls gridmpi,gridmpi-nofollow,mpich,openmpi] [--out bench/wan/RESULTS.md]
+        [--cut 2] [--impls gridmpi,gridmpi-follow,mpich,openmpi] [--out bench/wan/RESULTS.md]
 
 Root, after `make build`; takes the testbed (flock /tmp/testbed.lock).
 """
@@ -38,6 +38,11 @@ REPO = wanrun.REPO
 BUILD = os.path.join(REPO, "build")
 TB = os.path.join(BUILD, "bin", "gridmpi-testbed")
 SECTION = "## The WAN's rate changed mid-run"
+
+
+def section(args):
+    """The report's heading: a run with another --cut has a section of its own."""
+    return SECTION if args.cut == 2 else "%s (cut %gx)" % (SECTION, args.cut)
 PASS_SHARE = 0.85
 SETTLE_S = 2.0
 
@@ -67,7 +72,7 @@ def argv_of(impl, work, size, seconds):
     if base == "openmpi":
         return [wanrun.OMPI + "/bin/mpirun", "--allow-run-as-root", "--prtemca", "plm_ssh_agent", wanrun.AGENT,
                 "--map-by", "node", "-H", hosts, "-n", "8", "--mca", "btl", "tcp,self", "--mca", "pml", "ob1"] + exe
-    env = ["GRIDMPI_WAN_FOLLOW=no"] if impl == "gridmpi-nofollow" else []
+    env = ["GRIDMPI_WAN_FOLLOW=yes"] if impl == "gridmpi-follow" else []
     if os.environ.get("GRIDMPI_DEBUG"):
         env.append("GRIDMPI_DEBUG=" + os.environ["GRIDMPI_DEBUG"])
     return ["env"] + env + [os.path.join(BUILD, "bin", "gridmpirun"), "--launcher", wanrun.AGENT, "-hosts", hosts,
@@ -92,7 +97,7 @@ def run_job(impl, args, work, jdir):
     p = subprocess.Popen([TB, "exec", "h0", "--", "timeout", str(int(seconds + 120))] + argv_of(impl, work, args.size, seconds),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=jdir)
     out, start, changes = [], None, []
-    plan = [(args.change_at, args.rate / 2), (args.back_at, args.rate)]
+    plan = [(args.change_at, args.rate / args.cut), (args.back_at, args.rate)]
     # The program says when its calls start (rank 0's first RESULT is at
     # the end): the first CALL line is printed at the end too, so the start
     # is taken from the HOSTS line, which rank 0 prints right before.
@@ -141,14 +146,15 @@ def phase_stats(calls, t0, t1, mbit, wan_bytes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--size", default="64k", help="alltoall bytes per peer")
+    ap.add_argument("--size", default="1m", help="alltoall bytes per peer")
     ap.add_argument("--delay", type=float, default=10, help="one-way WAN delay, ms")
-    ap.add_argument("--rate", type=float, default=100, help="the WAN's rate before and after, Mbit/s (halved between)")
+    ap.add_argument("--rate", type=float, default=100, help="the WAN's rate before and after, Mbit/s")
+    ap.add_argument("--cut", type=float, default=2, help="the rate is divided by this between --change-at and --back-at")
     ap.add_argument("--queue", default="40p")
-    ap.add_argument("--change-at", type=float, default=8, help="s after the calls start")
-    ap.add_argument("--back-at", type=float, default=16)
-    ap.add_argument("--after", type=float, default=8, help="s of calls after the rate is back")
-    ap.add_argument("--impls", default="gridmpi,gridmpi-nofollow,mpich,openmpi")
+    ap.add_argument("--change-at", type=float, default=10, help="s after the calls start")
+    ap.add_argument("--back-at", type=float, default=22)
+    ap.add_argument("--after", type=float, default=10, help="s of calls after the rate is back")
+    ap.add_argument("--impls", default="gridmpi,gridmpi-follow,mpich,openmpi")
     ap.add_argument("--out", default=None, help="markdown file whose section to replace (e.g. bench/wan/RESULTS.md)")
     ap.add_argument("--work", default="/tmp/gridmpi-rate-change")
     args = ap.parse_args()
@@ -192,7 +198,7 @@ def main():
     md = report(rows, args, load_before, load_after)
     print(md)
     if args.out:
-        replace_section(args.out, md)
+        replace_section(args.out, section(args), md)
 
 
 def plot(rows, args):
@@ -203,9 +209,9 @@ def plot(rows, args):
         if not r["ok"] or r["impl"] in done:
             continue
         done.add(r["impl"])
-        svg = os.path.join(outdir, "rate-change-%s.svg" % r["impl"])
+        svg = os.path.join(outdir, "rate-change-%gx-%s.svg" % (args.cut, r["impl"]))
         title = "%s: MPI_Alltoall %s per peer back to back, 2x4 grid, %g ms, WAN %g -> %g -> %g Mbit/s" % (
-            r["impl"], args.size, args.delay, args.rate, args.rate / 2, args.rate)
+            r["impl"], args.size, args.delay, args.rate, args.rate / args.cut, args.rate)
         subprocess.run([TB, "plot", os.path.join(r["dir"], "monitor.csv"), "-o", svg, "--title", title],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if os.path.exists(svg) and shutil.which("rsvg-convert"):
@@ -218,18 +224,18 @@ def med(v):
 
 
 def report(rows, args, load_before, load_after):
-    cmd = "sudo python3 bench/wan/rate_change.py --rounds %d --size %s --delay %g" % (args.rounds, args.size, args.delay)
-    lines = [SECTION, "",
+    cmd = "sudo python3 bench/wan/rate_change.py --rounds %d --size %s --delay %g --cut %g" % (args.rounds, args.size, args.delay, args.cut)
+    lines = [section(args), "",
              "`%s` (%s; load before %s, after %s). 2x4 grid, 8 ranks one per host, MPI_Alltoall of %s per peer back to back; "
-             "the WAN (one-way %g ms, %s queue) runs at %g Mbit/s, is halved %g s after the calls start and is back %g s later. "
+             "the WAN (one-way %g ms, %s queue) runs at %g Mbit/s, is cut to %g Mbit/s %g s after the calls start and is back %g s later. "
              "Per phase: *settled* is the time from the change to the end of the last call that moved less than %d%% of the "
              "bottleneck; *goodput* is what the calls moved across the WAN per direction from %g s after the change to the next "
              "one, as a share of the bottleneck (payload over the link's raw rate); *RTOs* are the kernel's retransmission "
-             "timeouts on all hosts in that interval. Medians over %d jobs per implementation (min-max)."
+             "timeouts on all hosts in that interval, per job. Medians over %d jobs per implementation (min-max)."
              % (cmd, time.strftime("%Y-%m-%d %H:%M"), " ".join(load_before), " ".join(load_after), args.size, args.delay,
-                args.queue, args.rate, args.change_at, args.back_at - args.change_at, int(PASS_SHARE * 100), SETTLE_S,
+                args.queue, args.rate, args.rate / args.cut, args.change_at, args.back_at - args.change_at, int(PASS_SHARE * 100), SETTLE_S,
                 args.rounds), "",
-             "| implementation | goodput before | halved: settled | halved: goodput after 2 s | halved: RTOs after 2 s | "
+             "| implementation | goodput before | cut: settled | cut: goodput after 2 s | cut: RTOs after 2 s | "
              "back: settled | back: goodput after 2 s | back: RTOs after 2 s | jobs ok |",
              "|---|---|---|---|---|---|---|---|---|"]
 
@@ -239,27 +245,31 @@ def report(rows, args, load_before, load_after):
             return "-"
         return (fmt % statistics.median(v)) + ("" if len(v) == 1 else " (%s-%s)" % (fmt % min(v), fmt % max(v)))
 
+    def each(vals):
+        """Counts, one per job (a median of 0 and 1 says too little)."""
+        return ", ".join("-" if x is None else "%d" % x for x in vals) or "-"
+
     for impl in args.impls.split(","):
         rs = [r for r in rows if r["impl"] == impl and r["ok"]]
         g = lambda ph, k: [r[ph][k] if r[ph] else None for r in rs]
         pct = lambda v: [None if x is None else 100 * x for x in v]
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
             impl, span(pct(g("base", "goodput")), "%.0f%%"),
-            span(g("down", "settled_s"), "%.2f s"), span(pct(g("down", "goodput")), "%.0f%%"), span(g("down", "rtos_after"), "%d"),
-            span(g("up", "settled_s"), "%.2f s"), span(pct(g("up", "goodput")), "%.0f%%"), span(g("up", "rtos_after"), "%d"),
+            span(g("down", "settled_s"), "%.2f s"), span(pct(g("down", "goodput")), "%.0f%%"), each(g("down", "rtos_after")),
+            span(g("up", "settled_s"), "%.2f s"), span(pct(g("up", "goodput")), "%.0f%%"), each(g("up", "rtos_after")),
             len(rs), len([r for r in rows if r["impl"] == impl])))
     lines += ["", "Plots (the testbed monitor, both directions, the whole job): " + ", ".join(
-        "[%s](plots/rate-change-%s.svg)" % (i, i) for i in args.impls.split(",")), ""]
+        "[%s](plots/rate-change-%gx-%s.svg)" % (i, args.cut, i) for i in args.impls.split(",")), ""]
     return "\n".join(lines) + "\n"
 
 
-def replace_section(path, md):
+def replace_section(path, title, md):
     text = open(path).read() if os.path.exists(path) else ""
-    start = text.find(SECTION)
+    start = text.find(title + "\n")
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + md
     else:
-        nxt = text.find("\n## ", start + len(SECTION))
+        nxt = text.find("\n## ", start + len(title))
         text = text[:start] + md + (text[nxt + 1:] if nxt >= 0 else "")
     with open(path, "w") as f:
         f.write(text)

@@ -155,9 +155,9 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "GRIDMPI_WAN_FOLLOW",
         kind: Kind::Bool,
-        default: "yes",
+        default: "no",
         scope: Scope::Library,
-        help: "paced WAN rates follow the WAN during the job: lowered when a paced round lost data below its rate, probed higher after a quiet time (no: the bandwidth measured at MPI_Init or given is kept)",
+        help: "experimental: paced WAN rates follow the WAN during the job, lowered when a paced slice lost data well below its rate and probed back up to the start-up bandwidth after a quiet time (no: the bandwidth measured at MPI_Init or given is kept; see docs/grid.md)",
     },
     Setting {
         name: "GRIDMPI_CLUSTER_RTT",

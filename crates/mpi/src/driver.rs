@@ -325,6 +325,7 @@ impl Driver {
     /// itself; otherwise a blocked thread copies them without the lock
     /// ([`Driver::claim_copy`]).
     pub fn progress(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>, copy: bool) -> Result<bool, Fatal> {
+        self.follow_wan_now(engine, tracer);
         let mut any = false;
         let mut read_budget = if copy { READ_PIECE } else { 0 };
         for _round in 0..64 {
@@ -365,6 +366,36 @@ impl Driver {
         Ok(any)
     }
 
+    /// Judge the paced WAN connections' slices that are due (wan_rate.rs)
+    /// and apply the rates that change.
+    fn follow_wan_now(&mut self, engine: &mut Engine, tracer: &mut Option<Tracer>) {
+        let (Some(w), Some(tcp)) = (self.wan_rate.as_mut(), self.tcp.as_mut()) else { return };
+        let now = Instant::now();
+        if !w.due(now) {
+            return;
+        }
+        let mut sink = EngineSink { me: self.me, resume_log: &mut self.resume_log, engine, tracer: tracer.as_mut(), names: &self.names };
+        let peers: Vec<Pid> = w.paced_peers().collect();
+        for p in peers {
+            let counters = tcp.peer_fd(p).and_then(wan_counters);
+            if let Some(rate) = w.tick(p, now, counters) {
+                tcp.set_pace(p, Some(rate), &mut sink);
+            }
+        }
+        self.report_pace_changes();
+    }
+
+    /// Say the factor changes of wan_rate.rs on the debug channel.
+    fn report_pace_changes(&mut self) {
+        let Some(w) = self.wan_rate.as_mut() else { return };
+        while let Some(ch) = w.poll_change() {
+            if self.debug_pace {
+                let toward = w.a_peer_in(ch.cluster).and_then(|p| self.names.get(p as usize)).map_or("", |n| n.cluster.as_str());
+                eprintln!("gridmpi[{}]: {:.3} s: pacing toward {toward}: x{:.3} -> x{:.3} of the planned rates: {}", self.me, w.age().as_secs_f64(), ch.from, ch.to, ch.why);
+            }
+        }
+    }
+
     /// Tell the engine how much the connections it waits on still hold.
     fn report_unsent(&mut self, engine: &mut Engine) {
         if !engine.watching_unsent() {
@@ -396,21 +427,13 @@ impl Driver {
                 // Only sockets are paced: memory is no shared bottleneck.
                 if let (Route::Tcp, Some(c)) = (self.routes[peer as usize], self.tcp.as_mut()) {
                     let rate = match self.wan_rate.as_mut().filter(|w| w.watches(peer)) {
-                        Some(w) => {
-                            let counters = c.peer_fd(peer).and_then(wan_counters);
-                            let rate = w.pace(peer, bytes_per_sec, Instant::now(), counters);
-                            while let Some(ch) = w.poll_change() {
-                                if self.debug_pace {
-                                    let toward = self.names.get(peer as usize).map_or("", |n| n.cluster.as_str());
-                                    eprintln!("gridmpi[{}]: {:.3} s: pacing toward {toward}: x{:.3} -> x{:.3} of the planned rates: {}", self.me, w.age().as_secs_f64(), ch.from, ch.to, ch.why);
-                                }
-                            }
-                            rate
-                        }
+                        Some(w) => w.pace(peer, bytes_per_sec, Instant::now(), c.peer_fd(peer).and_then(wan_counters)),
                         None => bytes_per_sec,
                     };
                     c.set_pace(peer, rate, &mut sink);
                 }
+                drop(sink);
+                self.report_pace_changes();
                 Ok(())
             }
             Action::RemoteRead { peer, remote_addr, len, dst, req } => {
