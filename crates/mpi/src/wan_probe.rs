@@ -12,16 +12,16 @@
 //! (one alone does not fill a long path with a shallow queue), and
 //! reads the kernel's delivery-rate samples as it goes (TCP_INFO
 //! `tcpi_delivery_rate`: bytes acknowledged over the time they took, the
-//! estimate BBR builds on). Samples the kernel marks application-limited
-//! are dropped, and so is the first half of the probe (slow start: the
-//! window has not reached the path's capacity yet); the largest of the
-//! rest is the link's bandwidth (as BBR's windowed maximum: samples taken
-//! while the window recovers from a loss, or while the host is busy, fall
-//! below the capacity, none rises above it but by noise; on the testbed
-//! with both cores busy the median of a probe's samples ranged from 64 to
-//! 100 Mbit/s on a 100 Mbit/s link, the largest from 95 to 100), counted
-//! in packets as a link's rate is (payload rate x PMTU / MSS). Pairs take turns (a PMI fence between two), so
-//! no probe shares a bottleneck with another.
+//! estimate BBR builds on). The first half of the probe is dropped (slow
+//! start: the windows have not reached the path's capacity yet); the four
+//! connections' samples taken at one moment are added up, and a high
+//! percentile of those sums is the link's bandwidth (near BBR's windowed
+//! maximum: samples taken while a window recovers from a loss, or while
+//! the host is busy, fall below the capacity; few rise above it, by
+//! noise), counted in packets as a link's rate is (payload rate x PMTU /
+//! MSS). [`probe`] has the measurements behind these choices. Pairs take
+//! turns (a PMI fence between two), so no probe shares a bottleneck with
+//! another.
 //!
 //! Every rank reads the leaders' results through PMI and puts them in its
 //! cluster map, so all ranks build the same collective schedules from
