@@ -20,11 +20,12 @@
 //!   Loss at the rate given changes nothing (the WAN's noise, or a flow a
 //!   little over its share: a small cost, where cutting at every loss
 //!   drove the factor down to a sixth on the testbed).
-//! - **up**: a link that lost nothing for a quiet time is probed: the
-//!   slices that start then are paced [`PROBE_GAIN`] times faster. If
-//!   together they reached that rate without loss, the factor keeps the
-//!   gain; if not, the next probe waits twice as long (up to
-//!   [`LONGEST_WAIT`]), so a link at its capacity is probed rarely.
+//! - **up**: a link below its start-up bandwidth ([`MAX_FACTOR`]) that
+//!   lost nothing for a quiet time ([`LONGEST_WAIT`] after a cut,
+//!   [`FIRST_WAIT`] after a successful probe) is probed: the slices that
+//!   start then are paced [`PROBE_GAIN`] times faster. If together they
+//!   reached that rate without loss, the factor keeps the gain; if not,
+//!   the next probe waits twice as long (up to [`LONGEST_WAIT`]).
 //!
 //! Off by default (`GRIDMPI_WAN_FOLLOW`): measured on the testbed
 //! (bench/wan/rate_change.py), ranks judging from their own connections
@@ -43,14 +44,14 @@
 use gridmpi_wire::Pid;
 use std::time::{Duration, Instant};
 
-/// Retransmitted bytes above this share of the bytes sent mean the episode
+/// Retransmitted bytes above this share of the bytes sent mean the slice
 /// overflowed the bottleneck. (Paced flows that fit lose nothing on the
 /// testbed; a reordering network or a rare drop stays below.)
 pub const LOSS: f64 = 0.02;
 /// ... and at least this much (four full packets): in a slice of a slowly
 /// paced flow one packet is a few percent, and a single loss says little.
 pub const LOST_BYTES: u64 = 4 * 1448;
-/// A lossy episode that reached less than this share of its rate was
+/// A lossy slice that reached less than this share of its rate was
 /// limited by the WAN, not by its pacing.
 pub const DOWN_BELOW: f64 = 0.6;
 /// The factor is never cut by more than this at once.
@@ -59,9 +60,9 @@ pub const MAX_CUT: f64 = 0.5;
 pub const PROBE_GAIN: f64 = 1.25;
 /// A probe is a success when it reached this share of its rate.
 pub const PROBE_REACHED: f64 = 0.9;
-/// Quiet time before the first probe after a change.
+/// Quiet time before the next probe after a successful one.
 pub const FIRST_WAIT: Duration = Duration::from_millis(500);
-/// The longest quiet time between probes.
+/// The quiet time after a cut, and the longest between probes.
 pub const LONGEST_WAIT: Duration = Duration::from_secs(2);
 /// An episode is judged every this long (and at its end).
 pub const SLICE: Duration = Duration::from_millis(250);
@@ -90,14 +91,15 @@ pub struct Counters {
     pub busy_us: u64,
 }
 
-/// A change of one link's factor, for the debug channel and the trace.
+/// A change of one link's factor, for the debug channel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     /// The remote cluster.
     pub cluster: u32,
     pub from: f64,
     pub to: f64,
-    /// Why, in words ("lost 3.1% of 812 KB at 0.52 of its rate").
+    /// Why, in words ("a paced slice lost 9.3% of 123 KB and reached 0.60
+    /// of its rate").
     pub why: String,
 }
 
@@ -159,7 +161,7 @@ pub struct WanRate {
     ticked: Instant,
 }
 
-/// How an ended episode went.
+/// How an ended slice went.
 #[derive(Clone, Copy, Debug)]
 struct Outcome {
     /// What it reached over what its rate allowed.
@@ -360,7 +362,7 @@ fn scale(rate: u64, factor: f64) -> u64 {
     ((rate as f64 * factor) as u64).max(1)
 }
 
-/// How an episode went, from the counters at its start and end; None when
+/// How a slice went, from the counters at its start and end; None when
 /// it was too short or small to say (or the connection was replaced).
 fn judge(ep: &Episode, a: Counters, b: Counters, now: Instant) -> Option<Outcome> {
     let wall = now.saturating_duration_since(ep.started);
