@@ -98,7 +98,7 @@ pub struct Change {
     pub cluster: u32,
     pub from: f64,
     pub to: f64,
-    /// Why, in words ("a paced slice lost 9.3% of 123 KB and reached 0.60
+    /// Why, in words ("a paced slice lost 15.0% of 77 KB and reached 0.44
     /// of its rate").
     pub why: String,
 }
