@@ -595,12 +595,11 @@ impl Driver {
 /// The counters wan_rate.rs judges a paced episode by, from the
 /// connection's TCP_INFO; None if the kernel does not report them.
 fn wan_counters(fd: RawFd) -> Option<Counters> {
-    let mut buf = [0u8; crate::trace::INFO_ROOM];
-    let n = crate::trace::read_tcp_info(fd, &mut buf).ok()?;
+    use crate::trace::field_index;
+    let (v, avail) = crate::trace::tcp_info(fd)?;
     let field = |name: &str| {
-        let f = gridmpi_traceformat::FIELDS.iter().find(|f| f.name == name).expect("a recorded TCP_INFO field");
-        let b = buf[..n].get(f.offset..f.offset + 8)?;
-        Some(u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        let i = field_index(name);
+        (avail >> i & 1 == 1).then_some(v[i])
     };
     Some(Counters { bytes_sent: field("bytes_sent")?, bytes_retrans: field("bytes_retrans")?, busy_us: field("busy_time").unwrap_or(0) })
 }

@@ -34,9 +34,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const NF: usize = NFIELDS;
 
-#[cfg(test)]
-fn field_index(name: &str) -> usize {
-    gridmpi_traceformat::FIELDS.iter().position(|f| f.name == name).expect("known field")
+/// The index of a recorded TCP_INFO field (in what [`tcp_info`] returns).
+pub(crate) fn field_index(name: &str) -> usize {
+    gridmpi_traceformat::FIELDS.iter().position(|f| f.name == name).expect("a recorded TCP_INFO field")
 }
 
 /// Room for any `struct tcp_info` the kernel may return.

@@ -40,7 +40,6 @@ use crate::bootstrap::{get_when_there, Card};
 use crate::clustermap::ClusterMap;
 use gridmpi_config::Config;
 use gridmpi_pmi::Pmi;
-use gridmpi_traceformat::FIELDS;
 use gridmpi_wire::Pid;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
@@ -360,7 +359,7 @@ fn probe(at: &[SocketAddrV4], time: Duration, streams: usize) -> Result<(u64, St
         s.set_nonblocking(true).map_err(|e| format!("cannot make the probe non-blocking: {e}"))?;
     }
     let fds: Vec<i32> = conns.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
-    let field = |name: &str| FIELDS.iter().position(|f| f.name == name).expect("a recorded TCP_INFO field");
+    let field = crate::trace::field_index;
     let (rate_at, limited_at, mss_at, pmtu_at) = (field("delivery_rate"), field("app_limited"), field("snd_mss"), field("pmtu"));
     let piece = vec![0u8; PIECE];
     let start = Instant::now();

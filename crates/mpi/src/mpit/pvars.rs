@@ -213,7 +213,7 @@ fn sample(p: &Pvar, st: &State) -> Vec<u64> {
     let peers = 0..st.rt.size;
     match p.origin {
         Origin::TcpField(name) => {
-            let i = gridmpi_traceformat::FIELDS.iter().position(|f| f.name == name).expect("a recorded TCP_INFO field");
+            let i = crate::trace::field_index(name);
             peers
                 .map(|peer| match drv.tcp_fd(peer).and_then(crate::trace::tcp_info) {
                     Some((fields, avail)) if avail & (1 << i) != 0 => fields[i],
