@@ -383,6 +383,18 @@ if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
     [ -n "$bw" ] && in_range "$bw" && grep -q "was given as 1000.0 Mbit/s.*measured" "$WORK/cm-wrong.out" \
         && pass "a topology file wrong by 10x (1 Gbit/s): corrected to $bw Mbit/s, and said" \
         || fail "wrong topology file: $(grep -e map: -e 'given as' "$WORK/cm-wrong.out" | head -3 | tr '\n' '|')"
+    # A long path with a shallow queue (10 ms one-way, 40 packets), where a
+    # probe over one connection once read 65 Mbit/s (its window halved at
+    # the first loss, below the path's capacity; other runs read 100): the
+    # four connections of wan_probe.rs read the link's rate.
+    tb set c0-c1 rate=100mbit delay=10ms queue=40p >/dev/null
+    timeout 120 "$TB" exec h0 -- "$ROOT/build/bin/gridmpirun" --launcher "$AGENT" -hostfile "$WORK/hosts.clusters" \
+        "$WORK/cluster_map" >"$WORK/cm-long.out" 2>&1
+    tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
+    bw=$(grep -o 'WAN [0-9.]* Mbit/s' "$WORK/cm-long.out" | head -1 | awk '{ print $2 }')
+    [ -n "$bw" ] && awk -v x="$bw" 'BEGIN { exit !(x >= 85 && x <= 150) }' \
+        && pass "10 ms one-way, 40-packet queue: the WAN measured at start-up at $bw Mbit/s (100 Mbit/s link)" \
+        || fail "start-up measurement on a long path with a shallow queue: $(grep map: "$WORK/cm-long.out" | head -1)"
     # The WAN halved under an alltoall loop, with GRIDMPI_WAN_FOLLOW=yes
     # (experimental, crates/mpi/src/wan_rate.rs): the paced rates follow.
     # Checked: a rank says it lowered its rates toward the other cluster to
