@@ -335,11 +335,12 @@ fn drain_probes(l: TcpListener, stop: Arc<AtomicBool>, expected: usize, deadline
 /// for `time`; the link's bandwidth in bits/s (IP packets) from the
 /// delivery-rate samples, and how it went.
 ///
-/// Several connections, because one alone does not fill a long path with a
+/// Several connections, because one alone may not fill a long path with a
 /// shallow bottleneck queue within a probe's time: on the testbed at 10 ms
-/// one-way with a 40-packet queue a single cubic connection measured 65
-/// Mbit/s of 100 (its window halves at the first loss, below the path's
-/// capacity, and grows back slowly); four measured 99-101. The samples of
+/// one-way with a 40-packet queue a single cubic connection once measured
+/// 65 Mbit/s of 100 (its window halved at the first loss, below the path's
+/// capacity, and grows back slowly; other runs read 100); four measured
+/// 100-117 in ten runs. The samples of
 /// all connections taken at one moment are added up (what the link
 /// delivered to all of them), and the 90th percentile of those sums is the
 /// bandwidth: their largest ran up to 12% over the link's rate at 0 ms.
