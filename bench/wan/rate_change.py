@@ -16,7 +16,7 @@ For each phase after a change it reports, per job:
     took, from 2 s after the change to the next one, as % of the bottleneck;
   - RTOs: the kernel's retransmission timeouts (all hosts) in that interval.
 
-  sudo python3 bench/wan/rate_change.py [--rounds 3] [--size 64k] [--delay 10]
+  sudo python3 bench/wan/rate_change.py [--rounds 3] [--size 1m] [--delay 10]
         [--cut 2] [--impls gridmpi,gridmpi-follow,mpich,openmpi] [--out bench/wan/RESULTS.md]
 
 Root, after `make build`; takes the testbed (flock /tmp/testbed.lock).
