@@ -819,6 +819,20 @@ impl Pmi {
         c.request(during, Message::new(Wire::V1, "gridmpi_ckpt_retire"), "gridmpi_ckpt_retired").map(drop)
     }
 
+    /// The ranks of this job that failed so far, in the order gridmpirun
+    /// learned of them (`cmd=gridmpi_failed` -> `cmd=gridmpi_failed rc=0
+    /// ranks=R1,R2,...`, empty when none): fault-tolerant jobs only.
+    pub fn failed_ranks(&mut self) -> Result<Vec<u32>, PmiError> {
+        let during = "failed ranks";
+        let c = self.gridmpirun(during)?;
+        let reply = c.request(during, Message::new(Wire::V1, "gridmpi_failed"), "gridmpi_failed")?;
+        let list = reply.get("ranks").unwrap_or("");
+        list.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse::<u32>().map_err(|_| PmiError::Protocol { during, detail: format!("bad rank {s:?} in {reply}") }))
+            .collect()
+    }
+
     /// The PMI-1 connection to gridmpirun (the checkpoint protocol is its own).
     fn gridmpirun(&mut self, during: &'static str) -> Result<&mut Connection, PmiError> {
         match &mut self.mode {

@@ -68,6 +68,20 @@ pub fn checkpoint_signal() -> i32 {
     libc::SIGRTMAX() - 4
 }
 
+/// The signal gridmpirun sends every rank of a fault-tolerant job
+/// (`--with-ft ulfm`) when a rank of the job has failed: `SIGRTMAX-5`.
+/// Such ranks start with it blocked; the rank library waits for it in a
+/// thread of its own and then asks gridmpirun which ranks failed
+/// ([`Pmi::failed_ranks`]).
+pub fn failure_signal() -> i32 {
+    libc::SIGRTMAX() - 5
+}
+
+/// The variable gridmpirun sets to `ulfm` in every rank's environment
+/// when the job is fault tolerant (`--with-ft ulfm`): a rank that dies
+/// does not end the job, and the others learn of it.
+pub const FT_VAR: &str = "GRIDMPI_FT";
+
 /// The variable gridmpirun sets in every rank's environment when the job
 /// is checkpointed (`--checkpoint-dir`, `--restart`): the directory, absolute,
 /// where each checkpoint goes (`ckpt-SEQ/rank-R.img`).
