@@ -114,6 +114,8 @@ pub struct Engine {
     pub finished_schedules: Option<Vec<ReqId>>,
     /// One-sided communication: windows and pending synchronization.
     pub(crate) rma: crate::rma::Rma,
+    /// Failed processes, revoked communicators, agreements (ft/).
+    pub(crate) ft: crate::ft::Ft,
 }
 
 impl Engine {
@@ -135,6 +137,7 @@ impl Engine {
             unexpected_peak: 0,
             finished_schedules: None,
             rma: Default::default(),
+            ft: Default::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod coll;
 pub mod engine;
+pub mod ft;
 pub mod p2p;
 pub mod pacing;
 pub mod partitioned;
@@ -18,8 +19,11 @@ mod sim;
 mod sim_tests;
 #[cfg(test)]
 mod partitioned_tests;
+#[cfg(test)]
+mod ft_tests;
 
 pub use engine::{Action, Engine, EngineConfig, PeerParams, ProtocolError};
+pub use ft::agree::{AgreeView, Value as AgreeValue};
 pub use gridmpi_datatype::UserBuf;
 pub use gridmpi_wire as wire;
 pub use gridmpi_wire::{Payload, Pid, Transmit};

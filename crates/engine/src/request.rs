@@ -15,6 +15,10 @@ pub struct ReqId(pub u32);
 pub enum ErrorKind {
     /// The message was longer than the receive buffer.
     Truncate,
+    /// A process the operation needs failed (MPIX_ERR_PROC_FAILED).
+    ProcFailed,
+    /// The communicator was revoked (MPIX_ERR_REVOKED).
+    Revoked,
 }
 
 /// What MPI_Status reports. `count` is in bytes.

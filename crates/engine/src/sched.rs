@@ -389,6 +389,9 @@ pub(crate) struct Running {
     /// The request the user waits on.
     pub(crate) req: ReqId,
     failed: Option<String>,
+    /// Why the schedule was abandoned, when a process of its communicator
+    /// failed or the communicator was revoked (ft/): its request's error.
+    aborted: Option<crate::request::ErrorKind>,
     /// The current round's steps not yet done (local steps run in order,
     /// then the communication starts).
     local: std::collections::VecDeque<Step>,
@@ -469,6 +472,7 @@ impl Engine {
             pending: Vec::new(),
             req,
             failed: None,
+            aborted: None,
             local: Default::default(),
             comm: Vec::new(),
             waiting_user: false,
@@ -662,7 +666,7 @@ impl Engine {
             }
             if run.next_round == run.sched.rounds.len() || run.failed.is_some() {
                 let run = ex.running.remove(id).unwrap();
-                let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: None };
+                let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: run.aborted };
                 if let Some(msg) = run.failed {
                     self.schedule_errors.push((run.req, msg));
                 }
@@ -757,6 +761,83 @@ impl Engine {
             }
             self.advance(&mut ex, rid);
         }
+        self.executor = ex;
+    }
+
+    /// Abandon the running schedules whose views' pids `pick` chooses (a
+    /// process of their communicator failed): see [`Engine::abort_schedule`].
+    pub(crate) fn abort_schedules(&mut self, pick: impl Fn(&[Pid]) -> bool, kind: crate::request::ErrorKind, why: &str) {
+        let ids: Vec<u32> = self
+            .executor
+            .running
+            .iter()
+            .filter(|(_, run)| pick(&run.sched.view.pids) || run.sched.local.as_ref().is_some_and(|l| pick(&l.pids)))
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            self.abort_schedule(id, kind, why);
+        }
+    }
+
+    /// Abandon the running schedules on any of `ctxs` (revoked).
+    pub(crate) fn abort_schedules_by_ctx(&mut self, ctxs: &std::collections::HashSet<u32>) {
+        let ids: Vec<u32> = self
+            .executor
+            .running
+            .iter()
+            .filter(|(_, run)| ctxs.contains(&run.sched.view.ctx) || run.sched.local.as_ref().is_some_and(|l| ctxs.contains(&l.ctx)))
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            self.abort_schedule(id, crate::request::ErrorKind::Revoked, "the communicator was revoked");
+        }
+    }
+
+    /// Abandon running schedule `id`: its posted receives are withdrawn
+    /// (nothing may land in the caller's buffers once the call returned),
+    /// its sends go on alone (detached), its host-area operation is dropped,
+    /// its pacing lifted; it finishes with `kind` at once, or as soon as a
+    /// user reduction handed out to a thread reports back.
+    fn abort_schedule(&mut self, id: u32, kind: crate::request::ErrorKind, why: &str) {
+        let mut ex = std::mem::take(&mut self.executor);
+        let run = ex.running.get_mut(id).expect("a running schedule");
+        if run.aborted.is_some() {
+            self.executor = ex;
+            return;
+        }
+        run.aborted = Some(kind);
+        run.failed.get_or_insert_with(|| why.to_string());
+        run.local.clear();
+        run.comm.clear();
+        run.carry.clear();
+        run.drain = false;
+        run.pace.clear();
+        run.pace_by_burst = None;
+        let mut outstanding = std::mem::take(&mut run.pending);
+        outstanding.append(&mut run.carried);
+        outstanding.append(&mut run.carried_in);
+        let paced: Vec<Pid> = run.paced.drain(..).map(|(p, _)| p).collect();
+        run.paced_peers.clear();
+        run.next_round = run.sched.rounds.len();
+        // A reduction not yet handed out will not be.
+        ex.user_steps.retain(|(rid, _, handed_out)| *rid != id || *handed_out);
+        if !ex.user_steps.iter().any(|(rid, _, _)| *rid == id) {
+            ex.running.get_mut(id).unwrap().waiting_user = false;
+        }
+        ex.host_ops.retain(|(r, _, _)| !outstanding.contains(r));
+        for r in outstanding {
+            if !self.withdraw_recv(r) {
+                if self.is_complete(r) {
+                    self.take(r);
+                } else {
+                    self.detach(r);
+                }
+            }
+        }
+        for p in paced {
+            self.pace(p, None);
+        }
+        self.advance(&mut ex, id);
         self.executor = ex;
     }
 

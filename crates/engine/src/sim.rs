@@ -83,6 +83,8 @@ pub struct Sim {
     pub unsent_waits: Vec<(usize, Pid)>,
     /// Print the traffic from 0 to 1 (SIM_TRACE=1).
     trace: bool,
+    /// Engines killed with [`Sim::kill`]: they take no part any more.
+    pub dead: Vec<bool>,
 }
 
 impl Sim {
@@ -106,12 +108,16 @@ impl Sim {
             paces: Vec::new(),
             unsent_waits: Vec::new(),
             trace: std::env::var("SIM_TRACE").is_ok(),
+            dead: vec![false; n],
         }
     }
 
     /// Let engine `i` hand out its actions and hear its links' unsent bytes,
     /// until it has nothing more to say.
     pub fn settle(&mut self, i: usize) {
+        if self.dead[i] {
+            return;
+        }
         loop {
             self.engines[i].progress_schedules();
             self.engines[i].progress_rma();
@@ -168,6 +174,19 @@ impl Sim {
                     unsafe { dst.write_packed(0, src) };
                 }
                 self.engines[i].handle_remote_read(req, ok);
+            }
+        }
+    }
+
+    /// Process `i` dies: what it queued and what is on its way to or from
+    /// it is lost. Nobody is told (the test tells the survivors with
+    /// `handle_proc_failed`, when it likes).
+    pub fn kill(&mut self, i: usize) {
+        self.dead[i] = true;
+        for j in 0..self.engines.len() {
+            for (a, b) in [(i, j), (j, i)] {
+                self.links[a][b].queue.clear();
+                self.links[a][b].wire.clear();
             }
         }
     }
@@ -248,6 +267,9 @@ impl Sim {
 
     fn arrive(&mut self, a: usize, b: usize) {
         let (_, h, p) = self.links[a][b].wire.pop_front().expect("a frame on the wire");
+        if self.dead[b] {
+            return;
+        }
         if self.trace && a == 0 && b == 1 {
             eprintln!("{} ns: deliver 0->1 {:?} plen {}", self.now, h.frame, h.payload_len);
         }

@@ -66,6 +66,35 @@ pub enum Frame {
     /// acknowledged need not be kept for resending after a reconnection.
     /// Never reaches the engine.
     Ack { received: u64 },
+    /// Fault tolerance (ULFM): the sender revoked the communicator whose
+    /// point-to-point context is `ctx` (MPIX_Comm_revoke); every pending
+    /// and future operation on it fails, here too.
+    Revoke { ctx: u32 },
+    /// Fault tolerance (ULFM): one message of the agreement `seq` on the
+    /// communicator whose point-to-point context is `ctx` (MPIX_Comm_agree,
+    /// MPIX_Comm_shrink; the engine's ft/agree.rs). `flag` is AND-ed and
+    /// `max` is max-ed over the contributions; the payload is a bitmap of
+    /// the communicator's ranks known to have failed (OR-ed).
+    Agree { ctx: u32, seq: u32, step: AgreeStep, flag: u32, max: u64 },
+}
+
+/// Which message of an agreement a [`Frame::Agree`] is (in the tag field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum AgreeStep {
+    /// Member to coordinator: my contribution.
+    Contribute = 1,
+    /// Member to a new coordinator: I already have the decision (from a
+    /// coordinator that failed since), here it is.
+    Decided = 2,
+    /// Coordinator to members: the decision.
+    Decide = 3,
+}
+
+impl AgreeStep {
+    fn from_code(v: i32) -> Option<AgreeStep> {
+        [AgreeStep::Contribute, AgreeStep::Decided, AgreeStep::Decide].into_iter().find(|s| *s as i32 == v)
+    }
 }
 
 /// What an [`Frame::RmaSync`] says (in the header's tag field).
@@ -130,6 +159,8 @@ pub enum Kind {
     RmaOp = 8,
     RmaSync = 9,
     Ack = 10,
+    Revoke = 11,
+    Agree = 12,
 }
 
 impl Kind {
@@ -145,6 +176,8 @@ impl Kind {
             8 => Kind::RmaOp,
             9 => Kind::RmaSync,
             10 => Kind::Ack,
+            11 => Kind::Revoke,
+            12 => Kind::Agree,
             _ => return None,
         })
     }
@@ -156,7 +189,8 @@ impl Kind {
             // order among themselves and with messages: a flush, unlock or
             // complete must not pass the operations it closes.
             Kind::Eager | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
-            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack => Urgency::Control,
+            // Fault-tolerance frames are about the whole communicator: any order is right.
+            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack | Kind::Revoke | Kind::Agree => Urgency::Control,
         }
     }
 }
@@ -200,6 +234,8 @@ impl Frame {
             Frame::RmaOp { .. } => Kind::RmaOp,
             Frame::RmaSync { .. } => Kind::RmaSync,
             Frame::Ack { .. } => Kind::Ack,
+            Frame::Revoke { .. } => Kind::Revoke,
+            Frame::Agree { .. } => Kind::Agree,
         }
     }
 
@@ -294,6 +330,14 @@ impl Header {
                 f.rreq = *req;
             }
             Frame::Ack { received } => f.len = *received,
+            Frame::Revoke { ctx } => f.ctx = *ctx,
+            Frame::Agree { ctx, seq, step, flag, max } => {
+                f.ctx = *ctx;
+                f.tag = *step as i32;
+                f.sreq = *seq;
+                f.rreq = *flag;
+                f.len = *max;
+            }
         }
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind() as u8;
@@ -436,6 +480,25 @@ impl Header {
                 }
                 Frame::Ack { received: f.len }
             }
+            Kind::Revoke => {
+                unused("src", f.src as u32 as u64)?;
+                unused("tag", f.tag as u32 as u64)?;
+                unused("sreq", f.sreq as u64)?;
+                unused("rreq", f.rreq as u64)?;
+                if payload_len != 0 || f.len != 0 {
+                    return Err(bad_len());
+                }
+                Frame::Revoke { ctx: f.ctx }
+            }
+            Kind::Agree => {
+                unused("src", f.src as u32 as u64)?;
+                // A bitmap of ranks: no communicator has 2^31 of them.
+                if payload_len > 1 << 28 {
+                    return Err(bad_len());
+                }
+                let step = AgreeStep::from_code(f.tag).ok_or(FrameError::BadSync(f.tag))?;
+                Frame::Agree { ctx: f.ctx, seq: f.sreq, step, flag: f.rreq, max: f.len }
+            }
         };
         if let Frame::Eager { env, .. } | Frame::Rts { env, .. } = &frame {
             if env.tag < 0 {
@@ -507,6 +570,10 @@ mod tests {
             Header::new(Frame::RmaOp { win: 0, offset: 0, reply: None }, 32),
             Header::new(Frame::RmaSync { win: 3, sync: RmaSync::FlushDone, arg: 17, req: 2 }, 0),
             Header::new(Frame::RmaSync { win: 3, sync: RmaSync::GetFailed, arg: 0, req: 0 }, 0),
+            Header::new(Frame::Revoke { ctx: 12 }, 0),
+            Header::new(Frame::Agree { ctx: 4, seq: 2, step: AgreeStep::Contribute, flag: 0xffff_fffe, max: 77 }, 1),
+            Header::new(Frame::Agree { ctx: 4, seq: 0, step: AgreeStep::Decided, flag: 1, max: 0 }, 0),
+            Header::new(Frame::Agree { ctx: 0, seq: 9, step: AgreeStep::Decide, flag: 0, max: u64::MAX }, 512),
         ]
     }
 
@@ -558,6 +625,18 @@ mod tests {
         }
         // Random fields almost never leave every unused field zero.
         assert!(accepted < 1000, "{accepted}");
+    }
+
+    #[test]
+    fn fault_tolerance_frames_reject_what_they_do_not_use() {
+        let mut b = Header::new(Frame::Revoke { ctx: 3 }, 0).encode();
+        b[20] = 1;
+        assert!(matches!(Header::decode(&b), Err(FrameError::Unused { .. })));
+        let b = Header::new(Frame::Revoke { ctx: 3 }, 4).encode();
+        assert!(matches!(Header::decode(&b), Err(FrameError::BadLength { .. })));
+        let mut b = Header::new(Frame::Agree { ctx: 3, seq: 1, step: AgreeStep::Decide, flag: 1, max: 0 }, 1).encode();
+        b[20] = 4;
+        assert_eq!(Header::decode(&b), Err(FrameError::BadSync(4)));
     }
 
     #[test]

@@ -47,7 +47,7 @@ fn described(data: &[u8]) -> Header {
         2 => MAX_PAYLOAD + 1 + (u32_at(32) % 3),
         _ => u32_at(32),
     };
-    let frame = match bytes[0] % 8 {
+    let frame = match bytes[0] % 10 {
         0 => Frame::Eager { env, sync: (bytes[2] & 1 != 0).then_some(a) },
         1 => Frame::Rts { env, len, sreq: a, single_copy: bytes[2] & 1 != 0 },
         2 => Frame::Cts { sreq: a, rreq: b, accepted: len },
@@ -55,6 +55,11 @@ fn described(data: &[u8]) -> Header {
         4 => Frame::Fin { sreq: a },
         5 => Frame::SyncAck { sreq: a },
         6 => Frame::Ack { received: len },
+        7 => Frame::Revoke { ctx: env.ctx },
+        8 => {
+            let step = [crate::AgreeStep::Contribute, crate::AgreeStep::Decided, crate::AgreeStep::Decide][bytes[2] as usize % 3];
+            Frame::Agree { ctx: env.ctx, seq: a, step, flag: b, max: len }
+        }
         _ => Frame::Credit,
     };
     Header { frame, payload_len, credit: u32_at(36) }
@@ -73,6 +78,8 @@ fn valid(h: &Header) -> bool {
         Frame::RmaOp { .. } => h.payload_len as usize >= crate::rma::OP_DESC_LEN,
         Frame::RmaSync { .. } => h.payload_len == 0,
         Frame::Ack { .. } => h.payload_len == 0 && h.credit == 0,
+        Frame::Revoke { .. } => h.payload_len == 0,
+        Frame::Agree { .. } => h.payload_len <= 1 << 28,
     }
 }
 
@@ -91,6 +98,8 @@ pub fn seeds() -> Vec<Vec<u8>> {
         Header::new(Frame::SyncAck { sreq: 8 }, 0),
         Header { frame: Frame::Credit, payload_len: 0, credit: 1 << 20 },
         Header::new(Frame::Ack { received: 1 << 35 }, 0),
+        Header::new(Frame::Revoke { ctx: 6 }, 0),
+        Header::new(Frame::Agree { ctx: 6, seq: 3, step: crate::AgreeStep::Decided, flag: 1, max: 40 }, 2),
     ];
     let mut seeds: Vec<Vec<u8>> = headers.iter().map(|h| h.encode().to_vec()).collect();
     seeds.push(headers.iter().flat_map(|h| h.encode()).collect());

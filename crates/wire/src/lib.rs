@@ -23,7 +23,7 @@ pub mod fuzzing;
 pub mod rma;
 pub mod transmit;
 
-pub use frame::{flags, Envelope, Frame, FrameError, Header, Kind, RmaSync, Urgency, HEADER_LEN, MAX_PAYLOAD};
+pub use frame::{flags, AgreeStep, Envelope, Frame, FrameError, Header, Kind, RmaSync, Urgency, HEADER_LEN, MAX_PAYLOAD};
 pub use transmit::{Payload, SentToken, Transmit};
 
 /// The protocol's version (frames and the TCP handshake): a peer speaking

@@ -144,6 +144,22 @@ impl Engine {
         }
     }
 
+    /// Take back a receive still waiting for a match, forgetting it
+    /// entirely (an abandoned collective's); false if `r` is no such receive.
+    pub(crate) fn withdraw_recv(&mut self, r: ReqId) -> bool {
+        let Some(req) = self.reqs.get(r.0) else { return false };
+        let ReqOp::Recv(RecvOp { ctx, stage: RecvStage::Posted, .. }) = &req.op else { return false };
+        if req.done {
+            return false;
+        }
+        let ctx = *ctx;
+        if let Some(q) = self.queues.get_mut(&ctx) {
+            q.posted.retain(|&x| x != r);
+        }
+        self.reqs.remove(r.0);
+        true
+    }
+
     /// Messages waiting unmatched (MPI_T: the unexpected-queue length).
     pub fn unexpected_messages(&self) -> u64 {
         self.unexpected_len

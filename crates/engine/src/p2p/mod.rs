@@ -113,6 +113,11 @@ impl Engine {
         if payload.len() != h.payload_len as usize {
             return Err(ProtocolError { peer: from, reason: "payload length does not match the header".into() });
         }
+        // A failed process's last frames (still in a shared-memory ring)
+        // are not looked at: what needed them has failed already.
+        if self.ft.is_failed(from) {
+            return Ok(());
+        }
         self.peers[from as usize].credit.returned(h.credit);
         match h.frame {
             Frame::Credit => Ok(()),
@@ -138,6 +143,14 @@ impl Engine {
             Frame::SyncAck { sreq } => self.sync_ack_arrived(from, sreq),
             Frame::RmaOp { .. } | Frame::RmaSync { .. } => self.rma_frame(from, h, payload),
             Frame::Ack { .. } => Err(ProtocolError { peer: from, reason: "a transport's acknowledgment reached the engine".into() }),
+            Frame::Revoke { ctx } => {
+                self.revoke_arrived(ctx);
+                Ok(())
+            }
+            Frame::Agree { ctx, seq, step, flag, max } => {
+                self.agree_arrived(from, ctx, seq, step, flag, max, payload);
+                Ok(())
+            }
         }
     }
 }

@@ -60,6 +60,9 @@ impl Engine {
 
     pub(crate) fn eager_arrived(&mut self, from: Pid, env: Envelope, sync: Option<u32>, payload: &[u8]) {
         let len = payload.len() as u64;
+        if self.ft.is_revoked(env.ctx) {
+            return self.release_revoked(from, len, UnexBody::Eager { data: Vec::new(), sync_sreq: sync });
+        }
         match self.take_posted_match(env.ctx, env.src, env.tag) {
             Some(r) => {
                 let buf = self.recv_buf(r);
@@ -82,6 +85,9 @@ impl Engine {
     }
 
     pub(crate) fn rts_arrived(&mut self, from: Pid, env: Envelope, len: u64, sreq: u32, addr: Option<u64>) {
+        if self.ft.is_revoked(env.ctx) {
+            return self.release_revoked(from, len, UnexBody::Rts { sreq, single_copy_addr: addr });
+        }
         match self.take_posted_match(env.ctx, env.src, env.tag) {
             Some(r) => self.start_rendezvous(r, from, env.src, env.tag, len, sreq, addr),
             None => self.queue_unexpected(env.ctx, Unexpected {

@@ -14,6 +14,9 @@ impl Engine {
         if a.dest == self.me {
             return self.self_send(a);
         }
+        if let Some(r) = self.send_to_failed(a.dest) {
+            return r;
+        }
         let env = Envelope { ctx: a.ctx, src: a.src, tag: a.tag };
         let peer = &mut self.peers[a.dest as usize];
         let eager = len <= peer.params.eager_limit
