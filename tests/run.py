@@ -56,6 +56,9 @@ may appear anywhere in the file but by convention open it. Keys:
   gridmpi-clusters=A,B with GridMPI, the ranks are started as consecutive groups
                        (MPMD), one per name, each with GRIDMPI_CLUSTER=name: a
                        grid of clusters on one host. Other MPIs run it plainly.
+  gridmpi-launcher-args=ARGS
+                       with GridMPI, options for gridmpirun before the program
+                       (e.g. '--with-ft ulfm'); other MPIs run it plainly.
   stdin=FILE           file fed to the launcher's standard input, relative to
                        tests/c/ (default: /dev/null).
 
@@ -101,6 +104,7 @@ HEADER_RE = re.compile(r"/\*\s*gridmpi-test:(.*?)\*/")
 KNOWN_KEYS = {
     "ranks", "min-ranks", "max-ranks", "timeout", "expect", "exitcode",
     "stderr", "gridmpi-stderr", "env", "args", "stdin", "gridmpi-clusters",
+    "gridmpi-launcher-args",
 }
 MAX_SHOWN_LINES = 80
 
@@ -125,6 +129,7 @@ class Test:
         self.args = []
         self.stdin = None
         self.clusters = []
+        self.launcher_args = []
         self.header_error = None
         try:
             self._parse()
@@ -186,6 +191,8 @@ class Test:
                 self.stdin = os.path.join(TEST_DIR, value)
             elif key == "gridmpi-clusters":
                 self.clusters = [c for c in value.split(",") if c]
+            elif key == "gridmpi-launcher-args":
+                self.launcher_args = shlex.split(value)
         except (ValueError, re.error) as exc:
             raise HeaderError("bad value for %s: %s" % (key, exc))
 
@@ -264,7 +271,8 @@ def compile_test(test, args, outdir):
 
 def run_one(test, exe, nranks, args):
     """Runs one job. Returns (ok, reason, output, seconds)."""
-    cmd = shlex.split(args.mpiexec) + ["-n", str(nranks)] + \
+    own = test.launcher_args if args.impl == "gridmpi" else []
+    cmd = shlex.split(args.mpiexec) + own + ["-n", str(nranks)] + \
         shlex.split(args.extra_mpiexec_args) + [exe] + test.args
     if test.clusters and args.impl == "gridmpi":
         # The ranks in consecutive groups, one per cluster (MPMD), as if

@@ -223,6 +223,12 @@ pub struct Driver {
     /// now (see wan_rate.rs); None when not following.
     wan_rate: Option<WanRate>,
     debug_pace: bool,
+    /// A fault-tolerant job (GRIDMPI_FT=ulfm): a transport error with a
+    /// peer is not the job's end; the peer is suspected until gridmpirun
+    /// says whether it failed (ft.rs).
+    fault_tolerant: bool,
+    /// Peers whose connection failed, suspected (fault-tolerant jobs).
+    pub suspects: Vec<Pid>,
 }
 
 // SAFETY: the driver is used under the library's lock; the raw pointers its
@@ -244,7 +250,7 @@ impl Driver {
         let tcp_routes = routes.contains(&Route::Tcp);
         let sent_bytes = vec![0; routes.len()];
         let resume_log = ResumeLog::new(debug_conn);
-        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes, wan_rate: None, debug_pace: false })
+        Ok(Driver { me, routes, tcp, shm, tcp_routes, poller, names, debug_conn, resume_log, reads: Default::default(), next_read: 0, sent_bytes, wan_rate: None, debug_pace: false, fault_tolerant: false, suspects: Vec::new() })
     }
 
     /// Let the pacing rates of connections to other clusters follow what
@@ -253,6 +259,40 @@ impl Driver {
     pub fn follow_wan(&mut self, cluster_of: Option<&[u32]>, debug: bool) {
         self.wan_rate = cluster_of.map(|c| WanRate::new(c, c[self.me as usize], Instant::now()));
         self.debug_pace = debug;
+    }
+
+    /// Survive transport errors with a peer (a fault-tolerant job).
+    pub fn set_fault_tolerant(&mut self, on: bool) {
+        self.fault_tolerant = on;
+    }
+
+    /// `peer` failed: drop its connection and what is queued for it.
+    pub fn forget_peer(&mut self, peer: Pid) {
+        if let Some(t) = self.tcp.as_mut() {
+            t.forget_peer(peer);
+        }
+        if let Some(s) = self.shm.as_mut() {
+            s.forget_peer(peer);
+        }
+    }
+
+    /// A transport's result: in a fault-tolerant job an error with a peer
+    /// makes the peer a suspect (its process probably died; gridmpirun
+    /// tells) instead of ending the job.
+    fn tolerate(&mut self, r: Result<bool, TransportError>) -> Result<bool, Fatal> {
+        match r {
+            Ok(b) => Ok(b),
+            Err(TransportError { peer: Some(p), message }) if self.fault_tolerant => {
+                if !self.suspects.contains(&p) {
+                    if self.debug_conn {
+                        eprintln!("gridmpi[{}]: suspecting {} ({message}); waiting for gridmpirun to say whether it failed", self.me, self.names[p as usize].who);
+                    }
+                    self.suspects.push(p);
+                }
+                Ok(true)
+            }
+            Err(e) => Err(self.fatal(e)),
+        }
     }
 
     /// A process of a joined world, reached over TCP (its pid is the next
@@ -347,8 +387,8 @@ impl Driver {
                 Some(t) if self.tcp_routes && shm.is_ok() => t.poll(&mut sink),
                 _ => Ok(false),
             };
-            did |= shm.map_err(|e| self.fatal(e))?;
-            did |= tcp.map_err(|e| self.fatal(e))?;
+            did |= self.tolerate(shm)?;
+            did |= self.tolerate(tcp)?;
             self.report_unsent(engine);
             if read_budget > 0 && !self.reads.is_empty() {
                 read_budget = self.read_some(engine, read_budget);
@@ -414,6 +454,9 @@ impl Driver {
     fn dispatch(&mut self, a: Action, engine: &mut Engine, tracer: &mut Option<Tracer>) -> Result<(), Fatal> {
         let mut sink = EngineSink { me: self.me, resume_log: &mut self.resume_log, engine: &mut *engine, tracer: tracer.as_mut(), names: &self.names };
         match a {
+            // A failed process gets nothing (its requests were failed;
+            // the frame's notification, if any, names a request gone).
+            Action::Transmit(t) if sink.engine.is_failed(t.peer) => Ok(()),
             Action::Transmit(t) => {
                 self.sent_bytes[t.peer as usize] += t.header.frame_len() as u64;
                 let r = match (self.routes[t.peer as usize], self.shm.as_mut(), self.tcp.as_mut()) {
@@ -421,7 +464,8 @@ impl Driver {
                     (Route::Tcp, _, Some(c)) => c.send(t, &mut sink),
                     (route, _, _) => return Err(Fatal(format!("internal error: a frame for rank {} on route {route:?}", t.peer))),
                 };
-                r.map_err(|e| self.fatal(e))
+                drop(sink);
+                self.tolerate(r.map(|()| true)).map(drop)
             }
             Action::SetPace { peer, bytes_per_sec } => {
                 // Only sockets are paced: memory is no shared bottleneck.

@@ -86,7 +86,7 @@ impl ErrorRegistry {
     }
 
     fn is_class(&self, c: c_int) -> bool {
-        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || self.live_classes.contains(&c)
+        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || (MPIX_ERR_PROC_FAILED..=MPIX_ERR_REVOKED).contains(&c) || self.live_classes.contains(&c)
     }
 
     pub fn string_of(&self, code: c_int) -> Option<String> {
@@ -247,6 +247,9 @@ pub fn class_string(class: c_int) -> &'static str {
         MPI_ERR_VALUE_TOO_LARGE => "MPI_ERR_VALUE_TOO_LARGE: value too large to store",
         MPI_ERR_ERRHANDLER => "MPI_ERR_ERRHANDLER: invalid error handler",
         MPI_ERR_ABI => "MPI_ERR_ABI: ABI mismatch",
+        MPIX_ERR_PROC_FAILED => "MPIX_ERR_PROC_FAILED: a process the operation needs failed",
+        MPIX_ERR_PROC_FAILED_PENDING => "MPIX_ERR_PROC_FAILED_PENDING: a process failed; the receive from MPI_ANY_SOURCE is still pending",
+        MPIX_ERR_REVOKED => "MPIX_ERR_REVOKED: the communicator was revoked",
         c if (59..=79).contains(&c) => "MPI_T error",
         _ => "user-defined error class",
     }

@@ -9,6 +9,7 @@ pub mod clustermap;
 pub mod driver;
 pub mod errors;
 pub mod exported;
+pub mod ft;
 pub mod ffi;
 pub mod handles;
 pub mod io;

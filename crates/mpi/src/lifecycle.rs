@@ -173,6 +173,8 @@ fn start() -> R<()> {
         parent: Default::default(),
         map_switch: None,
         planning_tag: None,
+        ft_acked: Default::default(),
+        ft_agreements: Default::default(),
     };
     let progress_thread = st.rt.config.bool("GRIDMPI_PROGRESS_THREAD").unwrap_or(false);
     state::install(Box::new(st));
@@ -181,6 +183,9 @@ fn start() -> R<()> {
     }
     if let Some(dir) = crate::checkpoint::dir() {
         crate::checkpoint::start(dir).map_err(|e| err(MPI_ERR_OTHER, e))?;
+    }
+    if crate::ft::enabled() {
+        crate::ft::start().map_err(|e| err(MPI_ERR_OTHER, e))?;
     }
     Ok(())
 }
@@ -211,6 +216,12 @@ fn teardown() -> R<()> {
     // Every rank gets here before anyone tears down its transports.
     let r = state::with(|st| {
         st.rt.shutdown();
+        // A fault-tolerant job meets in an agreement, which does not wait
+        // for ranks that failed (or fail meanwhile).
+        if st.rt.fault_tolerant {
+            let view = gridmpi_engine::AgreeView { ctx: RUNTIME_CTX, pids: (0..st.rt.size).collect::<Vec<_>>().into(), rank: st.rt.me as i32 };
+            return Ok(st.rt.engine.start_agreement(view, crate::shell::ft::FINALIZE_SEQ, 1, 0));
+        }
         let view = gridmpi_engine::sched::CommView {
             ctx: RUNTIME_CTX + 1,
             rank: st.rt.me as i32,

@@ -64,6 +64,8 @@ pub struct Runtime {
     foreign: Vec<Who>,
     /// gridmpirun may checkpoint this job (checkpoint.rs).
     pub checkpointing: bool,
+    /// The job survives failed ranks (ft.rs: gridmpirun --with-ft ulfm).
+    pub fault_tolerant: bool,
 }
 
 /// A process of another world, as the root of a join describes it.
@@ -120,6 +122,9 @@ impl Runtime {
         // A job that checkpoints keeps all its state in process memory and
         // TCP links that resume (see checkpoint.rs): no shared memory.
         let checkpointing = crate::checkpoint::dir().is_some();
+        // A fault-tolerant job's links all survive resets: only gridmpirun
+        // says a peer failed (ft.rs), never a broken connection alone.
+        let fault_tolerant = crate::ft::enabled();
         let use_shm = config.text("GRIDMPI_TRANSPORT") != "tcp" && local.len() > 1 && !checkpointing;
         // Every rank of the host names shared memory alike: as the first
         // local rank's launcher said (it removes the leftovers).
@@ -178,7 +183,7 @@ impl Runtime {
                 if let (true, Some(way)) = (across, bootstrap::relay_way(&cards, me, r, relay_key)) {
                     t.set_peer_relay(r, way);
                 }
-                t.set_resumable(r, checkpointing || resume == "all" || (resume == "wan" && across));
+                t.set_resumable(r, checkpointing || fault_tolerant || resume == "all" || (resume == "wan" && across));
                 t.set_tls(r, tls == "all" || (tls == "on" && across));
                 if let Some(tuning) = bootstrap::wan_tuning(&config, &map, me, r) {
                     t.set_tuning(r, tuning);
@@ -206,11 +211,12 @@ impl Runtime {
         let names = cards.iter().enumerate().map(|(p, c)| PeerName { who: format!("rank {p}"), host: c.host.clone(), os_pid: c.os_pid, cluster: cluster_name(p) }).collect();
         let mut driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         driver.follow_wan(following_wan(&config, &map), debug_channel(&config, "pace"));
+        driver.set_fault_tolerant(fault_tolerant);
         let arrivals = driver.arrivals();
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing, fault_tolerant })
     }
 
     /// Whether ranks of a host may share memory (windows): not when the
@@ -476,6 +482,19 @@ impl Runtime {
     }
 
     /// Pending outbound work (frames not yet handed to the kernel or a ring).
+    /// Process `pid` failed (ft.rs): the engine fails what needs it, the
+    /// transports drop its link.
+    pub fn proc_failed(&mut self, pid: Pid) {
+        self.driver.forget_peer(pid);
+        self.engine.handle_proc_failed(pid);
+    }
+
+    /// Peers whose connection failed in a fault-tolerant job, since the
+    /// last call.
+    pub fn take_suspects(&mut self) -> Vec<Pid> {
+        std::mem::take(&mut self.driver.suspects)
+    }
+
     pub fn outbound_pending(&self) -> bool {
         self.driver.outbound_pending(&self.engine)
     }

@@ -119,6 +119,11 @@ pub struct State {
     /// The tag of the collective being planned (shell/coll.rs), so that its
     /// plan sees the map its schedule will run on.
     pub planning_tag: Option<i32>,
+    /// Fault tolerance (shell/ft.rs): by point-to-point context, how many
+    /// of the engine's failed pids the communicator acknowledged
+    /// (MPIX_Comm_failure_ack), and how many agreements it ran.
+    pub ft_acked: std::collections::HashMap<u32, usize>,
+    pub ft_agreements: std::collections::HashMap<u32, u32>,
 }
 
 // SAFETY: the state is only reached through the global mutex; raw pointers
@@ -549,6 +554,9 @@ impl State {
                 Ok(a) => a,
                 Err(f) => self.fatal(&f.0),
             };
+            if self.rt.fault_tolerant || self.rt.engine.ft_active() {
+                crate::ft::after_progress(self);
+            }
             let b = self.rt.engine.progress_schedules() | self.rt.engine.progress_partitioned();
             let b = self.rt.engine.progress_rma() | b;
             if !self.pairs.is_empty() {

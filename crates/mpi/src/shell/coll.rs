@@ -125,6 +125,10 @@ fn planned(st: &mut State, comm: MPI_Comm, tag: Tag, plan: impl FnOnce(&State) -
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
     // A copy: a tool may change the choice (MPI_T) between collectives.
     let selector = st.coll_selector.clone();
+    if st.rt.engine.ft_active() {
+        let ctx = st.comm(comm)?.ctx;
+        st.ft_check_comm(ctx)?;
+    }
     let c = st.comm_mut(comm)?;
     let tag_kind = tag;
     let tag = match tag {
@@ -243,8 +247,9 @@ pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) ->
             let b = planned(st, comm, Tag::Blocking, plan)?;
             start(st, name, comm, &b, Tag::Blocking)
         })?;
-        super::env::wait_engine(r)?;
+        let status = super::env::wait_engine(r)?;
         match state::with(|st| Ok(st.rt.engine.take_schedule_error(r)))? {
+            Some(msg) if status.error.is_some() => Err(super::ft::error_with(status.error.unwrap(), msg)),
             Some(msg) => Err(schedule_error(msg)),
             None => Ok(()),
         }

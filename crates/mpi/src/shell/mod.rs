@@ -15,6 +15,7 @@ pub mod dynamic;
 pub mod env;
 pub mod errh;
 pub mod file;
+pub mod ft;
 pub mod group;
 pub mod info;
 pub mod mpit;
@@ -296,10 +297,19 @@ pub fn recv_status(st: &Status) -> MPI_Status {
     s.MPI_SOURCE = st.source;
     s.MPI_TAG = st.tag;
     set_count(&mut s, st.count as i64);
-    if st.error.is_some() {
-        s.MPI_ERROR = MPI_ERR_TRUNCATE;
+    if let Some(e) = st.error {
+        s.MPI_ERROR = error_class(e);
     }
     s
+}
+
+/// The MPI error class of an engine request's error.
+pub fn error_class(e: gridmpi_engine::ErrorKind) -> c_int {
+    match e {
+        gridmpi_engine::ErrorKind::Truncate => MPI_ERR_TRUNCATE,
+        gridmpi_engine::ErrorKind::ProcFailed => MPIX_ERR_PROC_FAILED,
+        gridmpi_engine::ErrorKind::Revoked => MPIX_ERR_REVOKED,
+    }
 }
 
 pub fn is_ignore(p: *const MPI_Status) -> bool {

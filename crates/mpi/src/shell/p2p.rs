@@ -49,6 +49,9 @@ impl State {
         let c = self.comm(comm)?;
         let Some(pid) = c.check_dest(dest)? else { return Ok(Started::Done(ReqKind::Send)) };
         let (ctx, src) = (c.ctx, c.rank);
+        if self.rt.engine.ft_active() {
+            self.ft_check_peer(ctx, Some(pid))?;
+        }
         let ub = user_buf(buf, count, dt)?;
         if mode == SendMode::Buffered {
             return self.start_bsend(ub, ctx, src, pid, tag, comm);
@@ -164,6 +167,10 @@ impl State {
         }
         let src = c.check_source(source)?;
         let ctx = c.ctx;
+        if self.rt.engine.ft_active() {
+            let pid = src.map(|s| c.remote.as_ref().unwrap_or(&c.group).pids[s as usize]);
+            self.ft_check_peer(ctx, pid)?;
+        }
         let ub = user_buf(buf, count, dt)?;
         let r = self.rt.engine.irecv(RecvArgs { ctx, src, tag, buf: ub });
         Ok(Started::Engine(r, ReqKind::Recv))
@@ -188,7 +195,7 @@ fn finish_blocking(s: Started, status: *mut MPI_Status) -> R<()> {
         }
         Started::Done(_) => Ok(()),
         Started::Engine(r, kind) => {
-            let st = super::env::wait_engine(r)?;
+            let st = super::ft::wait_interruptible(r)?;
             if kind == ReqKind::Recv {
                 let s = recv_status(&st);
                 // SAFETY: as above.
@@ -196,6 +203,9 @@ fn finish_blocking(s: Started, status: *mut MPI_Status) -> R<()> {
                 if s.MPI_ERROR == MPI_ERR_TRUNCATE {
                     return Err(truncated(&st));
                 }
+            }
+            if let Some(e) = st.error.filter(|e| *e != gridmpi_engine::ErrorKind::Truncate) {
+                return Err(super::ft::error(e));
             }
             Ok(())
         }

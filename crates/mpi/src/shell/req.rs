@@ -76,6 +76,9 @@ impl State {
             }
             ReqEntry::Active { r, kind, .. } => {
                 let (r, kind) = (*r, *kind);
+                if self.rt.engine.ft_active() && self.any_source_interrupted(r) {
+                    return Err(err(MPIX_ERR_PROC_FAILED_PENDING, format!("rank {}: a process of the communicator failed while this receive from MPI_ANY_SOURCE waited (acknowledge with MPIX_Comm_failure_ack to go on waiting)", self.rt.me)));
+                }
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 self.reqs.remove(*h);
                 *h = MPI_REQUEST_NULL;
@@ -84,12 +87,16 @@ impl State {
                     _ => {
                         let mut s = empty_status();
                         set_cancelled(&mut s, st.cancelled);
+                        if let Some(e) = st.error {
+                            s.MPI_ERROR = super::error_class(e);
+                        }
                         s
                     }
                 };
                 if kind == ReqKind::Coll {
                     if let Some(msg) = self.rt.engine.take_schedule_error(r) {
-                        let code = self.errors.code_for(MPI_ERR_TRUNCATE, format!("collective (rank {}): {msg}", self.rt.me));
+                        let class = st.error.map_or(MPI_ERR_TRUNCATE, super::error_class);
+                        let code = self.errors.code_for(class, format!("collective (rank {}): {msg}", self.rt.me));
                         s.MPI_ERROR = code;
                     }
                 }
@@ -104,7 +111,8 @@ impl State {
                 let mut s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
                 if is_coll {
                     if let Some(msg) = self.rt.engine.take_schedule_error(r) {
-                        s.MPI_ERROR = self.errors.code_for(MPI_ERR_TRUNCATE, format!("collective (rank {}): {msg}", self.rt.me));
+                        let class = st.error.map_or(MPI_ERR_TRUNCATE, super::error_class);
+                        s.MPI_ERROR = self.errors.code_for(class, format!("collective (rank {}): {msg}", self.rt.me));
                     }
                 }
                 Ok(Poll::Done(s))

@@ -90,6 +90,15 @@ impl Shm {
         Ok(())
     }
 
+    /// `peer` failed (a fault-tolerant job): frames still waiting for room
+    /// in its ring are dropped (it will never drain it).
+    pub fn forget_peer(&mut self, peer: Pid) {
+        if let Some(q) = self.backlog.get_mut(peer as usize) {
+            self.backlog_len -= q.len();
+            q.clear();
+        }
+    }
+
     /// Remove our inbox's name (once every local process has mapped it).
     pub fn unlink(&mut self) {
         self.inbox.unlink();

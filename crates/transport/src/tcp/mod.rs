@@ -318,6 +318,25 @@ impl Tcp {
         self.peers[peer as usize].tx.keep = on;
     }
 
+    /// `peer` failed (a fault-tolerant job's launcher said so): drop its
+    /// connection and everything queued for it or kept for resending;
+    /// nothing is written to it or read from it again, and sending to it
+    /// is an error.
+    pub fn forget_peer(&mut self, peer: Pid) {
+        let Some(link) = self.peers.get_mut(peer as usize) else { return };
+        link.out.clear();
+        link.closed = true;
+        link.broken = None;
+        link.carry = None;
+        link.established = false;
+        if let Some(i) = link.conn.take() {
+            if let Some(c) = self.conns[i].take() {
+                let _ = self.ep.delete(c.fd.as_raw_fd());
+                self.events.push(ConnEvent::Closed { peer, fd: c.fd.as_raw_fd() });
+            }
+        }
+    }
+
     /// Reset the connection with `peer` as the network would (`ss -K`):
     /// the peer gets a reset, and both sides make a new connection. For
     /// tests; false if there is no established connection.
