@@ -62,6 +62,11 @@ int main(int argc, char **argv)
             MPI_Error_class(rc, &cls);
             CHECK(cls == MPIX_ERR_REVOKED, "the pending receive ended with class %d, not MPIX_ERR_REVOKED", cls);
         }
+        int revoked = 0;
+        MPIX_Comm_is_revoked(comm, &revoked);
+        CHECK(revoked == 1, "MPIX_Comm_is_revoked says %d", revoked);
+        int acked = -1;
+        CHECK(MPIX_Comm_ack_failed(comm, 10, &acked) == MPI_SUCCESS && acked == 0, "ack_failed: %d acknowledged", acked);
         /* Everything after fails the same way, at every rank. */
         int rc = MPI_Send(&rank, 1, MPI_INT, (rank + 1) % size, 8, comm);
         int cls = -1;

@@ -268,3 +268,56 @@ pub unsafe extern "C" fn PMPIX_Comm_get_failed(comm: MPI_Comm, failedgrp: *mut M
         Ok(())
     })
 }
+
+// Two more of the ULFM interface as Open MPI and MPI 4.2's draft have it.
+
+#[no_mangle]
+pub unsafe extern "C" fn MPIX_Comm_is_revoked(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    PMPIX_Comm_is_revoked(comm, flag)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn PMPIX_Comm_is_revoked(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    api("MPIX_Comm_is_revoked", Target::Comm(comm), || {
+        check_ptr(flag, "flag")?;
+        *flag = state::with(|st| {
+            let ctx = st.comm(comm)?.ctx;
+            Ok(st.rt.engine.is_revoked(ctx) as c_int)
+        })?;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPIX_Comm_ack_failed(comm: MPI_Comm, num_to_ack: c_int, num_acked: *mut c_int) -> c_int {
+    PMPIX_Comm_ack_failed(comm, num_to_ack, num_acked)
+}
+
+/// Acknowledge the first `num_to_ack` failures of the communicator's
+/// processes (in the order they were learned); `num_acked` is how many of
+/// them are acknowledged now.
+#[no_mangle]
+pub unsafe extern "C" fn PMPIX_Comm_ack_failed(comm: MPI_Comm, num_to_ack: c_int, num_acked: *mut c_int) -> c_int {
+    api("MPIX_Comm_ack_failed", Target::Comm(comm), || {
+        check_ptr(num_acked, "num_acked")?;
+        if num_to_ack < 0 {
+            return Err(err(MPI_ERR_ARG, format!("num_to_ack is negative ({num_to_ack})")));
+        }
+        *num_acked = state::with(|st| {
+            let c = st.comm(comm)?;
+            let ctx = c.ctx;
+            let mine: Vec<usize> =
+                st.rt.engine.failed_pids().iter().enumerate().filter(|(_, &p)| State::comm_pids(c).any(|q| q == p)).map(|(i, _)| i).collect();
+            let acked = st.ft_acked.get(&ctx).copied().unwrap_or(0);
+            let already = mine.iter().filter(|&&i| i < acked).count();
+            let want = (num_to_ack as usize).min(mine.len());
+            if want > already {
+                // Acknowledged up to (and with) the want-th failure of ours.
+                st.ft_acked.insert(ctx, mine[want - 1] + 1);
+            }
+            let acked = st.ft_acked.get(&ctx).copied().unwrap_or(0);
+            Ok(mine.iter().filter(|&&i| i < acked).count() as c_int)
+        })?;
+        Ok(())
+    })
+}
