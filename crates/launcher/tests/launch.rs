@@ -138,6 +138,68 @@ fn a_rank_killed_by_a_signal_ends_the_job() {
     assert!(err.contains("rank 1 (pid ") && err.contains("was killed by signal 11 (SIGSEGV); killing the job"), "{err}");
 }
 
+/// `--with-ft ulfm`: rank 1 dies after PMI init; ranks 0 and 2 get the
+/// failure notice (blocked since they started), ask who failed, meet in a
+/// barrier without rank 1 and finalize; the job succeeds.
+#[test]
+fn a_fault_tolerant_job_goes_on_without_a_killed_rank() {
+    let (code, out, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "3", G, "--pmi-check", "signal=9@1", "ft=30"]));
+    assert_eq!(code, 0, "the survivors finalized and exited 0: {out}{err}");
+    assert!(
+        err.contains("gridmpirun: rank 1 (pid ")
+            && err.contains("was killed by signal 9 (SIGKILL); the job goes on without it (--with-ft ulfm)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("gridmpirun:").count(), 1, "one note: {err}");
+    for rank in [0, 2] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 1\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+    assert!(!out.contains("rank 1: failed ranks"), "{out}");
+}
+
+/// The same program without `--with-ft`: the rank's death ends the job.
+#[test]
+fn without_ft_a_killed_rank_still_ends_the_job() {
+    let (code, out, err) = run(&mut gridmpirun(&["-n", "3", G, "--pmi-check", "signal=9@1", "ft=30"]));
+    assert_eq!(code, 128 + 9, "{out}{err}");
+    assert!(err.contains("rank 1 (pid ") && err.contains("was killed by signal 9 (SIGKILL); killing the job"), "{err}");
+    assert!(!out.contains("failed ranks"), "{out}");
+}
+
+/// `--with-ft ulfm` across hosts: the variable and the blocked signal
+/// reach ranks behind a launch agent, a rank that exits before
+/// MPI_Finalize there is a failure, the notice reaches the survivors
+/// through each host's proxy (which does not take it as the job's end),
+/// and a survivor's nonzero exit code is the job's.
+#[test]
+fn a_fault_tolerant_job_spans_hosts() {
+    let dir = tempdir("ft-hosts");
+    let agent = fake_agent(&dir);
+    let agent = agent.to_str().unwrap();
+    let (code, out, err) = run(&mut gridmpirun(&[
+        "--with-ft", "ulfm", "--launcher", agent, "-hosts", "fakeA:2,localhost:2", "-n", "4",
+        G, "--pmi-check", "exit-early=5@1", "ft=30", "exit=3@3",
+    ]));
+    assert_eq!(code, 3, "rank 3's exit code after MPI_Finalize: {out}{err}");
+    assert!(
+        err.contains("rank 1 (pid ") && err.contains("on host fakeA) exited with code 5 before MPI_Finalize; the job goes on without it (--with-ft ulfm)"),
+        "{err}"
+    );
+    for rank in [0, 2, 3] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 1\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+}
+
+/// A fault-tolerant job in which every rank failed did not succeed.
+#[test]
+fn a_fault_tolerant_job_without_survivors_fails() {
+    let (code, _out, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", G, "--pmi-check", "exit-early=4"]));
+    assert_eq!(code, 4, "{err}");
+    assert_eq!(err.matches("the job goes on without it").count(), 2, "{err}");
+}
+
 #[test]
 fn exit_before_finalize_ends_the_job() {
     let (code, _out, err) = run(&mut gridmpirun(&["-n", "3", G, "--pmi-check", "exit-early=3@1", "sleep=30@0", "sleep=30@2"]));
