@@ -1032,7 +1032,7 @@ mod tests {
             let e = p(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");
         }
-        assert!(usage().contains("--with-ft none|ulfm"));
+        assert!(usage().contains("--with-ft, -with-ft none|ulfm"));
     }
 
     /// The hidden options a gridmpirun gives the nested one it starts for
