@@ -192,6 +192,39 @@ fn a_fault_tolerant_job_spans_hosts() {
     }
 }
 
+/// `--with-ft ulfm`: a host lost (its proxy killed outright, taking its
+/// rank with it) fails the ranks that ran there, and the job goes on.
+#[test]
+fn a_fault_tolerant_job_outlives_a_lost_host() {
+    let dir = tempdir("ft-lost-host");
+    // The fake agent, noting its pid: it becomes the host's proxy.
+    let agent = dir.join("agent-noting-pid");
+    let pid_file = dir.join("proxy.pid");
+    let script = format!("#!/bin/sh\nshift\necho $$ > {}\nexec env -i PATH=\"$PATH\" \"$@\"\n", pid_file.display());
+    std::fs::write(&agent, script).unwrap();
+    Command::new("chmod").arg("+x").arg(&agent).status().unwrap();
+    let mut child = gridmpirun(&[
+        "--with-ft", "ulfm", "--launcher", agent.to_str().unwrap(), "-hosts", "fakeL:1,localhost:2", "-n", "3",
+        G, "--pmi-check", "sleep=3605@0", "ft=30",
+    ])
+    .spawn()
+    .unwrap();
+    let seen = wait_for_ok_lines(&mut child, 3);
+    let proxy: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    // SAFETY: signalling the proxy our job started.
+    unsafe { libc::kill(proxy, libc::SIGKILL) };
+    let done = finish(child, Duration::from_secs(30));
+    let (out, err) = (seen + &String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr).into_owned());
+    assert_eq!(done.status.code(), Some(0), "the survivors finalized and exited 0: {out}{err}");
+    assert!(err.contains("rank 0 (pid ") && err.contains("on host fakeL) was lost with its host"), "{err}");
+    assert!(err.contains("the job goes on without it (--with-ft ulfm)"), "{err}");
+    assert_eq!(err.matches("the job goes on without it").count(), 1, "once, though the link and the agent both end: {err}");
+    for rank in [1, 2] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 0\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+}
+
 /// A fault-tolerant job in which every rank failed did not succeed.
 #[test]
 fn a_fault_tolerant_job_without_survivors_fails() {
