@@ -1122,19 +1122,16 @@ impl Job {
         let who = self.describe(rank);
         let stopping = self.checkpoints.as_ref().is_some_and(Rounds::stopping);
         if self.fault_tolerant {
-            // What ends a job otherwise is a failed rank here.
-            let what = match status {
-                ExitStatus::Signal(s) => format!("was killed by signal {s} ({})", sys::signal_name(s)),
-                ExitStatus::Code(_) if finalized => String::new(),
-                ExitStatus::Code(c) if initialized => format!("exited with code {c} before MPI_Finalize"),
-                ExitStatus::Code(0) => String::new(),
-                ExitStatus::Code(c) => format!("exited with code {c}"),
+            // What ends a job otherwise (below, with the same exit code)
+            // is a failed rank here.
+            let failure = match status {
+                ExitStatus::Signal(s) => Some((format!("was killed by signal {s} ({})", sys::signal_name(s)), status.shell_code())),
+                ExitStatus::Code(_) if finalized => None,
+                ExitStatus::Code(c) if initialized => Some((format!("exited with code {c} before MPI_Finalize"), if c != 0 { c } else { 1 })),
+                ExitStatus::Code(0) => None,
+                ExitStatus::Code(c) => Some((format!("exited with code {c}"), c)),
             };
-            if !what.is_empty() {
-                let code = match status {
-                    ExitStatus::Code(0) => 1,
-                    _ => status.shell_code(),
-                };
+            if let Some((what, code)) = failure {
                 return self.rank_failed(rank, &what, code);
             }
         }

@@ -231,6 +231,12 @@ fn a_fault_tolerant_job_without_survivors_fails() {
     let (code, _out, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", G, "--pmi-check", "exit-early=4"]));
     assert_eq!(code, 4, "{err}");
     assert_eq!(err.matches("the job goes on without it").count(), 2, "{err}");
+    // Programs that never start MPI: exiting 0 is no failure, as in any job.
+    let (code, _, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", "sh", "-c", "exit 0"]));
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", "sh", "-c", "exit $((PMI_RANK + 5))"]));
+    assert!(code == 5 || code == 6, "{code} {err}");
+    assert!(err.contains("exited with code 5; the job goes on without it (--with-ft ulfm)"), "{err}");
 }
 
 #[test]
