@@ -22,6 +22,7 @@ pub static OTHER_VARIABLES: &[(&str, &str)] = &[
     ("GRIDMPI_BUILD", "test scripts: the build directory to test"),
     ("GRIDMPI_TRACE_TOOL", "test scripts: the gridmpi-trace binary to test"),
     ("GRIDMPI_CHECKPOINT_DIR", "set by gridmpirun --checkpoint-dir for its ranks: where they write their images (docs/checkpoint.md)"),
+    ("GRIDMPI_FT", "set by gridmpirun --with-ft ulfm for its ranks (to ulfm): the job is fault tolerant, a rank that dies does not end it"),
     ("GRIDMPI_CHECKPOINT_SIGNAL", "the checkpointer (crates/checkpoint): the signal that stops threads for an image"),
     ("GRIDMPI_RESTORE_VERBOSE", "gridmpi-restore: say what is restored and what is not"),
     ("GRIDMPI_RESTORE_OTHER_KERNEL", "gridmpi-restore: accept an image taken under another kernel release"),

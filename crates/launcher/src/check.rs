@@ -16,6 +16,7 @@
 //! | `exit-early=CODE` | exit with CODE without finalizing |
 //! | `exit=CODE` | exit with CODE after finalizing |
 //! | `spawn=N` | after the exchange, start N more `gridmpirun --pmi-check` as a new job (MPI_Comm_spawn's request), saying whether it could |
+//! | `ft=SECONDS` | after `signal`, `abort` and `exit-early` (so a rank told one of those fails before), wait up to SECONDS for the notice that a rank of the job failed (a job run with `--with-ft ulfm`), print the failed ranks gridmpirun lists, then meet the other survivors in a PMI barrier before finalizing |
 //! | `checkpoint=SECONDS` | for SECONDS after the exchange, answer the checkpoint requests of a job run with `--checkpoint-dir`: freeze at once, write a small stand-in image, exit when told to stop; then retire |
 
 use std::io::{self, Read, Write};
@@ -40,7 +41,7 @@ fn parse_actions(args: &[String]) -> Result<Vec<Action>, String> {
                 Some((n, v)) => (n.to_string(), Some(v.to_string())),
                 None => (body.to_string(), None),
             };
-            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "abort", "exit-early", "exit", "spawn", "checkpoint"];
+            const KNOWN: &[&str] = &["stdin", "lines", "sleep", "signal", "ft", "abort", "exit-early", "exit", "spawn", "checkpoint"];
             if !KNOWN.contains(&name.as_str()) {
                 return Err(format!("unknown action {name:?} (known: {})", KNOWN.join(", ")));
             }
@@ -150,11 +151,53 @@ pub fn run(args: &[String]) -> i32 {
     if let Some(code) = value_of("exit-early") {
         std::process::exit(code as i32);
     }
+    if let Some(s) = value_of("ft") {
+        if let Err(e) = await_failure(&mut pmi, Duration::from_secs(s.max(0) as u64)) {
+            eprintln!("pmi-check: rank {me}: ft: {e}");
+            return 1;
+        }
+    }
     if let Err(e) = pmi.finalize() {
         eprintln!("pmi-check: rank {me}: finalize failed: {e}");
         return 1;
     }
     value_of("exit").unwrap_or(0) as i32
+}
+
+/// `ft=SECONDS`: wait for the failure notice as the rank library of a
+/// fault-tolerant job does, ask which ranks failed, and meet the survivors
+/// in a barrier (which must not wait for the failed).
+fn await_failure(pmi: &mut Pmi, during: Duration) -> Result<(), String> {
+    let me = pmi.rank();
+    // SAFETY: a signal set of our own. The launcher of a fault-tolerant job
+    // started us with the signal blocked; blocking it again covers any
+    // other launcher (which never sends it: the wait times out).
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, gridmpi_pmi::failure_signal());
+        libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    let end = std::time::Instant::now() + during;
+    loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("no failure notice within {} s", during.as_secs()));
+        }
+        let timeout = libc::timespec { tv_sec: left.as_secs() as libc::time_t, tv_nsec: left.subsec_nanos() as libc::c_long };
+        // SAFETY: waits on our set; the siginfo is not wanted.
+        if unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) } >= 0 {
+            break;
+        }
+    }
+    let failed = pmi.failed_ranks().map_err(|e| e.to_string())?;
+    let list = failed.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    println!("pmi-check: rank {me}: failed ranks: {list}");
+    let _ = io::stdout().flush();
+    pmi.fence().map_err(|e| format!("the survivors' barrier: {e}"))?;
+    println!("pmi-check: rank {me}: the survivors met");
+    let _ = io::stdout().flush();
+    Ok(())
 }
 
 /// `checkpoint=SECONDS`: take part in the job's checkpoints for that long

@@ -1,6 +1,7 @@
 //! One MPI job: place the ranks, start them (here directly, elsewhere
 //! through a proxy per host), serve their PMI, carry their output and
-//! stdin, and end the job when it is over or when a rank fails.
+//! stdin, and end the job when it is over or when a rank fails (in a
+//! fault-tolerant job, `--with-ft ulfm`, the others are told and go on).
 
 use std::collections::BTreeSet;
 use std::io::{self, Read};
@@ -243,6 +244,11 @@ struct Job {
     loopback_only: bool,
     /// The job's checkpoints, when it is checkpointed (`--checkpoint-dir`).
     checkpoints: Option<Rounds>,
+    /// `--with-ft ulfm`: a rank that fails does not end the job.
+    fault_tolerant: bool,
+    /// The exit code of the first failed rank (`fault_tolerant`): the
+    /// job's, should no rank survive.
+    first_failure: Option<i32>,
 }
 
 /// What asks for a checkpoint.
@@ -458,6 +464,8 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
             let first = restart.as_ref().map_or(1, |r| r.manifest.seq + 1);
             Rounds::new(dir, first, opts.checkpoint_interval, opts.checkpoint_timeout, opts.checkpoint_and_stop, Instant::now())
         }),
+        fault_tolerant: opts.fault_tolerant,
+        first_failure: None,
     };
     if job.checkpoints.is_some() {
         job.server.enable_checkpoints();
@@ -505,6 +513,14 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
         env.retain(|(k, _)| k != gridmpi_pmi::CHECKPOINT_DIR_VAR);
         if let Some(dir) = &opts.checkpoint_dir {
             env.push((gridmpi_pmi::CHECKPOINT_DIR_VAR.into(), dir.to_string_lossy().into_owned()));
+        }
+        // Likewise from --with-ft alone: a rank that has it goes on after
+        // a failure, which only a job whose launcher goes on may do. (A
+        // job started by MPI_Comm_spawn is not fault tolerant: its
+        // gridmpirun is not given --with-ft.)
+        env.retain(|(k, _)| k != gridmpi_pmi::FT_VAR);
+        if opts.fault_tolerant {
+            env.push((gridmpi_pmi::FT_VAR.into(), "ulfm".into()));
         }
         RankSpec {
             rank,
@@ -607,7 +623,7 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
             sys::kill_group(pid, libc::SIGTERM);
         }
     }
-    job.failure.or(job.first_nonzero).unwrap_or(0)
+    job.exit_code()
 }
 
 /// Each image a rank restarted on this machine reads must be here (an
@@ -643,7 +659,7 @@ impl Job {
         // process group keeps a terminal's Ctrl-C away from the agent: we
         // tear remote ranks down ourselves.
         unsafe {
-            cmd.pre_exec(|| sys::child_setup(None, None));
+            cmd.pre_exec(|| sys::child_setup(None, &[]));
         }
         if self.verbose {
             let shown: Vec<String> = std::iter::once(setup.agent.join(" "))
@@ -802,7 +818,12 @@ impl Job {
                 for &r in &lost {
                     self.ranks[r as usize].done = true;
                 }
-                if self.teardown_at.is_none() {
+                if self.fault_tolerant && self.teardown_at.is_none() {
+                    let what = format!("was lost with its host (lost contact with host {}: {reason})", self.hosts[host].name);
+                    for &r in &lost {
+                        self.rank_failed(r, &what, 1);
+                    }
+                } else if self.teardown_at.is_none() {
                     self.out.note(&format!(
                         "lost contact with host {} ({reason}) while {} still ran; killing the job",
                         self.hosts[host].name,
@@ -832,6 +853,13 @@ impl Job {
                         self.hosts[h].link = None;
                         for &r in &lost {
                             self.ranks[r as usize].done = true;
+                        }
+                        if self.fault_tolerant {
+                            let what = format!("was lost with its host (the launch agent for host {} {how})", self.hosts[h].name);
+                            for &r in &lost {
+                                self.rank_failed(r, &what, 1);
+                            }
+                            return;
                         }
                         self.out.note(&format!(
                             "the launch agent for host {} {how} while {} still ran; killing the job",
@@ -1093,6 +1121,20 @@ impl Job {
         }
         let who = self.describe(rank);
         let stopping = self.checkpoints.as_ref().is_some_and(Rounds::stopping);
+        if self.fault_tolerant {
+            // What ends a job otherwise (below, with the same exit code)
+            // is a failed rank here.
+            let failure = match status {
+                ExitStatus::Signal(s) => Some((format!("was killed by signal {s} ({})", sys::signal_name(s)), status.shell_code())),
+                ExitStatus::Code(_) if finalized => None,
+                ExitStatus::Code(c) if initialized => Some((format!("exited with code {c} before MPI_Finalize"), if c != 0 { c } else { 1 })),
+                ExitStatus::Code(0) => None,
+                ExitStatus::Code(c) => Some((format!("exited with code {c}"), c)),
+            };
+            if let Some((what, code)) = failure {
+                return self.rank_failed(rank, &what, code);
+            }
+        }
         match status {
             // Told to exit after the checkpoint (--checkpoint-and-stop).
             ExitStatus::Code(0) if stopping => {}
@@ -1115,6 +1157,45 @@ impl Job {
                 self.fail(c);
             }
         }
+    }
+
+    /// Rank `rank` of a fault-tolerant job failed (`what` happened to it;
+    /// `code`: what the job's exit code would be without --with-ft): say
+    /// so, record it in the PMI server, and tell every rank.
+    fn rank_failed(&mut self, rank: u32, what: &str, code: i32) {
+        self.ranks[rank as usize].done = true;
+        if !self.server.rank_failed(rank) {
+            return;
+        }
+        self.first_failure.get_or_insert(code);
+        self.out.note(&format!("{} {what}; the job goes on without it (--with-ft ulfm)", self.describe(rank)));
+        // (Barriers that waited only for it are answered now.)
+        self.drain_server();
+        // The ranks' process groups, here and through each host's proxy;
+        // ranks started with the signal blocked, so none dies of it.
+        let sig = gridmpi_pmi::failure_signal();
+        self.local.kill_all(sig);
+        for h in 0..self.hosts.len() {
+            let alive = self.hosts[h].ranks.iter().any(|&r| !self.ranks[r as usize].done);
+            if !self.hosts[h].local && alive {
+                self.send(h, &Down::Kill { signal: sig });
+            }
+        }
+    }
+
+    /// gridmpirun's exit code: the first failure that ended the job, else
+    /// the first nonzero exit code of a rank that finalized. Ranks that
+    /// failed in a fault-tolerant job do not count: the survivors handled
+    /// it, unless none is left.
+    fn exit_code(&self) -> i32 {
+        if let Some(code) = self.failure {
+            return code;
+        }
+        let failed = self.server.failed_ranks();
+        if let (Some(code), true) = (self.first_failure, failed.len() == self.ranks.len()) {
+            return code;
+        }
+        self.first_nonzero.unwrap_or(0)
     }
 
     /// A checkpoint is asked for: start a round, unless one is in

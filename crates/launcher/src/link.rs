@@ -12,8 +12,9 @@ use crate::sys::ExitStatus;
 
 // The number changes with the frames' format or meaning: a proxy of
 // another version is then "never answered", not a garbled launch. (3: a
-// Kill with the checkpoint signal is a request, not the job's end.)
-pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-3\n";
+// Kill with the checkpoint signal is a request, not the job's end; 4: nor
+// is one with the failure signal.)
+pub const MAGIC: &[u8] = b"GRIDMPI-PROXY-LINK-4\n";
 const MAX_FRAME: usize = 64 << 20;
 
 /// A rank to start.
@@ -47,8 +48,9 @@ pub enum Down {
     Stdin { data: Vec<u8> },
     StdinClose,
     /// Signal every rank of this host (process groups). Any signal but
-    /// the checkpoint request (`gridmpi_pmi::checkpoint_signal`) ends the
-    /// job: the proxy kills what is left after the grace period.
+    /// the checkpoint request (`gridmpi_pmi::checkpoint_signal`) and the
+    /// failure notice of a fault-tolerant job (`gridmpi_pmi::failure_signal`)
+    /// ends the job: the proxy kills what is left after the grace period.
     Kill { signal: i32 },
 }
 

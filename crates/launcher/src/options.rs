@@ -109,6 +109,9 @@ pub struct Options {
     /// `--restart DIR` (absolute): run the ranks of DIR's latest
     /// checkpoint instead of a program.
     pub restart: Option<PathBuf>,
+    /// `--with-ft ulfm`: a rank that dies does not end the job; the others
+    /// are told (`--with-ft none`, the default: it ends the job).
+    pub fault_tolerant: bool,
 }
 
 impl Default for Options {
@@ -143,6 +146,7 @@ impl Default for Options {
             checkpoint_timeout: None,
             checkpoint_and_stop: false,
             restart: None,
+            fault_tolerant: false,
         }
     }
 }
@@ -494,6 +498,21 @@ pub static OPTIONS: &[OptionSpec] = &[
         },
     },
     OptionSpec {
+        names: &["--with-ft", "-with-ft"],
+        values: 1,
+        metavar: "none|ulfm",
+        help: "ulfm: a fault-tolerant job (Open MPI 5's spelling): a rank that dies before MPI_Finalize, or whose host is lost, does not end the job; gridmpirun says so and tells the other ranks, which go on (MPI_Comm_revoke, MPI_Comm_shrink, ...). gridmpirun then exits 0 if every other rank exited 0 after MPI_Finalize (the program handled the failure), else with the first nonzero code among them. none (the default): a failed rank ends the job. Not with --checkpoint-dir or --restart",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.fault_tolerant = match v[0].as_str() {
+                "ulfm" => true,
+                "none" => false,
+                other => return Err(format!("--with-ft {other:?}: not a fault-tolerance model (ulfm, or none: the default)")),
+            };
+            Ok(())
+        },
+    },
+    OptionSpec {
         names: &["--topology", "-topology"],
         values: 1,
         metavar: "FILE",
@@ -793,6 +812,14 @@ pub fn parse(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result
             o.checkpoint_dir = Some(dir.clone());
         }
     }
+    if let (true, Some(dir)) = (o.fault_tolerant, &o.checkpoint_dir) {
+        // A checkpoint round needs every rank, and a restart every image.
+        let what = if o.restart.is_some() { "--restart" } else { "--checkpoint-dir" };
+        return Err(format!(
+            "--with-ft ulfm and {what} {} are not supported together: a fault-tolerant job cannot be checkpointed",
+            dir.display()
+        ));
+    }
     if o.checkpoint_dir.is_none() {
         let given = [
             (o.checkpoint_interval.is_some(), "--checkpoint-interval"),
@@ -985,6 +1012,27 @@ mod tests {
             assert!(e.contains(want), "{args:?}: {e}");
         }
         assert!(usage().contains("--checkpoint-dir") && usage().contains("--restart DIR"));
+    }
+
+    #[test]
+    fn fault_tolerance_option() {
+        assert!(!p("-n 2 prog").unwrap().fault_tolerant);
+        assert!(p("--with-ft ulfm -n 3 prog").unwrap().fault_tolerant);
+        assert!(p("-with-ft=ulfm prog").unwrap().fault_tolerant);
+        assert!(!p("--with-ft none prog").unwrap().fault_tolerant);
+        let o = p("--with-ft ulfm prog").unwrap();
+        assert!(o.env.is_empty(), "the rank variable is set per rank by the job, not here");
+        for (args, want) in [
+            ("--with-ft reinit prog", "--with-ft \"reinit\": not a fault-tolerance model (ulfm, or none: the default)"),
+            ("--with-ft", "--with-ft needs 1 value"),
+            ("--with-ft ulfm --checkpoint-dir /ck prog", "--with-ft ulfm and --checkpoint-dir /ck are not supported together"),
+            ("--with-ft ulfm --restart /ck", "--with-ft ulfm and --restart /ck are not supported together"),
+            ("-n 1 a : --with-ft ulfm -n 1 b", "--with-ft applies to the whole job"),
+        ] {
+            let e = p(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        assert!(usage().contains("--with-ft, -with-ft none|ulfm"));
     }
 
     /// The hidden options a gridmpirun gives the nested one it starts for

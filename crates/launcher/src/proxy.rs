@@ -153,8 +153,9 @@ fn serve(shm_prefixes: &mut Vec<String>) -> i32 {
                 if let Some(l) = &local {
                     l.kill_all(signal);
                 }
-                // A checkpoint request: the ranks go on.
-                if signal == gridmpi_pmi::checkpoint_signal() {
+                // A checkpoint request, or the notice that a rank of a
+                // fault-tolerant job failed: the ranks go on.
+                if signal == gridmpi_pmi::checkpoint_signal() || signal == gridmpi_pmi::failure_signal() {
                     continue;
                 }
                 if signal == libc::SIGKILL {

@@ -81,9 +81,17 @@ impl LocalRanks {
         let (ours, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
         let fd = theirs.as_raw_fd();
         // A checkpointed job's rank (docs/checkpoint.md) waits for the
-        // checkpoint request itself, once its library runs.
+        // checkpoint request itself, once its library runs; a fault-tolerant
+        // job's rank for the notice that a rank failed.
         let checkpointed = spec.env.iter().any(|(k, _)| k == gridmpi_pmi::CHECKPOINT_DIR_VAR);
-        let blocked = checkpointed.then(gridmpi_pmi::checkpoint_signal);
+        let fault_tolerant = spec.env.iter().any(|(k, v)| k == gridmpi_pmi::FT_VAR && v == "ulfm");
+        let blocked: Vec<i32> = [
+            checkpointed.then(gridmpi_pmi::checkpoint_signal),
+            fault_tolerant.then(gridmpi_pmi::failure_signal),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         let mut cmd = Command::new(program);
         cmd.args(&spec.argv[1..]);
         if !spec.cwd.is_empty() {
@@ -98,6 +106,11 @@ impl LocalRanks {
         if !checkpointed {
             cmd.env_remove(gridmpi_pmi::CHECKPOINT_DIR_VAR);
         }
+        // Likewise: a rank that believed its job fault tolerant would go on
+        // after a failure that ends the job.
+        if !fault_tolerant {
+            cmd.env_remove(gridmpi_pmi::FT_VAR);
+        }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
             .env("PMI_FD", fd.to_string())
             .env("PMI_RANK", spec.rank.to_string())
@@ -111,7 +124,7 @@ impl LocalRanks {
         // sched_setaffinity likewise (the mask was built before the fork).
         unsafe {
             cmd.pre_exec(move || {
-                sys::child_setup(Some(fd), blocked)?;
+                sys::child_setup(Some(fd), &blocked)?;
                 match &mask {
                     Some(m) => binding::apply(m),
                     None => Ok(()),

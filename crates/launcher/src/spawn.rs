@@ -255,7 +255,7 @@ pub fn start(ctx: &Context, args: &[String]) -> Result<(u32, File), String> {
     // SAFETY: child_setup only makes async-signal-safe syscalls (its own
     // process group, PR_SET_PDEATHSIG, keeping the pipe's write end open).
     unsafe {
-        cmd.pre_exec(move || sys::child_setup(Some(wfd), None));
+        cmd.pre_exec(move || sys::child_setup(Some(wfd), &[]));
     }
     let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", ctx.exe.display()))?;
     drop(write);

@@ -126,9 +126,10 @@ pub fn note_launcher_pid() {
 /// Called in a forked child before exec: own process group, so the whole
 /// rank (and what it starts) can be signalled at once. Every signal is
 /// unblocked except `blocked`: a checkpointed job's rank starts with the
-/// checkpoint request blocked, so one that comes before its library waits
-/// for it stays pending instead of killing it.
-pub fn child_setup(keep_fd: Option<i32>, blocked: Option<i32>) -> io::Result<()> {
+/// checkpoint request blocked, a fault-tolerant job's with the failure
+/// notice, so one that comes before its library waits for it stays
+/// pending instead of killing it (a real-time signal's default action).
+pub fn child_setup(keep_fd: Option<i32>, blocked: &[i32]) -> io::Result<()> {
     // SAFETY: async-signal-safe syscalls between fork and exec.
     unsafe {
         if libc::setpgid(0, 0) != 0 {
@@ -155,7 +156,7 @@ pub fn child_setup(keep_fd: Option<i32>, blocked: Option<i32>) -> io::Result<()>
         // Start with nothing blocked, whatever the launcher blocked.
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        if let Some(sig) = blocked {
+        for &sig in blocked {
             libc::sigaddset(&mut set, sig);
         }
         libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());

@@ -138,6 +138,107 @@ fn a_rank_killed_by_a_signal_ends_the_job() {
     assert!(err.contains("rank 1 (pid ") && err.contains("was killed by signal 11 (SIGSEGV); killing the job"), "{err}");
 }
 
+/// `--with-ft ulfm`: rank 1 dies after PMI init; ranks 0 and 2 get the
+/// failure notice (blocked since they started), ask who failed, meet in a
+/// barrier without rank 1 and finalize; the job succeeds.
+#[test]
+fn a_fault_tolerant_job_goes_on_without_a_killed_rank() {
+    let (code, out, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "3", G, "--pmi-check", "signal=9@1", "ft=30"]));
+    assert_eq!(code, 0, "the survivors finalized and exited 0: {out}{err}");
+    assert!(
+        err.contains("gridmpirun: rank 1 (pid ")
+            && err.contains("was killed by signal 9 (SIGKILL); the job goes on without it (--with-ft ulfm)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("gridmpirun:").count(), 1, "one note: {err}");
+    for rank in [0, 2] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 1\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+    assert!(!out.contains("rank 1: failed ranks"), "{out}");
+}
+
+/// The same program without `--with-ft`: the rank's death ends the job.
+#[test]
+fn without_ft_a_killed_rank_still_ends_the_job() {
+    let (code, out, err) = run(&mut gridmpirun(&["-n", "3", G, "--pmi-check", "signal=9@1", "ft=30"]));
+    assert_eq!(code, 128 + 9, "{out}{err}");
+    assert!(err.contains("rank 1 (pid ") && err.contains("was killed by signal 9 (SIGKILL); killing the job"), "{err}");
+    assert!(!out.contains("failed ranks"), "{out}");
+}
+
+/// `--with-ft ulfm` across hosts: the variable and the blocked signal
+/// reach ranks behind a launch agent, a rank that exits before
+/// MPI_Finalize there is a failure, the notice reaches the survivors
+/// through each host's proxy (which does not take it as the job's end),
+/// and a survivor's nonzero exit code is the job's.
+#[test]
+fn a_fault_tolerant_job_spans_hosts() {
+    let dir = tempdir("ft-hosts");
+    let agent = fake_agent(&dir);
+    let agent = agent.to_str().unwrap();
+    let (code, out, err) = run(&mut gridmpirun(&[
+        "--with-ft", "ulfm", "--launcher", agent, "-hosts", "fakeA:2,localhost:2", "-n", "4",
+        G, "--pmi-check", "exit-early=5@1", "ft=30", "exit=3@3",
+    ]));
+    assert_eq!(code, 3, "rank 3's exit code after MPI_Finalize: {out}{err}");
+    assert!(
+        err.contains("rank 1 (pid ") && err.contains("on host fakeA) exited with code 5 before MPI_Finalize; the job goes on without it (--with-ft ulfm)"),
+        "{err}"
+    );
+    for rank in [0, 2, 3] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 1\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+}
+
+/// `--with-ft ulfm`: a host lost (its proxy killed outright, taking its
+/// rank with it) fails the ranks that ran there, and the job goes on.
+#[test]
+fn a_fault_tolerant_job_outlives_a_lost_host() {
+    let dir = tempdir("ft-lost-host");
+    // The fake agent, noting its pid: it becomes the host's proxy.
+    let agent = dir.join("agent-noting-pid");
+    let pid_file = dir.join("proxy.pid");
+    let script = format!("#!/bin/sh\nshift\necho $$ > {}\nexec env -i PATH=\"$PATH\" \"$@\"\n", pid_file.display());
+    std::fs::write(&agent, script).unwrap();
+    Command::new("chmod").arg("+x").arg(&agent).status().unwrap();
+    let mut child = gridmpirun(&[
+        "--with-ft", "ulfm", "--launcher", agent.to_str().unwrap(), "-hosts", "fakeL:1,localhost:2", "-n", "3",
+        G, "--pmi-check", "sleep=3605@0", "ft=30",
+    ])
+    .spawn()
+    .unwrap();
+    let seen = wait_for_ok_lines(&mut child, 3);
+    let proxy: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    // SAFETY: signalling the proxy our job started.
+    unsafe { libc::kill(proxy, libc::SIGKILL) };
+    let done = finish(child, Duration::from_secs(30));
+    let (out, err) = (seen + &String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr).into_owned());
+    assert_eq!(done.status.code(), Some(0), "the survivors finalized and exited 0: {out}{err}");
+    assert!(err.contains("rank 0 (pid ") && err.contains("on host fakeL) was lost with its host"), "{err}");
+    assert!(err.contains("the job goes on without it (--with-ft ulfm)"), "{err}");
+    assert_eq!(err.matches("the job goes on without it").count(), 1, "once, though the link and the agent both end: {err}");
+    for rank in [1, 2] {
+        assert!(out.contains(&format!("pmi-check: rank {rank}: failed ranks: 0\n")), "{out}");
+        assert!(out.contains(&format!("pmi-check: rank {rank}: the survivors met\n")), "{out}");
+    }
+}
+
+/// A fault-tolerant job in which every rank failed did not succeed.
+#[test]
+fn a_fault_tolerant_job_without_survivors_fails() {
+    let (code, _out, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", G, "--pmi-check", "exit-early=4"]));
+    assert_eq!(code, 4, "{err}");
+    assert_eq!(err.matches("the job goes on without it").count(), 2, "{err}");
+    // Programs that never start MPI: exiting 0 is no failure, as in any job.
+    let (code, _, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", "sh", "-c", "exit 0"]));
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, err) = run(&mut gridmpirun(&["--with-ft", "ulfm", "-n", "2", "sh", "-c", "exit $((PMI_RANK + 5))"]));
+    assert!(code == 5 || code == 6, "{code} {err}");
+    assert!(err.contains("exited with code 5; the job goes on without it (--with-ft ulfm)"), "{err}");
+}
+
 #[test]
 fn exit_before_finalize_ends_the_job() {
     let (code, _out, err) = run(&mut gridmpirun(&["-n", "3", G, "--pmi-check", "exit-early=3@1", "sleep=30@0", "sleep=30@2"]));

@@ -30,6 +30,20 @@
 //! - GridMPI's checkpoint protocol, PMI-1 only (`gridmpi_ckpt_frozen`,
 //!   `gridmpi_ckpt_written`, `gridmpi_ckpt_retire`): see
 //!   [the section below](#checkpoint-rounds).
+//! - GridMPI's list of failed ranks, PMI-1 only (`gridmpi_failed`): see
+//!   [the section below](#failed-ranks).
+//!
+//! # Failed ranks
+//!
+//! In a fault-tolerant job (`gridmpirun --with-ft ulfm`) a rank that dies
+//! does not end the job: the launcher tells the server
+//! ([`Server::rank_failed`]) and signals the others, which ask
+//! `cmd=gridmpi_failed` and get `cmd=gridmpi_failed rc=0 ranks=R1,R2,...`
+//! (world ranks in the order the launcher reported them; empty when none).
+//! From then on no barrier or fence waits for a failed rank: one that
+//! waited only for it completes at once, so the survivors can still meet
+//! (and finalize). Whatever a failed rank still writes is ignored, and
+//! nothing is sent to it.
 //!
 //! # Checkpoint rounds
 //!
@@ -188,6 +202,8 @@ struct Conn {
     spawning: Option<(Wire, Option<String>)>,
     /// The rank said it takes part in no more checkpoints (`gridmpi_ckpt_retire`).
     retired: bool,
+    /// The launcher reported the rank failed ([`Server::rank_failed`]).
+    failed: bool,
 }
 
 /// Where a checkpoint round is.
@@ -256,6 +272,8 @@ pub struct Server {
     /// `gridmpi_ckpt_*` request is refused).
     checkpoints: bool,
     round: Option<Round>,
+    /// The failed ranks, in the order the launcher reported them.
+    failed: Vec<u32>,
 }
 
 impl Server {
@@ -274,6 +292,7 @@ impl Server {
             events: VecDeque::new(),
             checkpoints: false,
             round: None,
+            failed: Vec::new(),
         }
     }
 
@@ -291,7 +310,8 @@ impl Server {
     /// Bytes that `rank` wrote on its PMI connection.
     pub fn receive(&mut self, rank: u32, bytes: &[u8]) {
         let Some(conn) = self.conns.get_mut(rank as usize) else { return };
-        if conn.broken {
+        // (A failed rank is out of the job, whatever it still says.)
+        if conn.broken || conn.failed {
             return;
         }
         conn.decoder.push(bytes);
@@ -555,6 +575,10 @@ impl Server {
                 };
                 self.reply(rank, reply)
             }
+            "gridmpi_failed" => {
+                let ranks = self.failed.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+                self.reply(rank, r("gridmpi_failed").with("rc", 0).with("ranks", ranks))
+            }
             ckpt if ckpt.starts_with(CHECKPOINT_PREFIX) => self.checkpoint_request(rank, &msg),
             other => {
                 self.events.push_back(Event::Unsupported { rank, command: other.to_string() });
@@ -785,22 +809,68 @@ impl Server {
             return;
         }
         b.requests.push((rank, wire, thrid, kind));
-        if b.entered == b.members {
-            let b = self.barriers.remove(&key).expect("barrier present");
-            for (r, _wire, thrid, kind) in b.requests {
-                let m = match kind {
-                    BarrierKind::V1 => Message::new(Wire::V1, "barrier_out").with("tag", b.tag),
-                    BarrierKind::Fence => {
-                        let m = Message::new(Wire::V2, "kvs-fence-response");
-                        match thrid {
-                            Some(t) => m.with("thrid", t).with("rc", 0),
-                            None => m.with("rc", 0),
-                        }
+        self.complete_barrier(&key);
+    }
+
+    /// Answer everyone in barrier `key` if every member entered it or failed.
+    fn complete_barrier(&mut self, key: &str) {
+        let Some(b) = self.barriers.get(key) else { return };
+        let conns = &self.conns;
+        if !b.members.iter().all(|r| b.entered.contains(r) || conns[*r as usize].failed) {
+            return;
+        }
+        let b = self.barriers.remove(key).expect("barrier present");
+        for (r, _wire, thrid, kind) in b.requests {
+            let m = match kind {
+                BarrierKind::V1 => Message::new(Wire::V1, "barrier_out").with("tag", b.tag),
+                BarrierKind::Fence => {
+                    let m = Message::new(Wire::V2, "kvs-fence-response");
+                    match thrid {
+                        Some(t) => m.with("thrid", t).with("rc", 0),
+                        None => m.with("rc", 0),
                     }
-                };
-                self.reply(r, m);
+                }
+            };
+            self.reply(r, m);
+        }
+    }
+}
+
+/// Fault-tolerant jobs (see the module docs).
+impl Server {
+    /// `rank` failed (it died before MPI_Finalize, or its host was lost):
+    /// it goes on the list `gridmpi_failed` answers, no barrier or fence
+    /// waits for it any more (one that waited only for it completes now),
+    /// and whatever it still says is ignored. False if it was known already.
+    pub fn rank_failed(&mut self, rank: u32) -> bool {
+        let Some(conn) = self.conns.get_mut(rank as usize) else { return false };
+        if conn.failed {
+            return false;
+        }
+        conn.failed = true;
+        // Nothing is sent to it any more (a reply is for the living).
+        conn.closed = true;
+        self.failed.push(rank);
+        self.node_waiters.retain(|w| w.rank != rank);
+        let keys: Vec<String> = self.barriers.keys().cloned().collect();
+        for key in keys {
+            let b = self.barriers.get_mut(&key).expect("barrier present");
+            b.entered.remove(&rank);
+            b.requests.retain(|(r, ..)| *r != rank);
+            if b.entered.is_empty() {
+                // Only the failed rank was in it: nobody waits.
+                self.barriers.remove(&key);
+            } else {
+                self.complete_barrier(&key);
             }
         }
+        self.checkpoint_abort(&format!("rank {rank} failed"));
+        true
+    }
+
+    /// The failed ranks, in the order [`Server::rank_failed`] reported them.
+    pub fn failed_ranks(&self) -> &[u32] {
+        &self.failed
     }
 }
 
@@ -1469,6 +1539,74 @@ mod tests {
         s.receive(0, FROZEN);
         s.receive(0, FROZEN);
         assert!(matches!(drain(&mut s)[..], [Event::ProtocolError { rank: 0, .. }]));
+    }
+
+    const FAILED: &[u8] = b"cmd=gridmpi_failed\n";
+
+    #[test]
+    fn failed_ranks_are_listed_in_the_order_reported() {
+        let mut s = Server::new(JobInfo::single_node(4, "k"));
+        s.receive(0, FAILED);
+        assert_eq!(replies(&drain(&mut s)), vec![(0, "cmd=gridmpi_failed rc=0 ranks=\n".to_string())]);
+        assert!(s.rank_failed(3));
+        assert!(s.rank_failed(1));
+        assert!(!s.rank_failed(3), "known already");
+        assert!(!s.rank_failed(9), "not in the job");
+        assert_eq!(s.failed_ranks(), &[3, 1]);
+        s.receive(2, FAILED);
+        assert_eq!(replies(&drain(&mut s)), vec![(2, "cmd=gridmpi_failed rc=0 ranks=3,1\n".to_string())]);
+        // The client reads it back.
+        let m = parse_v1("cmd=gridmpi_failed rc=0 ranks=3,1\n").unwrap();
+        assert_eq!(m.get("ranks"), Some("3,1"));
+        // What a failed rank still says is ignored, and it is told nothing.
+        s.receive(1, b"cmd=put kvsname=k key=a value=1\ncmd=barrier_in\n");
+        s.receive(1, FAILED);
+        assert!(drain(&mut s).is_empty());
+    }
+
+    #[test]
+    fn barriers_complete_without_the_failed_ranks() {
+        // Failed before the barrier: the others meet without it, in PMI-1
+        // barriers, group barriers and PMI-2 fences alike.
+        let mut s = Server::new(JobInfo::single_node(3, "k"));
+        s.rank_failed(1);
+        s.receive(0, b"cmd=barrier_in\n");
+        assert!(replies(&drain(&mut s)).is_empty());
+        s.receive(2, b"cmd=barrier_in\n");
+        let r = replies(&drain(&mut s));
+        assert_eq!(r, vec![(0, "cmd=barrier_out tag=0\n".to_string()), (2, "cmd=barrier_out tag=0\n".to_string())]);
+        s.receive(0, b"cmd=barrier_in group=0,1:5\n");
+        assert_eq!(replies(&drain(&mut s)), vec![(0, "cmd=barrier_out tag=5\n".to_string())]);
+        let fence = Message::new(Wire::V2, "kvs-fence").encode().unwrap();
+        s.receive(0, &fence);
+        s.receive(2, &fence);
+        let r = replies(&drain(&mut s));
+        assert_eq!(r.iter().map(|(rank, _)| *rank).collect::<Vec<_>>(), vec![0, 2]);
+        assert!(r.iter().all(|(_, m)| m.contains("cmd=kvs-fence-response;rc=0;")), "{r:?}");
+    }
+
+    #[test]
+    fn a_failure_completes_the_barrier_the_others_wait_in() {
+        let mut s = Server::new(JobInfo::single_node(4, "k"));
+        s.receive(0, b"cmd=barrier_in\n");
+        s.receive(2, b"cmd=barrier_in\n");
+        // Rank 1 had entered too, then died: its entry goes with it.
+        s.receive(1, b"cmd=barrier_in\n");
+        assert!(s.rank_failed(1));
+        assert!(replies(&drain(&mut s)).is_empty(), "rank 3 has not come");
+        assert_eq!(s.ranks_in_barrier(), BTreeSet::from([0, 2]));
+        // The last missing rank fails: the survivors are released at once.
+        assert!(s.rank_failed(3));
+        let r = replies(&drain(&mut s));
+        assert_eq!(r, vec![(0, "cmd=barrier_out tag=0\n".to_string()), (2, "cmd=barrier_out tag=0\n".to_string())]);
+        assert!(s.ranks_in_barrier().is_empty());
+        // A barrier only a failed rank was in is gone (nobody waits in it).
+        let mut s = Server::new(JobInfo::single_node(2, "k"));
+        s.receive(1, b"cmd=barrier_in\n");
+        s.rank_failed(1);
+        assert!(s.ranks_in_barrier().is_empty());
+        s.receive(0, b"cmd=barrier_in\n");
+        assert_eq!(replies(&drain(&mut s)), vec![(0, "cmd=barrier_out tag=0\n".to_string())]);
     }
 
     #[test]
