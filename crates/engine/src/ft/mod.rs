@@ -85,6 +85,9 @@ impl Engine {
         if pid == self.me || self.ft.is_failed(pid) {
             return;
         }
+        // Collectives that are done but not yet seen so (a host-area
+        // operation the dead process released) finish normally first.
+        self.progress_schedules();
         let i = pid as usize;
         if self.ft.failed.len() <= i {
             self.ft.failed.resize(i + 1, false);
