@@ -678,6 +678,27 @@ else
     skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
 fi
 
+# ---------------------------------------------------------------- 9f. a rank dies in a fault-tolerant job
+# gridmpirun --with-ft ulfm, 8 ranks on 8 hosts: rank 5 (a host of the
+# other cluster, behind the WAN) kills itself in the middle of a loop of
+# collectives and ring exchanges (tests/c/ulfm_kill_collective.c); the
+# notice reaches every survivor through the launch agents, they revoke,
+# shrink and finish every round on 7 ranks with checked results, and the
+# job exits 0.
+if [ -x "$ROOT/build/bin/gridmpirun" ] && [ -x "$ROOT/build/bin/mpicc" ]; then
+    "$ROOT/build/bin/mpicc" -O2 -I "$ROOT/tests/c" -DTEST_IMPL_GRIDMPI=1 -o "$WORK/ulfm_kill" "$ROOT/tests/c/ulfm_kill_collective.c"
+    tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
+    "$TB" exec h0 -- timeout 120 "$ROOT/build/bin/gridmpirun" --with-ft ulfm --launcher "$AGENT" -hosts $HOSTS -n 8 \
+        "$WORK/ulfm_kill" 5 24 >"$WORK/ulfm.out" 2>&1; rc=$?
+    if [ $rc = 0 ] && grep -q "^ulfm: rank 5 died; the 7 survivors" "$WORK/ulfm.out" && grep -q "rank 5 .*the job goes on without it" "$WORK/ulfm.out"; then
+        pass "a rank behind the WAN dies (--with-ft ulfm): $(sed -n 's/^ulfm: //p' "$WORK/ulfm.out")"
+    else
+        fail "a rank dies in a fault-tolerant job (rc $rc): $(tail -5 "$WORK/ulfm.out" | tr '\n' '|')"
+    fi
+else
+    skip "GridMPI not built (build/bin/gridmpirun, build/bin/mpicc)"
+fi
+
 # ---------------------------------------------------------------- 10. timing under load (reported, not asserted)
 tb set c0-c1 rate=100mbit delay=5ms queue=100p >/dev/null
 for i in 1 2; do (while :; do :; done) & LOAD_PIDS+=($!); done
