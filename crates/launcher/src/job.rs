@@ -223,6 +223,8 @@ struct Job {
     killed_at: Option<Instant>,
     kill_grace: Duration,
     warned_unsupported: BTreeSet<String>,
+    /// WAN links the ranks report down (said once per link).
+    outages: crate::outages::Outages,
     verbose: bool,
     /// `--report-bindings`: the `--bind-to` policy to report.
     report_bindings: Option<Bind>,
@@ -435,6 +437,7 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
         killed_at: None,
         kill_grace: setup.kill_grace,
         warned_unsupported: BTreeSet::new(),
+        outages: Default::default(),
         verbose: opts.verbose,
         report_bindings: opts.report_bindings.then_some(opts.bind),
         spawn_ctx: spawn::Context {
@@ -1010,6 +1013,11 @@ impl Job {
                 PmiEvent::Unsupported { rank, command } => {
                     if self.warned_unsupported.insert(command.clone()) {
                         self.out.note(&format!("warning: {} asked for PMI {command}, which gridmpirun does not support", self.describe(rank)));
+                    }
+                }
+                PmiEvent::Outage { rank, from, to, back, secs, budget } => {
+                    if let Some(line) = self.outages.report(rank, &from, &to, back, secs, budget, Instant::now()) {
+                        self.out.note(&line);
                     }
                 }
                 PmiEvent::CheckpointFrozen { seq } => {

@@ -23,6 +23,7 @@ mod hosts;
 mod job;
 mod link;
 mod options;
+mod outages;
 mod output;
 mod proxy;
 mod ranks;

@@ -273,6 +273,7 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
         format!("rank {rank} (rank {} of group {}, from {})", m.group_rank, m.group, m.peer)
     };
     let mut finalized = 0u32;
+    let mut outages = crate::outages::Outages::default();
     let mut closed: HashMap<u32, bool> = HashMap::new();
     loop {
         let Ok(ev) = events.recv() else { return Err("every connection ended without a verdict".into()) };
@@ -313,6 +314,11 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
                 }
                 PmiEvent::Unsupported { rank, command } => {
                     eprintln!("gridmpirun: rendezvous: {} asked for {command:?}, which a rendezvous does not serve", describe(rank));
+                }
+                PmiEvent::Outage { rank, from, to, back, secs, budget } => {
+                    if let Some(line) = outages.report(rank, &from, &to, back, secs, budget, std::time::Instant::now()) {
+                        eprintln!("gridmpirun: rendezvous: {line}");
+                    }
                 }
                 // A job formed at a rendezvous is not checkpointed: its
                 // server refuses every checkpoint request, so none come.

@@ -10,7 +10,10 @@
 //! sleeps): a WAN connection with data sent
 //! but not acknowledged for [`REPORT_AFTER`] counts as stalled, and each
 //! rank reports per remote cluster when the stall begins, every
-//! [`REPEAT`] while it lasts, and when the link is back.
+//! [`REPEAT`] while it lasts, and when the link is back ([`News`]). The
+//! runtime sends the news to gridmpirun, which says once per link what all
+//! its ranks see (crates/launcher/src/outages.rs); under another launcher
+//! each rank says it itself ([`News::line`]).
 
 use crate::clustermap::ClusterMap;
 use crate::driver::Driver;
@@ -25,8 +28,53 @@ const REPEAT: Duration = Duration::from_secs(60);
 /// How often connections are looked at.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
+/// What a rank has to say about the WAN link to one remote cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct News {
+    pub cluster: String,
+    pub state: LinkState,
+    /// How long the link has been down (for `Back`: how long it was).
+    pub secs: u64,
+    /// How long the job waits (GRIDMPI_WAN_OUTAGE_BUDGET, seconds); None:
+    /// as long as the kernel retries.
+    pub budget: Option<u64>,
+}
+
+/// How long the job waits, as a user reads it.
+pub fn budget_words(budget: Option<u64>) -> String {
+    budget.map_or_else(|| "the kernel's retry count".to_string(), |b| format!("{b} s (GRIDMPI_WAN_OUTAGE_BUDGET)"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    Down,
+    StillDown,
+    Back,
+}
+
+impl LinkState {
+    pub fn word(self) -> &'static str {
+        match self {
+            LinkState::Down => "down",
+            LinkState::StillDown => "still",
+            LinkState::Back => "back",
+        }
+    }
+}
+
+impl News {
+    /// The line a rank prints itself (when gridmpirun does not gather them).
+    pub fn line(&self, me: Pid, host: &str) -> String {
+        let (name, s, budget) = (&self.cluster, self.secs, budget_words(self.budget));
+        match self.state {
+            LinkState::Down => format!("GridMPI: rank {me} ({host}): the WAN link to cluster {name} looks down: nothing acknowledged for {s} s; waiting up to {budget}"),
+            LinkState::StillDown => format!("GridMPI: rank {me} ({host}): the WAN link to cluster {name} is still down after {s} s; waiting up to {budget}"),
+            LinkState::Back => format!("GridMPI: rank {me} ({host}): the WAN link to cluster {name} is back after {s} s"),
+        }
+    }
+}
+
 pub struct OutageWatch {
-    me: Pid,
     /// The remote clusters and the ranks in each (empty with one cluster).
     remote: Vec<(String, Vec<Pid>)>,
     budget: Option<Duration>,
@@ -38,6 +86,8 @@ pub struct OutageWatch {
     /// with no acknowledgment coming. (The kernel's time since the last ack
     /// alone would count an idle period before the data was sent.)
     waiting_since: Vec<Option<Instant>>,
+    /// Our cluster's name.
+    mine: String,
 }
 
 /// What `struct tcp_info` says of unacknowledged data: how much, and how
@@ -62,7 +112,8 @@ impl OutageWatch {
             .collect();
         let down = vec![None; remote.len()];
         let waiting_since = vec![None; map.of_pid.len()];
-        OutageWatch { me, remote, budget, next_check: Instant::now(), down, waiting_since }
+        let mine = map.names.get(mine as usize).cloned().unwrap_or_default();
+        OutageWatch { remote, budget, next_check: Instant::now(), down, waiting_since, mine }
     }
 
     /// Some link is reported down (and not yet back).
@@ -70,14 +121,15 @@ impl OutageWatch {
         self.down.iter().any(|d| d.is_some())
     }
 
-    /// Look at the WAN connections if a second has passed; report changes.
-    pub fn check(&mut self, driver: &Driver, host: &str) {
+    /// Look at the WAN connections if a second has passed; what changed.
+    pub fn check(&mut self, driver: &Driver) -> Vec<News> {
+        let mut news = Vec::new();
         if self.remote.is_empty() {
-            return;
+            return news;
         }
         let now = Instant::now();
         if now < self.next_check {
-            return;
+            return news;
         }
         self.next_check = now + CHECK_EVERY;
         for (i, (name, pids)) in self.remote.iter().enumerate() {
@@ -94,30 +146,29 @@ impl OutageWatch {
                     _ => *since = None,
                 }
             }
-            let budget = self.budget.map_or_else(|| "the kernel's retry count".to_string(), |b| format!("{} s (GRIDMPI_WAN_OUTAGE_BUDGET)", b.as_secs()));
+            let budget = self.budget.map(|b| b.as_secs());
+            let say = |state, secs: u64| News { cluster: name.clone(), state, secs, budget };
             match (waited.filter(|&w| w >= REPORT_AFTER), self.down[i]) {
                 (Some(w), None) => {
-                    eprintln!(
-                        "GridMPI: rank {} ({host}): the WAN link to cluster {name} looks down: nothing acknowledged for {} s; waiting up to {budget}",
-                        self.me,
-                        w.as_secs()
-                    );
+                    news.push(say(LinkState::Down, w.as_secs()));
                     self.down[i] = Some((now - w, now));
                 }
                 (Some(_), Some((since, last))) if now - last >= REPEAT => {
-                    eprintln!(
-                        "GridMPI: rank {} ({host}): the WAN link to cluster {name} is still down after {} s; waiting up to {budget}",
-                        self.me,
-                        (now - since).as_secs()
-                    );
+                    news.push(say(LinkState::StillDown, (now - since).as_secs()));
                     self.down[i] = Some((since, now));
                 }
                 (None, Some((since, _))) => {
-                    eprintln!("GridMPI: rank {} ({host}): the WAN link to cluster {name} is back after {} s", self.me, (now - since).as_secs());
+                    news.push(say(LinkState::Back, (now - since).as_secs()));
                     self.down[i] = None;
                 }
                 _ => {}
             }
         }
+        news
+    }
+
+    /// This rank's own cluster (its name, for the news).
+    pub fn my_cluster(&self) -> &str {
+        &self.mine
     }
 }

@@ -443,10 +443,15 @@ impl Runtime {
         self.driver.after_sleep();
     }
 
-    /// Before a blocked call sleeps: say so if a WAN link looks down.
+    /// Before a blocked call sleeps: say so if a WAN link looks down. To
+    /// gridmpirun, which says it once for the job; else on stderr.
     pub fn check_outage(&mut self) {
-        let host = &self.cards[self.me as usize].host;
-        self.outage.check(&self.driver, host);
+        for n in self.outage.check(&self.driver) {
+            let from = self.outage.my_cluster().to_string();
+            if self.pmi.report_outage(&from, &n.cluster, n.state.word(), n.secs, n.budget).is_err() {
+                eprintln!("{}", n.line(self.me, &self.cards[self.me as usize].host));
+            }
+        }
     }
 
     /// At every blocked call while a link is reported down, so its return

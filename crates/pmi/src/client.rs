@@ -833,6 +833,19 @@ impl Pmi {
             .collect()
     }
 
+    /// Tell gridmpirun what this rank sees of the WAN link from cluster
+    /// `from` (ours) to cluster `to`: `state` is `down`, `still` or `back`,
+    /// `secs` how long it has been (or was) down, `budget` how long the job
+    /// waits (seconds; None: as long as the kernel retries). gridmpirun answers nothing (a rank must not block on a
+    /// launcher link that may cross the broken WAN); an error means this
+    /// process has no gridmpirun to tell, and says it itself.
+    pub fn report_outage(&mut self, from: &str, to: &str, state: &str, secs: u64, budget: Option<u64>) -> Result<(), PmiError> {
+        let during = "outage report";
+        let c = self.gridmpirun(during)?;
+        let msg = Message::new(Wire::V1, "gridmpi_outage").with("from", from).with("to", to).with("state", state).with("secs", secs).with("budget", budget.map_or("kernel".to_string(), |b| b.to_string()));
+        c.send(during, &msg)
+    }
+
     /// The PMI-1 connection to gridmpirun (the checkpoint protocol is its own).
     fn gridmpirun(&mut self, during: &'static str) -> Result<&mut Connection, PmiError> {
         match &mut self.mode {

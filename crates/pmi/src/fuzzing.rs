@@ -270,14 +270,15 @@ fn check_event(ev: &Event) {
         | Event::Abort { rank, .. }
         | Event::ProtocolError { rank, .. }
         | Event::Unsupported { rank, .. }
-        | Event::Spawn { rank, .. } => assert!(*rank < 4),
+        | Event::Spawn { rank, .. }
+        | Event::Outage { rank, .. } => assert!(*rank < 4),
         Event::CheckpointFrozen { .. } | Event::CheckpointWritten { .. } | Event::CheckpointAbandoned { .. } => {}
     }
 }
 
 /// Inputs to start from: real sessions of both protocol versions.
 pub fn seeds() -> Vec<Vec<u8>> {
-    let v1 = b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\ncmd=put kvsname=kvs_fuzz key=card value=tcp:10.0.0.1:4000\ncmd=barrier_in\ncmd=get kvsname=kvs_fuzz key=card\ncmd=abort exitcode=3 message=it broke\ncmd=finalize\n".to_vec();
+    let v1 = b"cmd=init pmi_version=1 pmi_subversion=1\ncmd=get_maxes\ncmd=put kvsname=kvs_fuzz key=card value=tcp:10.0.0.1:4000\ncmd=barrier_in\ncmd=gridmpi_outage from=a to=b state=down secs=7 budget=900\ncmd=get kvsname=kvs_fuzz key=card\ncmd=abort exitcode=3 message=it broke\ncmd=finalize\n".to_vec();
     let mut v2 = b"cmd=init pmi_version=2 pmi_subversion=0\n".to_vec();
     for m in [
         Message::new(Wire::V2, "fullinit").with("pmirank", 1),

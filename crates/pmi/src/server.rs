@@ -32,6 +32,11 @@
 //!   [the section below](#checkpoint-rounds).
 //! - GridMPI's list of failed ranks, PMI-1 only (`gridmpi_failed`): see
 //!   [the section below](#failed-ranks).
+//! - GridMPI's WAN outage reports, PMI-1 only: `cmd=gridmpi_outage
+//!   from=A to=B state=down|still|back secs=S budget=N|kernel` is what a
+//!   rank of cluster A sees of the WAN link to cluster B. It gets no reply
+//!   (the rank must not block on a launcher link that may cross that very
+//!   WAN); the launcher gets [`Event::Outage`] and says it once per link.
 //!
 //! # Failed ranks
 //!
@@ -175,6 +180,10 @@ pub enum Event {
     CheckpointWritten { seq: u64, images: Vec<ImageReport> },
     /// Checkpoint `seq` was abandoned; the ranks go on.
     CheckpointAbandoned { seq: u64, reason: String },
+    /// A rank's view of a WAN link (`gridmpi_outage`): from its cluster to
+    /// `to`, down (`back` false) for `secs` seconds, or back after them;
+    /// the job waits `budget` seconds (None: the kernel's retries).
+    Outage { rank: u32, from: String, to: String, back: bool, secs: u64, budget: Option<u64> },
 }
 
 /// One rank's image of a checkpoint, as the rank reported it.
@@ -574,6 +583,20 @@ impl Server {
                     None => r("lookup_result").with("rc", 1).with("msg", "service_not_published"),
                 };
                 self.reply(rank, reply)
+            }
+            "gridmpi_outage" => {
+                let (from, to, state) = (msg.get("from"), msg.get("to"), msg.get("state"));
+                let secs = msg.get("secs").and_then(|s| s.parse().ok());
+                let budget = msg.get("budget").map(|b| b.parse::<u64>().ok());
+                match (from, to, state, secs, budget) {
+                    (Some(from), Some(to), Some(st @ ("down" | "still" | "back")), Some(secs), Some(budget)) => {
+                        let (from, to, back) = (from.to_string(), to.to_string(), st == "back");
+                        self.events.push_back(Event::Outage { rank, from, to, back, secs, budget });
+                    }
+                    // No reply to get wrong: a malformed report is the
+                    // rank's protocol error.
+                    _ => self.events.push_back(Event::ProtocolError { rank, message: format!("malformed outage report: {msg}") }),
+                }
             }
             "gridmpi_failed" => {
                 let ranks = self.failed.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
@@ -1542,6 +1565,18 @@ mod tests {
     }
 
     const FAILED: &[u8] = b"cmd=gridmpi_failed\n";
+
+    #[test]
+    fn outage_reports_become_events_without_a_reply() {
+        let mut s = Server::new(JobInfo::single_node(4, "k"));
+        s.receive(2, b"cmd=gridmpi_outage from=c0 to=c1 state=down secs=6 budget=900\ncmd=gridmpi_outage from=c1 to=c0 state=back secs=21 budget=kernel\n");
+        let ev = drain(&mut s);
+        assert!(replies(&ev).is_empty(), "an outage report is not answered");
+        let outages: Vec<_> = ev.iter().filter_map(|e| if let Event::Outage { rank, from, to, back, secs, budget } = e { Some((*rank, from.as_str(), to.as_str(), *back, *secs, *budget)) } else { None }).collect();
+        assert_eq!(outages, vec![(2, "c0", "c1", false, 6, Some(900)), (2, "c1", "c0", true, 21, None)]);
+        s.receive(1, b"cmd=gridmpi_outage from=c0 to=c1 state=sideways secs=6 budget=900\n");
+        assert!(matches!(drain(&mut s).as_slice(), [Event::ProtocolError { rank: 1, .. }]));
+    }
 
     #[test]
     fn failed_ranks_are_listed_in_the_order_reported() {
