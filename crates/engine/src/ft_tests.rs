@@ -178,3 +178,18 @@ fn a_revoked_communicator_fails_its_receives_and_releases_its_senders() {
         assert_eq!(net.engines[0].take_revoked_news(), vec![10]);
     }
 }
+
+#[test]
+fn a_bitmap_longer_than_the_communicator_names_no_rank_outside_it() {
+    use gridmpi_wire::{AgreeStep, Frame, Header};
+    let mut net = Sim::new(3, 7, params(), 1 << 20);
+    // Rank 1 contributes to coordinator 0 with a bitmap of 64 ranks, all set.
+    let h = Header::new(Frame::Agree { ctx: 40, seq: 0, step: AgreeStep::Contribute, flag: 1, max: 0 }, 8);
+    net.engines[0].handle_frame(1, &h, &[0xff; 8]).unwrap();
+    let r0 = net.engines[0].start_agreement(view(3, 0), 0, 1, 0);
+    let r2 = net.engines[2].start_agreement(view(3, 2), 0, 1, 0);
+    net.run();
+    let v = net.engines[0].take_agreement(r0).expect("decided");
+    assert!(v.failed_ranks().iter().all(|&r| r < 3), "{:?}", v.failed_ranks());
+    assert!(net.engines[2].is_complete(r2));
+}

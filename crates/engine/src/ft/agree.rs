@@ -157,10 +157,19 @@ impl Engine {
         }
     }
 
-    fn agree_message(&mut self, key: (u32, u32), from: Pid, step: AgreeStep, v: Value) {
+    fn agree_message(&mut self, key: (u32, u32), from: Pid, step: AgreeStep, mut v: Value) {
         let failed = self.ft.is_failed(from);
         let inst = self.ft.agreements.active.get_mut(&key).expect("an active agreement");
         let Some(rank) = inst.view.pids.iter().position(|&p| p == from) else { return };
+        // Only the communicator's ranks can be in the bitmap (a longer one
+        // from a broken peer must not name ranks that do not exist).
+        let n = inst.view.pids.len();
+        v.failed.resize(n.div_ceil(8), 0);
+        if n % 8 != 0 {
+            if let Some(last) = v.failed.last_mut() {
+                *last &= (1u8 << (n % 8)) - 1;
+            }
+        }
         match step {
             AgreeStep::Contribute => {
                 inst.got.insert(rank as i32, (v, false));
