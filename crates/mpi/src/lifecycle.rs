@@ -235,6 +235,7 @@ fn teardown() -> R<()> {
     crate::shell::env::wait_engine(r)?;
     state::wait_until(|st| Ok(!st.rt.outbound_pending()))?;
     crate::progress_thread::stop();
+    crate::shell::rma_fast::withdraw_all();
     let mut st = state::uninstall().ok_or_else(|| err(MPI_ERR_OTHER, "MPI is not initialized"))?;
     crate::shell::file::clean_up_unclosed(&st);
     st.rt.close();

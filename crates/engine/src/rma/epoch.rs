@@ -59,7 +59,7 @@ fn sync_err(msg: impl Into<String>) -> RmaError {
 }
 
 impl Window {
-    fn passive_to(&self, rank: i32) -> bool {
+    pub(crate) fn passive_to(&self, rank: i32) -> bool {
         self.lock_all || self.targets[rank as usize].lock.is_some()
     }
 
@@ -69,7 +69,7 @@ impl Window {
 
     /// Whether a flush of `rank` would be over at once: ourselves, or
     /// nothing sent as frames is unanswered.
-    fn quiet(&self, rank: i32) -> bool {
+    pub(crate) fn quiet(&self, rank: i32) -> bool {
         let t = &self.targets[rank as usize];
         rank == self.rank || (t.gate == Gate::Open && !t.dirty && t.gets.is_empty() && t.flush_done == t.flush_asked && t.failures == 0)
     }
@@ -335,6 +335,9 @@ impl Engine {
     /// MPI_Win_free, second half: forget the window.
     pub fn win_drop(&mut self, win: WinId) {
         if let Some(w) = self.rma.windows.remove(&win.0) {
+            if let Some(f) = &w.fast {
+                f.close_all();
+            }
             self.rma.gets_out -= w.targets.iter().map(|t| t.gets.len()).sum::<usize>();
         }
     }

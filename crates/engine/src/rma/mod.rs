@@ -48,6 +48,7 @@
 //! [`RmaSync::Flush`]: gridmpi_wire::RmaSync::Flush
 
 pub(crate) mod epoch;
+pub mod fast;
 pub(crate) mod lock;
 pub(crate) mod origin;
 pub mod shared;
@@ -68,6 +69,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use gridmpi_reduce::Op;
+pub use fast::FastWin;
 pub use lock::LockKind;
 pub use shared::{LocalCtl, SharedCtl};
 pub use window::{Flavor, MemberInfo, Region, WinConfig};

@@ -158,6 +158,8 @@ pub(crate) struct Window {
     /// The control words as configured, used once every member's mapping
     /// is known.
     shared_cfg: Option<Arc<dyn SharedCtl>>,
+    /// With `shared`: what the shell may do without the lock (fast.rs).
+    pub(crate) fast: Option<Arc<super::FastWin>>,
 }
 
 impl Window {
@@ -257,6 +259,7 @@ impl Engine {
             barrier_seq: 0,
             shared: None,
             shared_cfg: cfg.shared,
+            fast: None,
         };
         let prev = self.rma.windows.insert(cfg.ctx, w);
         assert!(prev.is_none(), "window context {} registered twice", cfg.ctx);
@@ -269,7 +272,27 @@ impl Engine {
         assert_eq!(members.len(), w.pids.len());
         // The shortcut needs every member's memory mapped here.
         w.shared = w.shared_cfg.take().filter(|_| members.iter().all(|m| m.direct.is_some()));
+        if w.shared.is_some() && w.flavor != Flavor::Dynamic {
+            w.fast = Some(Arc::new(super::FastWin::new(members.iter().map(|m| (m.direct.unwrap_or(0), m.size, m.disp_unit)))));
+        }
         w.members = members;
+    }
+
+    /// The window's lock-free side (fast.rs), for a window in shared memory.
+    pub fn win_fast(&self, win: WinId) -> Option<Arc<super::FastWin>> {
+        self.rma.windows.get(&win.0).and_then(|w| w.fast.clone())
+    }
+
+    /// Say again, for the lock-free side, to which members an operation
+    /// may be done now (after anything that changes an epoch or sends
+    /// frames).
+    pub fn refresh_fast(&self, win: WinId) {
+        let Some(w) = self.rma.windows.get(&win.0) else { return };
+        let Some(f) = w.fast.as_deref() else { return };
+        for r in 0..w.size() {
+            let t = &w.targets[r as usize];
+            f.set_open(r as usize, w.passive_to(r) && t.gate == Gate::Open && w.quiet(r));
+        }
     }
 
     pub(crate) fn window(&self, win: WinId) -> Result<&Window, RmaError> {

@@ -26,6 +26,7 @@ pub mod pack;
 pub mod part;
 pub mod req;
 pub mod rma;
+pub mod rma_fast;
 pub mod session;
 pub mod topo;
 pub mod win;

@@ -68,7 +68,9 @@ fn issue(
             if rank == MPI_PROC_NULL {
                 return Ok(request.map(|_| st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_SELF })));
             }
-            let r = f(st, id)?;
+            let r = f(st, id);
+            st.rt.engine.refresh_fast(id);
+            let r = r?;
             // What came in is applied: a program that spins on RMA calls
             // (loads and stores included) must let the operations others
             // aim at it progress, so one call in RMA_QUIET_CALLS
@@ -106,6 +108,15 @@ pub fn put(
     win: MPI_Win,
     request: Option<*mut MPI_Request>,
 ) -> c_int {
+    if request.is_none() {
+        if let Some((f, len)) = super::rma_fast::lookup(win, origin_addr, origin_count, origin_datatype, target_count, target_datatype) {
+            // SAFETY: `lookup` checked the buffer is not null for `len` > 0;
+            // the caller's buffer holds its data (MPI's rules).
+            if unsafe { f.put(target_rank, target_disp as i64, origin_addr as *const u8, len) } {
+                return MPI_SUCCESS;
+            }
+        }
+    }
     issue(name, win, target_rank, request, |st, id| {
         let t = target(st, win, target_rank, target_disp, target_count, target_datatype)?;
         let ob = user_buf(origin_addr, check_count(origin_count)?, st.dtype(origin_datatype)?)?;
@@ -142,6 +153,14 @@ pub fn get(
     win: MPI_Win,
     request: Option<*mut MPI_Request>,
 ) -> c_int {
+    if request.is_none() {
+        if let Some((f, len)) = super::rma_fast::lookup(win, origin_addr, origin_count, origin_datatype, target_count, target_datatype) {
+            // SAFETY: as in `put`; the buffer is the caller's to fill.
+            if unsafe { f.get(target_rank, target_disp as i64, origin_addr as *mut u8, len) } {
+                return MPI_SUCCESS;
+            }
+        }
+    }
     issue(name, win, target_rank, request, |st, id| {
         let t = target(st, win, target_rank, target_disp, target_count, target_datatype)?;
         let ob = user_buf(origin_addr, check_count(origin_count)?, st.dtype(origin_datatype)?)?;
@@ -344,7 +363,9 @@ fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R
         let mut failed = None;
         let r = state::with(|st| {
             let id = st.win(win)?.id;
-            let r = f(st, id)?;
+            let r = f(st, id);
+            st.rt.engine.refresh_fast(id);
+            let r = r?;
             // As in `issue`: a call over at once with nothing to send (a
             // flush of loads and stores, a lock word taken) need not poll.
             st.rma_quiet_calls += 1;
@@ -368,6 +389,9 @@ fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R
             }
             failed = st.rt.engine.rma_take_error(r);
             st.rt.engine.take(r);
+            if let Ok(w) = st.win(win) {
+                st.rt.engine.refresh_fast(w.id);
+            }
             Ok(true)
         })?;
         failed.map_or(Ok(()), |e| Err(rma_err(e)))
@@ -480,6 +504,11 @@ pub unsafe extern "C" fn PMPI_Win_unlock_all(win: MPI_Win) -> c_int {
 }
 
 fn flush(name: &'static str, win: MPI_Win, rank: Option<c_int>, local: bool) -> c_int {
+    if let Some(f) = super::rma_fast::window(win) {
+        if f.flush(rank) {
+            return MPI_SUCCESS;
+        }
+    }
     sync(name, win, |st, id| {
         if rank == Some(MPI_PROC_NULL) {
             return Ok(None);

@@ -233,7 +233,7 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
     };
     let h = state::with(|st| {
         st.rt.engine.win_set_members(id, members);
-        Ok(st.wins.insert(WinEntry {
+        let h = st.wins.insert(WinEntry {
             id,
             group,
             flavor,
@@ -247,7 +247,11 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
             flavor_attr: Box::new(flavor_attr),
             model: Box::new(MPI_WIN_UNIFIED),
             memory: made.memory,
-        }))
+        });
+        if let Some(f) = st.rt.engine.win_fast(id) {
+            super::rma_fast::publish(st, h, f);
+        }
+        Ok(h)
     })?;
     Ok((h, base))
 }
@@ -322,6 +326,7 @@ pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
     api("MPI_Win_free", Target::Win(h), || {
         check_ptr(win, "win")?;
         with_win(h, |_, _| Ok(()))?;
+        super::rma_fast::withdraw(h);
         // Attributes go first, with their delete callbacks (MPI 4.1 §7.7.4).
         delete_all_win_attrs(h)?;
         let r = with_win(h, |st, id| {

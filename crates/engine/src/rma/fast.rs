@@ -1,0 +1,99 @@
+//! The one-sided calls an origin makes without the library's lock: puts,
+//! gets and flushes on a window every member maps (shared.rs), in a
+//! passive-target epoch.
+//!
+//! A put there is a copy into the target's mapping and a flush a memory
+//! fence (shared.rs), so what costs is the call around them: the library's
+//! lock, the handle lookups, the epoch bookkeeping. The engine keeps, per
+//! such window, a [`FastWin`]: each member's mapping and whether an
+//! operation to it may be done right now, that is, a lock or lock_all
+//! epoch is open to it, its lock is held (the gate is open) and nothing
+//! went to it as frames that a flush would have to wait for. The engine
+//! updates that flag whenever an epoch call or an operation changes it
+//! (under the lock); the shell reads it without the lock and does the
+//! copy or the fence itself, or takes the ordinary path when the flag is
+//! down (every error is found and said there).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub struct FastMember {
+    /// Where the member's window is mapped here, its size and unit.
+    direct: u64,
+    size: u64,
+    disp_unit: u64,
+    /// An operation to it may be done now (see the module's doc).
+    open: AtomicBool,
+}
+
+pub struct FastWin {
+    members: Box<[FastMember]>,
+}
+
+impl FastWin {
+    pub(crate) fn new(members: impl Iterator<Item = (u64, u64, u64)>) -> FastWin {
+        let members = members.map(|(direct, size, disp_unit)| FastMember { direct, size, disp_unit, open: AtomicBool::new(false) }).collect();
+        FastWin { members }
+    }
+
+    pub(crate) fn set_open(&self, rank: usize, open: bool) {
+        self.members[rank].open.store(open, Ordering::Release);
+    }
+
+    pub(crate) fn close_all(&self) {
+        for m in self.members.iter() {
+            m.open.store(false, Ordering::Release);
+        }
+    }
+
+    /// Where `len` bytes at displacement `disp` of `rank`'s window are
+    /// mapped here, if an operation to `rank` may be done now and they lie
+    /// within its window.
+    fn place(&self, rank: i32, disp: i64, len: u64) -> Option<*mut u8> {
+        let m = self.members.get(usize::try_from(rank).ok()?)?;
+        if !m.open.load(Ordering::Acquire) || disp < 0 {
+            return None;
+        }
+        let off = (disp as u64).checked_mul(m.disp_unit)?;
+        if off.checked_add(len)? > m.size {
+            return None;
+        }
+        Some((m.direct + off) as *mut u8)
+    }
+
+    /// MPI_Put of `len` contiguous bytes at `src`: true once done; false
+    /// when the ordinary path must take it.
+    ///
+    /// # Safety
+    /// `src` must hold `len` readable bytes.
+    pub unsafe fn put(&self, rank: i32, disp: i64, src: *const u8, len: u64) -> bool {
+        let Some(to) = self.place(rank, disp, len) else { return false };
+        // SAFETY: `to` lies within the target's mapped window (checked);
+        // the caller's buffer is valid; they do not overlap in a correct
+        // program (that would be a conflicting access).
+        std::ptr::copy_nonoverlapping(src, to, len as usize);
+        true
+    }
+
+    /// MPI_Get of `len` contiguous bytes into `dst` (as [`FastWin::put`]).
+    ///
+    /// # Safety
+    /// `dst` must hold `len` writable bytes.
+    pub unsafe fn get(&self, rank: i32, disp: i64, dst: *mut u8, len: u64) -> bool {
+        let Some(from) = self.place(rank, disp, len) else { return false };
+        std::ptr::copy_nonoverlapping(from, dst, len as usize);
+        true
+    }
+
+    /// MPI_Win_flush(_local) of `rank`, or of every member (`None`): true
+    /// once done (the stores are published).
+    pub fn flush(&self, rank: Option<i32>) -> bool {
+        let open = match rank {
+            Some(r) => usize::try_from(r).ok().and_then(|r| self.members.get(r)).is_some_and(|m| m.open.load(Ordering::Acquire)),
+            None => self.members.iter().all(|m| m.open.load(Ordering::Acquire)),
+        };
+        if open {
+            super::shared::publish();
+        }
+        open
+    }
+}

@@ -1,0 +1,79 @@
+//! The lock-free side of one-sided calls (the engine's rma/fast.rs): a
+//! table from window handles to the engine's [`FastWin`] of each window in
+//! shared memory, and which predefined datatypes such a call may take.
+//! MPI_Put, MPI_Get and the flushes look here first and, when the window,
+//! the datatypes and the epoch allow it, are done without the library's
+//! lock; anything else (and every error) takes the ordinary path.
+
+use super::*;
+use crate::handles::{self, Kind};
+use gridmpi_engine::rma::FastWin;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+/// Windows whose handle index is below this have a slot.
+const SLOTS: usize = 1024;
+
+static WINDOWS: [AtomicPtr<FastWin>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// By the low byte of a predefined datatype's handle (0x4c0000XX): its
+/// size when its data is dense (no gaps, starts at 0), else 0.
+static DENSE: [AtomicU32; 256] = [const { AtomicU32::new(0) }; 256];
+
+/// Window `h` of the state has a lock-free side: publish it.
+pub fn publish(st: &State, h: MPI_Win, f: Arc<FastWin>) {
+    if DENSE[0x0d].load(Ordering::Relaxed) == 0 {
+        for (i, entry) in st.predef.basic.iter().enumerate().take(256) {
+            if let Some((dt, _)) = entry {
+                let dense = dt.size() > 0 && dt.size() as i64 == dt.extent() && dt.true_lb() == 0 && dt.is_contiguous();
+                DENSE[i].store(if dense { dt.size() as u32 } else { 0 }, Ordering::Relaxed);
+            }
+        }
+    }
+    let Some(i) = handles::index_of(h, Kind::Win).map(|i| i as usize).filter(|&i| i < SLOTS) else { return };
+    // The one this replaces is left allocated: a thread may still be
+    // looking at it (it says its window is closed, so that thread then
+    // takes the ordinary path).
+    WINDOWS[i].store(Arc::into_raw(f) as *mut FastWin, Ordering::Release);
+}
+
+/// Window `h` is being freed.
+pub fn withdraw(h: MPI_Win) {
+    if let Some(i) = handles::index_of(h, Kind::Win).map(|i| i as usize).filter(|&i| i < SLOTS) {
+        WINDOWS[i].store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// MPI is ending: no window is reachable any more.
+pub fn withdraw_all() {
+    for w in WINDOWS.iter() {
+        w.store(std::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+/// The lock-free side of window `h`, if it has one.
+pub fn window(h: MPI_Win) -> Option<&'static FastWin> {
+    let i = handles::index_of(h, Kind::Win)? as usize;
+    let p = WINDOWS.get(i)?.load(Ordering::Acquire);
+    // SAFETY: published pointers come from Arc::into_raw and are never
+    // released (see `publish`).
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+fn dense_size(dt: MPI_Datatype) -> Option<u64> {
+    if (dt as u32) & 0xffff_ff00 != 0x4c00_0000 {
+        return None;
+    }
+    let s = DENSE[(dt & 0xff) as usize].load(Ordering::Relaxed);
+    (s > 0).then_some(s as u64)
+}
+
+/// A put or get the lock-free side may take: the window's side and the
+/// bytes it moves (both sides dense predefined types of as many bytes).
+pub fn lookup(win: MPI_Win, addr: *const c_void, ocount: i64, odt: MPI_Datatype, tcount: i64, tdt: MPI_Datatype) -> Option<(&'static FastWin, u64)> {
+    let f = window(win)?;
+    let len = u64::try_from(ocount).ok()?.checked_mul(dense_size(odt)?)?;
+    if len != u64::try_from(tcount).ok()?.checked_mul(dense_size(tdt)?)? || (len > 0 && addr.is_null()) {
+        return None;
+    }
+    Some((f, len))
+}
