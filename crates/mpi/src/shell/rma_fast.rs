@@ -15,7 +15,7 @@ const SLOTS: usize = 1024;
 
 static WINDOWS: [AtomicPtr<FastWin>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
-/// By the low byte of a predefined datatype's handle (0x4c0000XX): its
+/// By the low byte of a predefined datatype's handle (0x4c00SSXX): its
 /// size when its data is dense (no gaps, starts at 0), else 0.
 static DENSE: [AtomicU32; 256] = [const { AtomicU32::new(0) }; 256];
 
@@ -60,7 +60,8 @@ pub fn window(h: MPI_Win) -> Option<&'static FastWin> {
 }
 
 fn dense_size(dt: MPI_Datatype) -> Option<u64> {
-    if (dt as u32) & 0xffff_ff00 != 0x4c00_0000 {
+    // 0x4c00SSXX: a predefined type (SS its size, XX its index).
+    if (dt as u32) & 0xffff_0000 != 0x4c00_0000 {
         return None;
     }
     let s = DENSE[(dt & 0xff) as usize].load(Ordering::Relaxed);
