@@ -14,7 +14,12 @@
 //! copy or the fence itself, or takes the ordinary path when the flag is
 //! down (every error is found and said there).
 
+use super::shared::{apply_into, Items, SharedCtl};
+use super::Op;
+use gridmpi_datatype::Datatype;
+use gridmpi_wire::rma::{OpDesc, OpKind};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 pub struct FastMember {
     /// Where the member's window is mapped here, its size and unit.
@@ -27,12 +32,14 @@ pub struct FastMember {
 
 pub struct FastWin {
     members: Box<[FastMember]>,
+    /// The members' accumulate mutexes (shared.rs).
+    ctl: Arc<dyn SharedCtl>,
 }
 
 impl FastWin {
-    pub(crate) fn new(members: impl Iterator<Item = (u64, u64, u64)>) -> FastWin {
+    pub(crate) fn new(members: impl Iterator<Item = (u64, u64, u64)>, ctl: Arc<dyn SharedCtl>) -> FastWin {
         let members = members.map(|(direct, size, disp_unit)| FastMember { direct, size, disp_unit, open: AtomicBool::new(false) }).collect();
-        FastWin { members }
+        FastWin { members, ctl }
     }
 
     pub(crate) fn set_open(&self, rank: usize, open: bool) {
@@ -82,6 +89,30 @@ impl FastWin {
         let Some(from) = self.place(rank, disp, len) else { return false };
         std::ptr::copy_nonoverlapping(from, dst, len as usize);
         true
+    }
+
+    /// MPI_Accumulate of `count` items of the predefined `dt` (dense, so
+    /// `data` is them; empty for MPI_NO_OP) with `op`, or with `old`,
+    /// MPI_Get_accumulate / MPI_Fetch_and_op (the old items written there):
+    /// element-wise atomic as shared.rs does them. `Some(Ok(()))` once
+    /// done, `None` when the ordinary path must take it, `Some(Err)` when
+    /// the operation failed (the caller checked `op` suits `dt`, so it
+    /// does not).
+    pub fn accumulate(&self, rank: i32, disp: i64, data: &[u8], count: u64, dt: &Arc<Datatype>, op: Op, old: Option<&mut [u8]>) -> Option<Result<(), String>> {
+        let len = count.checked_mul(dt.size())?;
+        let data_ok = if op == Op::NoOp { data.is_empty() && old.is_some() } else { data.len() as u64 == len };
+        if count == 0 || !data_ok || old.as_ref().is_some_and(|o| o.len() as u64 != len) {
+            return None;
+        }
+        let at = self.place(rank, disp, len)?;
+        let kind = match (&old, count) {
+            (None, _) => OpKind::Accumulate,
+            (Some(_), 1) => OpKind::FetchAndOp,
+            (Some(_), _) => OpKind::GetAccumulate,
+        };
+        let d = OpDesc { kind, op: Some(super::origin::op_index(op)), count, packed_at: 0, packed_len: len };
+        let mem = Items { addr: at as u64, count, dt };
+        Some(apply_into(&d, Some(op), mem, data, self.ctl.acc_mutex(rank as usize), old))
     }
 
     /// MPI_Win_flush(_local) of `rank`, or of every member (`None`): true

@@ -40,7 +40,7 @@ fn atom(dt: &Datatype) -> u64 {
     dt.size().max(1)
 }
 
-fn op_index(op: Op) -> u8 {
+pub(crate) fn op_index(op: Op) -> u8 {
     Op::ALL.iter().position(|&o| o == op).expect("every op is in ALL") as u8
 }
 

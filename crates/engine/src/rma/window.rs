@@ -272,8 +272,8 @@ impl Engine {
         assert_eq!(members.len(), w.pids.len());
         // The shortcut needs every member's memory mapped here.
         w.shared = w.shared_cfg.take().filter(|_| members.iter().all(|m| m.direct.is_some()));
-        if w.shared.is_some() && w.flavor != Flavor::Dynamic {
-            w.fast = Some(Arc::new(super::FastWin::new(members.iter().map(|m| (m.direct.unwrap_or(0), m.size, m.disp_unit)))));
+        if let (Some(ctl), false) = (w.shared.clone(), w.flavor == Flavor::Dynamic) {
+            w.fast = Some(Arc::new(super::FastWin::new(members.iter().map(|m| (m.direct.unwrap_or(0), m.size, m.disp_unit)), ctl)));
         }
         w.members = members;
     }

@@ -198,6 +198,11 @@ pub fn accumulate(
     win: MPI_Win,
     request: Option<*mut MPI_Request>,
 ) -> c_int {
+    if request.is_none() && origin_datatype == target_datatype && origin_count == target_count {
+        if let Some(rc) = super::rma_fast::accumulate(name, win, origin_addr, origin_count, origin_datatype, target_rank, target_disp, op, None) {
+            return rc;
+        }
+    }
     issue(name, win, target_rank, request, |st, id| {
         let t = target(st, win, target_rank, target_disp, target_count, target_datatype)?;
         let odt = st.dtype(origin_datatype)?;
@@ -317,6 +322,9 @@ pub unsafe extern "C" fn PMPI_Fetch_and_op(
     op: MPI_Op,
     win: MPI_Win,
 ) -> c_int {
+    if let Some(rc) = super::rma_fast::accumulate("MPI_Fetch_and_op", win, origin_addr, 1, datatype, target_rank, target_disp, op, Some(result_addr)) {
+        return rc;
+    }
     issue("MPI_Fetch_and_op", win, target_rank, None, |st, id| {
         let dt = single_element(st, datatype, "MPI_Fetch_and_op")?;
         let t = target(st, win, target_rank, target_disp, 1, datatype)?;

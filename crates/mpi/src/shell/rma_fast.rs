@@ -7,8 +7,10 @@
 
 use super::*;
 use crate::handles::{self, Kind};
-use gridmpi_engine::rma::FastWin;
+use crate::state::{api, Target};
+use gridmpi_engine::rma::{FastWin, Op};
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// Windows whose handle index is below this have a slot.
 const SLOTS: usize = 1024;
@@ -19,12 +21,18 @@ static WINDOWS: [AtomicPtr<FastWin>; SLOTS] = [const { AtomicPtr::new(std::ptr::
 /// size when its data is dense (no gaps, starts at 0), else 0.
 static DENSE: [AtomicU32; 256] = [const { AtomicU32::new(0) }; 256];
 
+/// The dense predefined datatypes themselves, by the same index.
+static TYPES: [OnceLock<Arc<Datatype>>; 256] = [const { OnceLock::new() }; 256];
+
 /// Window `h` of the state has a lock-free side: publish it.
 pub fn publish(st: &State, h: MPI_Win, f: Arc<FastWin>) {
     if DENSE[0x0d].load(Ordering::Relaxed) == 0 {
         for (i, entry) in st.predef.basic.iter().enumerate().take(256) {
             if let Some((dt, _)) = entry {
                 let dense = dt.size() > 0 && dt.size() as i64 == dt.extent() && dt.true_lb() == 0 && dt.is_contiguous();
+                if dense {
+                    let _ = TYPES[i].set(dt.clone());
+                }
                 DENSE[i].store(if dense { dt.size() as u32 } else { 0 }, Ordering::Relaxed);
             }
         }
@@ -77,4 +85,40 @@ pub fn lookup(win: MPI_Win, addr: *const c_void, ocount: i64, odt: MPI_Datatype,
         return None;
     }
     Some((f, len))
+}
+
+/// MPI_Accumulate (`result` None) or MPI_Get_accumulate/MPI_Fetch_and_op
+/// of `count` items of the dense predefined `dt` on both sides: the call's
+/// return code once done here, None for the ordinary path.
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate(name: &'static str, win: MPI_Win, addr: *const c_void, count: i64, dt: MPI_Datatype, rank: c_int, disp: MPI_Aint, op: MPI_Op, result: Option<*mut c_void>) -> Option<c_int> {
+    let f = window(win)?;
+    let o = super::op::predefined_op(op)?;
+    if o == Op::NoOp && result.is_none() {
+        return None;
+    }
+    dense_size(dt)?;
+    let t = TYPES[(dt & 0xff) as usize].get()?;
+    super::op::check_predefined(o, t).ok()?;
+    let count = u64::try_from(count).ok()?;
+    let len = usize::try_from(count.checked_mul(t.size())?).ok()?;
+    let data: &[u8] = if o == Op::NoOp {
+        &[]
+    } else if addr.is_null() {
+        return None;
+    } else {
+        // SAFETY: the caller's origin buffer holds `count` items of `dt`.
+        unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
+    };
+    let old = match result {
+        Some(p) if p.is_null() => return None,
+        // SAFETY: the caller's result buffer holds as many; MPI forbids it
+        // to overlap the origin buffer.
+        Some(p) => Some(unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) }),
+        None => None,
+    };
+    match f.accumulate(rank, disp as i64, data, count, t, o, old)? {
+        Ok(()) => Some(MPI_SUCCESS),
+        Err(e) => Some(api(name, Target::Win(win), || Err(err(MPI_ERR_OP, e)))),
+    }
 }

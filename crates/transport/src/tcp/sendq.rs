@@ -278,6 +278,8 @@ mod tests {
             Kind::RmaOp => Frame::RmaOp { win: 0, offset: 0, reply: None },
             Kind::RmaSync => Frame::RmaSync { win: 0, sync: gridmpi_wire::RmaSync::Flush, arg: 0, req: 0 },
             Kind::Ack => Frame::Ack { received: 0 },
+            Kind::Revoke => Frame::Revoke { ctx: 0 },
+            Kind::Agree => Frame::Agree { ctx: 0, seq: 0, step: gridmpi_wire::AgreeStep::Contribute, flag: 0, max: 0 },
         };
         OutFrame { header: Header::new(f, 0).encode(), payload: Payload::None, done, notify: None, prio: kind.urgency() }
     }
