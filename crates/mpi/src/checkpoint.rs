@@ -53,21 +53,11 @@ static THREAD: Mutex<Option<libc::pthread_t>> = Mutex::new(None);
 /// Where images go (a restart may name another directory).
 static DIR: Mutex<String> = Mutex::new(String::new());
 
-/// Whether the calling thread blocks `sig`.
-fn blocked(sig: i32) -> bool {
-    // SAFETY: reading our own signal mask into a set we own.
-    unsafe {
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut old);
-        libc::sigismember(&old, sig) == 1
-    }
-}
-
 /// Start answering gridmpirun's checkpoint requests (at the end of the
 /// runtime's start, when [`dir`] is set).
 pub fn start(dir: String) -> Result<(), String> {
     let sig = gridmpi_pmi::checkpoint_signal();
-    if !blocked(sig) {
+    if !crate::launcher_signal::blocked(sig) {
         // The request would kill the process (its default action), and
         // sigwaitinfo would miss it in threads that do not block it.
         eprintln!(
@@ -83,7 +73,7 @@ pub fn start(dir: String) -> Result<(), String> {
         .spawn(move || {
             // SAFETY: the id of the calling thread.
             let _ = tx.send(unsafe { libc::pthread_self() });
-            while wait_for_request(sig) && !RETIRED.load(Ordering::SeqCst) {
+            while crate::launcher_signal::wait(sig) && !RETIRED.load(Ordering::SeqCst) {
                 round();
             }
         })
@@ -91,25 +81,6 @@ pub fn start(dir: String) -> Result<(), String> {
     let id = rx.recv().map_err(|_| "the checkpoint thread did not start".to_string())?;
     *THREAD.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
     Ok(())
-}
-
-/// Wait for the request signal; false if waiting fails.
-fn wait_for_request(sig: i32) -> bool {
-    // SAFETY: a signal set we own; sigwaitinfo takes the pending signal.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        loop {
-            let r = libc::sigwaitinfo(&set, std::ptr::null_mut());
-            if r == sig {
-                return true;
-            }
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return false;
-            }
-        }
-    }
 }
 
 /// MPI is finishing in this process (before its final barrier): tell

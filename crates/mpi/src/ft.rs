@@ -31,13 +31,7 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// MPI_Init, when [`enabled`]).
 pub fn start() -> Result<(), String> {
     let sig = gridmpi_pmi::failure_signal();
-    // SAFETY: reading our own signal mask into a set we own.
-    let blocked = unsafe {
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut old);
-        libc::sigismember(&old, sig) == 1
-    };
-    if !blocked {
+    if !crate::launcher_signal::blocked(sig) {
         eprintln!(
             "gridmpi: warning: {} is set but signal {sig} is not blocked (the process was not started by gridmpirun --with-ft ulfm): failures of other ranks are not reported to this one",
             gridmpi_pmi::FT_VAR
@@ -50,30 +44,12 @@ pub fn start() -> Result<(), String> {
     std::thread::Builder::new()
         .name("gridmpi-ft".into())
         .spawn(move || {
-            while wait_for_notice(sig) {
+            while crate::launcher_signal::wait(sig) {
                 refresh();
             }
         })
         .map(drop)
         .map_err(|e| format!("cannot start the failure-notice thread: {e}"))
-}
-
-fn wait_for_notice(sig: i32) -> bool {
-    // SAFETY: a signal set we own; sigwaitinfo takes the pending signal.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        loop {
-            let r = libc::sigwaitinfo(&set, std::ptr::null_mut());
-            if r == sig {
-                return true;
-            }
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return false;
-            }
-        }
-    }
 }
 
 /// Ask gridmpirun which ranks failed and take note of the new ones.

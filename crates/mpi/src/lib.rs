@@ -14,6 +14,7 @@ pub mod ffi;
 pub mod handles;
 pub mod io;
 pub mod host_area;
+pub mod launcher_signal;
 pub mod lifecycle;
 pub mod mpit;
 pub mod objects;

@@ -88,8 +88,15 @@ pub fn coll_view(c: &Comm) -> CommView {
 
 /// Block until the engine request `r` completes; return its status.
 pub fn wait_engine(r: gridmpi_engine::ReqId) -> R<gridmpi_engine::Status> {
+    wait_engine_looking(r, |_| {})
+}
+
+/// [`wait_engine`], calling `look` under the lock before each look at `r`
+/// (which may complete it: a receive a failure interrupts, shell/ft.rs).
+pub fn wait_engine_looking(r: gridmpi_engine::ReqId, mut look: impl FnMut(&mut State)) -> R<gridmpi_engine::Status> {
     let mut out = None;
     state::wait_until(|st| {
+        look(st);
         if let Some(s) = st.rt.engine.take(r) {
             out = Some(s);
             return Ok(true);

@@ -95,18 +95,11 @@ impl State {
 /// Wait for a blocking receive or send: a receive from MPI_ANY_SOURCE that
 /// a failure interrupts is given up (MPIX_ERR_PROC_FAILED).
 pub fn wait_interruptible(r: ReqId) -> R<gridmpi_engine::Status> {
-    let mut out = None;
-    state::wait_until(|st| {
+    super::env::wait_engine_looking(r, |st| {
         if st.rt.engine.ft_active() && st.any_source_interrupted(r) {
             st.rt.engine.interrupt_recv(r);
         }
-        if let Some(s) = st.rt.engine.take(r) {
-            out = Some(s);
-            return Ok(true);
-        }
-        Ok(false)
-    })?;
-    Ok(out.unwrap())
+    })
 }
 
 fn intra(st: &State, comm: MPI_Comm, what: &str) -> R<(u32, AgreeView)> {
