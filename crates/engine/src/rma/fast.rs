@@ -18,7 +18,7 @@ use super::shared::{apply_into, Items, SharedCtl};
 use super::Op;
 use gridmpi_datatype::Datatype;
 use gridmpi_wire::rma::{OpDesc, OpKind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 pub struct FastMember {
@@ -28,7 +28,17 @@ pub struct FastMember {
     disp_unit: u64,
     /// An operation to it may be done now (see the module's doc).
     open: AtomicBool,
+    /// No epoch of any kind is open to it (the engine's view): a lock
+    /// may be taken here.
+    lockable: AtomicBool,
+    /// A lock this side took and the engine does not know of yet
+    /// ([`HELD_SHARED`], [`HELD_EXCLUSIVE`]; 0: none): the engine takes it
+    /// over at its next call on the window ([`FastWin::take_held`]).
+    held: AtomicU8,
 }
+
+pub const HELD_SHARED: u8 = 1;
+pub const HELD_EXCLUSIVE: u8 = 2;
 
 pub struct FastWin {
     members: Box<[FastMember]>,
@@ -38,18 +48,77 @@ pub struct FastWin {
 
 impl FastWin {
     pub(crate) fn new(members: impl Iterator<Item = (u64, u64, u64)>, ctl: Arc<dyn SharedCtl>) -> FastWin {
-        let members = members.map(|(direct, size, disp_unit)| FastMember { direct, size, disp_unit, open: AtomicBool::new(false) }).collect();
+        let members = members
+            .map(|(direct, size, disp_unit)| FastMember {
+                direct,
+                size,
+                disp_unit,
+                open: AtomicBool::new(false),
+                lockable: AtomicBool::new(false),
+                held: AtomicU8::new(0),
+            })
+            .collect();
         FastWin { members, ctl }
     }
 
-    pub(crate) fn set_open(&self, rank: usize, open: bool) {
-        self.members[rank].open.store(open, Ordering::Release);
+    pub(crate) fn set_open(&self, rank: usize, open: bool, lockable: bool) {
+        let m = &self.members[rank];
+        m.open.store(open, Ordering::Release);
+        m.lockable.store(lockable, Ordering::Release);
     }
 
     pub(crate) fn close_all(&self) {
         for m in self.members.iter() {
             m.open.store(false, Ordering::Release);
+            m.lockable.store(false, Ordering::Release);
         }
+    }
+
+    /// A lock this side took at `rank` (handed over to the engine, which
+    /// keeps it from now on).
+    pub(crate) fn take_held(&self, rank: usize) -> u8 {
+        self.members[rank].held.swap(0, Ordering::AcqRel)
+    }
+
+    /// MPI_Win_lock without MPI_MODE_NOCHECK: true once the lock is held
+    /// (it was free), false when the ordinary path must take the call
+    /// (another epoch, or the lock is not free now: it waits there).
+    pub fn lock(&self, rank: i32, exclusive: bool) -> bool {
+        let Some(m) = usize::try_from(rank).ok().and_then(|r| self.members.get(r)) else { return false };
+        if !m.lockable.load(Ordering::Acquire) || m.held.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let word = self.ctl.lock_word(rank as usize);
+        let got = if exclusive { super::shared::try_lock_exclusive_now(word) } else { super::shared::try_lock_shared(word) };
+        if !got {
+            return false;
+        }
+        m.held.store(if exclusive { HELD_EXCLUSIVE } else { HELD_SHARED }, Ordering::Release);
+        m.lockable.store(false, Ordering::Release);
+        m.open.store(true, Ordering::Release);
+        true
+    }
+
+    /// MPI_Win_unlock of a lock this side took (and the engine has not
+    /// taken over): our stores are published and the lock released. False:
+    /// the ordinary path takes the call.
+    pub fn unlock(&self, rank: i32) -> bool {
+        let Some(m) = usize::try_from(rank).ok().and_then(|r| self.members.get(r)) else { return false };
+        let held = m.held.load(Ordering::Acquire);
+        if held == 0 {
+            return false;
+        }
+        m.open.store(false, Ordering::Release);
+        m.held.store(0, Ordering::Release);
+        super::shared::publish();
+        let word = self.ctl.lock_word(rank as usize);
+        if held == HELD_EXCLUSIVE {
+            super::shared::unlock_exclusive(word);
+        } else {
+            super::shared::unlock_shared(word);
+        }
+        m.lockable.store(true, Ordering::Release);
+        true
     }
 
     /// Where `len` bytes at displacement `disp` of `rank`'s window are

@@ -103,6 +103,20 @@ pub(crate) fn try_lock_exclusive(w: &AtomicU64, registered: &mut bool) -> bool {
     }
 }
 
+/// Take the exclusive lock if it is free now, without joining the waiting
+/// writers (the lock-free path, fast.rs, which otherwise leaves it to the
+/// ordinary one).
+pub(crate) fn try_lock_exclusive_now(w: &AtomicU64) -> bool {
+    let mut v = w.load(Ordering::Relaxed);
+    while v & (READERS | WRITER) == 0 {
+        match w.compare_exchange_weak(v, v | WRITER, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(x) => v = x,
+        }
+    }
+    false
+}
+
 pub(crate) fn unlock_shared(w: &AtomicU64) {
     let before = w.fetch_sub(1, Ordering::Release);
     debug_assert!(before & READERS != 0, "released a shared lock nobody held");

@@ -291,7 +291,27 @@ impl Engine {
         let Some(f) = w.fast.as_deref() else { return };
         for r in 0..w.size() {
             let t = &w.targets[r as usize];
-            f.set_open(r as usize, w.passive_to(r) && t.gate == Gate::Open && w.quiet(r));
+            let open = w.passive_to(r) && t.gate == Gate::Open && w.quiet(r);
+            let lockable = !w.lock_all && t.lock.is_none() && w.access.is_none();
+            f.set_open(r as usize, open, lockable);
+        }
+    }
+
+    /// Before any call on the window under the lock: locks the lock-free
+    /// side took (fast.rs) become the engine's own, held as if
+    /// MPI_Win_lock had taken them here.
+    pub fn absorb_fast(&mut self, win: WinId) {
+        let Some(w) = self.rma.windows.get_mut(&win.0) else { return };
+        let Some(f) = w.fast.clone() else { return };
+        for r in 0..w.size() as usize {
+            let kind = match f.take_held(r) {
+                super::fast::HELD_SHARED => LockKind::Shared,
+                super::fast::HELD_EXCLUSIVE => LockKind::Exclusive,
+                _ => continue,
+            };
+            let t = &mut w.targets[r];
+            t.lock = Some((kind, true));
+            t.gate = Gate::Open;
         }
     }
 

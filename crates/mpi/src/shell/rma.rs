@@ -65,6 +65,7 @@ fn issue(
         }
         let h = state::with(|st| {
             let id = st.win(win)?.id;
+            st.rt.engine.absorb_fast(id);
             if rank == MPI_PROC_NULL {
                 return Ok(request.map(|_| st.reqs.insert(ReqEntry::Null { kind: ReqKind::Send, comm: MPI_COMM_SELF })));
             }
@@ -371,6 +372,7 @@ fn sync(name: &'static str, win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R
         let mut failed = None;
         let r = state::with(|st| {
             let id = st.win(win)?.id;
+            st.rt.engine.absorb_fast(id);
             let r = f(st, id);
             st.rt.engine.refresh_fast(id);
             let r = r?;
@@ -478,6 +480,13 @@ fn lock_kind(lock_type: c_int) -> R<LockKind> {
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> c_int {
+    if assert == 0 && (lock_type == MPI_LOCK_EXCLUSIVE || lock_type == MPI_LOCK_SHARED) {
+        if let Some(f) = super::rma_fast::window(win) {
+            if f.lock(rank, lock_type == MPI_LOCK_EXCLUSIVE) {
+                return MPI_SUCCESS;
+            }
+        }
+    }
     sync("MPI_Win_lock", win, |st, id| {
         let kind = lock_kind(lock_type)?;
         check_assert(assert)?;
@@ -490,6 +499,11 @@ pub unsafe extern "C" fn PMPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
+    if let Some(f) = super::rma_fast::window(win) {
+        if f.unlock(rank) {
+            return MPI_SUCCESS;
+        }
+    }
     sync("MPI_Win_unlock", win, |st, id| {
         if rank == MPI_PROC_NULL {
             return Ok(None);

@@ -327,6 +327,10 @@ pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
         check_ptr(win, "win")?;
         with_win(h, |_, _| Ok(()))?;
         super::rma_fast::withdraw(h);
+        with_win(h, |st, id| {
+            st.rt.engine.absorb_fast(id);
+            Ok(())
+        })?;
         // Attributes go first, with their delete callbacks (MPI 4.1 §7.7.4).
         delete_all_win_attrs(h)?;
         let r = with_win(h, |st, id| {
