@@ -515,3 +515,52 @@ fn a_window_of_one_rank_works_alone() {
     e.win_drop(win);
     assert_eq!(e.live_requests(), 0);
 }
+
+/// The lock-free side (fast.rs) of a window in shared memory: operations
+/// only inside a passive epoch the engine knows of, a lock it takes is
+/// exclusive against the engine's own lockers and is taken over by the
+/// engine at its next call, and a freed window refuses everything.
+#[test]
+fn the_lock_free_side_follows_the_epochs() {
+    use crate::rma::LockKind;
+    let mut net = Sim::new(2, 5, params(0), 1 << 20);
+    let mem = Mem::new(2, 8, |_, _| 0);
+    let win = windows(&mut net, &mem, Flavor::Allocate, true);
+    let f0 = net.engines[0].win_fast(win).expect("a window in shared memory has a lock-free side");
+    let f1 = net.engines[1].win_fast(win).unwrap();
+    let v: i64 = 42;
+    let src = &v as *const i64 as *const u8;
+    net.engines[0].refresh_fast(win);
+    net.engines[1].refresh_fast(win);
+    // No epoch: nothing here.
+    assert!(!unsafe { f0.put(1, 0, src, 8) } && !f0.flush(Some(1)));
+    // Rank 0 takes rank 1's lock here; rank 1's engine cannot take it too.
+    assert!(f0.lock(1, true));
+    assert!(!f0.lock(1, false), "a second lock on the same target");
+    assert!(unsafe { f0.put(1, 2, src, 8) } && f0.flush(Some(1)));
+    assert_eq!(mem.0[1][2], 42);
+    assert!(!unsafe { f0.put(1, 8, src, 8) }, "past the window");
+    assert!(!unsafe { f0.put(0, 0, src, 8) }, "no epoch to rank 0");
+    let r = net.engines[1].win_lock(win, LockKind::Exclusive, 1, false).unwrap().expect("waits: rank 0 holds it");
+    net.run();
+    assert!(!net.engines[1].is_complete(r));
+    // Rank 0's engine takes the lock over; its unlock releases rank 1's lock word.
+    net.engines[0].absorb_fast(win);
+    net.engines[0].refresh_fast(win);
+    assert!(!f0.unlock(1), "the engine holds it now");
+    assert!(unsafe { f0.put(1, 3, src, 8) }, "still in the epoch");
+    assert!(net.engines[0].win_unlock(win, 1).unwrap().is_none());
+    net.engines[0].refresh_fast(win);
+    assert!(!unsafe { f0.put(1, 3, src, 8) }, "the epoch is over");
+    net.run();
+    assert!(net.engines[1].is_complete(r), "rank 1 got the lock once rank 0 let go");
+    net.engines[1].refresh_fast(win);
+    assert!(!f0.lock(1, false), "rank 1 holds it");
+    assert!(unsafe { f1.put(1, 4, src, 8) });
+    assert!(net.engines[1].win_unlock(win, 1).unwrap().is_none());
+    // A lock taken and released here alone.
+    net.engines[0].refresh_fast(win);
+    assert!(f0.lock(1, false) && f0.unlock(1));
+    net.engines[0].win_drop(win);
+    assert!(!f0.lock(1, false) && !unsafe { f0.put(1, 0, src, 8) });
+}
