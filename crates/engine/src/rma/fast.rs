@@ -44,6 +44,10 @@ pub struct FastWin {
     members: Box<[FastMember]>,
     /// The members' accumulate mutexes (shared.rs).
     ctl: Arc<dyn SharedCtl>,
+    /// Plain stores (puts, elements no CPU atomic covers) since the last
+    /// flush: a flush then fences; operations that were all CPU atomics
+    /// are complete and ordered already.
+    stored: AtomicBool,
 }
 
 impl FastWin {
@@ -58,13 +62,19 @@ impl FastWin {
                 held: AtomicU8::new(0),
             })
             .collect();
-        FastWin { members, ctl }
+        FastWin { members, ctl, stored: AtomicBool::new(false) }
     }
 
     pub(crate) fn set_open(&self, rank: usize, open: bool, lockable: bool) {
         let m = &self.members[rank];
         m.open.store(open, Ordering::Release);
         m.lockable.store(lockable, Ordering::Release);
+    }
+
+    /// The ordinary path may have stored into the window: the next flush
+    /// here fences.
+    pub(crate) fn mark_stored(&self) {
+        self.stored.store(true, Ordering::Relaxed);
     }
 
     pub(crate) fn close_all(&self) {
@@ -110,6 +120,7 @@ impl FastWin {
         }
         m.open.store(false, Ordering::Release);
         m.held.store(0, Ordering::Release);
+        self.stored.store(false, Ordering::Relaxed);
         super::shared::publish();
         let word = self.ctl.lock_word(rank as usize);
         if held == HELD_EXCLUSIVE {
@@ -143,6 +154,7 @@ impl FastWin {
     /// `src` must hold `len` readable bytes.
     pub unsafe fn put(&self, rank: i32, disp: i64, src: *const u8, len: u64) -> bool {
         let Some(to) = self.place(rank, disp, len) else { return false };
+        self.stored.store(true, Ordering::Relaxed);
         // SAFETY: `to` lies within the target's mapped window (checked);
         // the caller's buffer is valid; they do not overlap in a correct
         // program (that would be a conflicting access).
@@ -179,6 +191,21 @@ impl FastWin {
             (Some(_), 1) => OpKind::FetchAndOp,
             (Some(_), _) => OpKind::GetAccumulate,
         };
+        // One element, the commonest (a counter, a sum): straight to its atomic.
+        if let (1, Some(b)) = (count, dt.basic_type()) {
+            let mut scratch = [0u8; 8];
+            let done = match old {
+                Some(o) => super::shared::rmw_one(at, b, kind, op, data, o),
+                None if (len as usize) <= scratch.len() => super::shared::rmw_one(at, b, kind, op, data, &mut scratch[..len as usize]),
+                None => Ok(false),
+            };
+            return match done {
+                Ok(true) => Some(Ok(())),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            };
+        }
+        self.stored.store(true, Ordering::Relaxed);
         let d = OpDesc { kind, op: Some(super::origin::op_index(op)), count, packed_at: 0, packed_len: len };
         let mem = Items { addr: at as u64, count, dt };
         Some(apply_into(&d, Some(op), mem, data, self.ctl.acc_mutex(rank as usize), old))
@@ -191,7 +218,8 @@ impl FastWin {
             Some(r) => usize::try_from(r).ok().and_then(|r| self.members.get(r)).is_some_and(|m| m.open.load(Ordering::Acquire)),
             None => self.members.iter().all(|m| m.open.load(Ordering::Acquire)),
         };
-        if open {
+        if open && self.stored.load(Ordering::Relaxed) {
+            self.stored.store(false, Ordering::Relaxed);
             super::shared::publish();
         }
         open

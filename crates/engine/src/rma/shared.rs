@@ -213,6 +213,27 @@ macro_rules! atomic_rmw {
     }};
 }
 
+/// One element of basic type `b` at `p` changed atomically, as
+/// [`apply_into`] changes each (the lock-free side's single-element
+/// accumulates, fast.rs): false, untouched, when it is no CPU atomic's
+/// (size or alignment), for the general road. `input` is empty for
+/// MPI_NO_OP; the old bytes go to `old`.
+pub(crate) fn rmw_one(p: *mut u8, b: BasicType, kind: OpKind, op: Op, input: &[u8], old: &mut [u8]) -> Result<bool, String> {
+    let s = b.size();
+    if !atomic_element(b, p) || old.len() != s || !(input.is_empty() || input.len() == s) {
+        return Ok(false);
+    }
+    let zero = [0u8; 8];
+    let inp = if input.is_empty() { &zero[..s] } else { input };
+    match s {
+        1 => atomic_rmw!(AtomicU8, u8, p, b, kind, op, inp, &[][..], old),
+        2 => atomic_rmw!(AtomicU16, u16, p, b, kind, op, inp, &[][..], old),
+        4 => atomic_rmw!(AtomicU32, u32, p, b, kind, op, inp, &[][..], old),
+        _ => atomic_rmw!(AtomicU64, u64, p, b, kind, op, inp, &[][..], old),
+    }
+    Ok(true)
+}
+
 /// One element at `p` changed with plain loads and stores (the caller
 /// holds the target's accumulate mutex).
 fn locked_rmw(p: *mut u8, b: BasicType, kind: OpKind, op: Op, input: &[u8], compare: &[u8], old: &mut [u8]) -> Result<(), String> {

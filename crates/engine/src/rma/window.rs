@@ -289,6 +289,7 @@ impl Engine {
     pub fn refresh_fast(&self, win: WinId) {
         let Some(w) = self.rma.windows.get(&win.0) else { return };
         let Some(f) = w.fast.as_deref() else { return };
+        f.mark_stored();
         for r in 0..w.size() {
             let t = &w.targets[r as usize];
             let open = w.passive_to(r) && t.gate == Gate::Open && w.quiet(r);
