@@ -9,7 +9,7 @@ use super::*;
 use crate::handles::{self, Kind};
 use crate::state::{api, Target};
 use gridmpi_engine::rma::{FastWin, Op};
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Windows whose handle index is below this have a slot.
@@ -23,6 +23,26 @@ static DENSE: [AtomicU32; 256] = [const { AtomicU32::new(0) }; 256];
 
 /// The dense predefined datatypes themselves, by the same index.
 static TYPES: [OnceLock<Arc<Datatype>>; 256] = [const { OnceLock::new() }; 256];
+
+/// Whether a predefined operation (its index in `Op::ALL`) is defined on
+/// a dense predefined type (by the same index as `TYPES`): 0 not known
+/// yet, 1 yes, 2 no (the ordinary path then says why).
+static DEFINED: [[AtomicU8; 256]; Op::ALL.len()] = [const { [const { AtomicU8::new(0) }; 256] }; Op::ALL.len()];
+
+/// `op` is defined on the dense predefined type of index `i`.
+fn defined(op: Op, i: usize, t: &Datatype) -> bool {
+    let Some(k) = Op::ALL.iter().position(|&o| o == op) else { return false };
+    let cell = &DEFINED[k][i];
+    match cell.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let ok = super::op::check_predefined(op, t).is_ok();
+            cell.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+            ok
+        }
+    }
+}
 
 /// Window `h` of the state has a lock-free side: publish it.
 pub fn publish(st: &State, h: MPI_Win, f: Arc<FastWin>) {
@@ -98,8 +118,11 @@ pub fn accumulate(name: &'static str, win: MPI_Win, addr: *const c_void, count: 
         return None;
     }
     dense_size(dt)?;
-    let t = TYPES[(dt & 0xff) as usize].get()?;
-    super::op::check_predefined(o, t).ok()?;
+    let i = (dt & 0xff) as usize;
+    let t = TYPES[i].get()?;
+    if !defined(o, i, t) {
+        return None;
+    }
     let count = u64::try_from(count).ok()?;
     let len = usize::try_from(count.checked_mul(t.size())?).ok()?;
     let data: &[u8] = if o == Op::NoOp {
