@@ -169,16 +169,17 @@ macro_rules! atomic_rmw {
         // is mapped for the window's life and only accessed atomically here.
         let a = unsafe { <$at>::from_ptr($p as *mut $int) };
         let val = |s: &[u8]| <$int>::from_ne_bytes(s.try_into().expect("one element"));
+        let class = $b.class();
         let before: $int = match ($kind, $op) {
             (OpKind::CompareAndSwap, _) => match a.compare_exchange(val($compare), val($input), Ordering::AcqRel, Ordering::Acquire) {
                 Ok(v) | Err(v) => v,
             },
             (_, Op::NoOp) => a.load(Ordering::Acquire),
             (_, Op::Replace) => a.swap(val($input), Ordering::AcqRel),
-            (_, Op::Sum) if matches!($b.class(), TypeClass::SignedInt | TypeClass::UnsignedInt) => a.fetch_add(val($input), Ordering::AcqRel),
+            (_, Op::Sum) if matches!(class, TypeClass::SignedInt | TypeClass::UnsignedInt) => a.fetch_add(val($input), Ordering::AcqRel),
             // Sums of doubles and floats, the commonest accumulate: the
             // addition inline rather than through the kernel table.
-            (_, Op::Sum) if $b.class() == TypeClass::Float && (size_of::<$int>() == 8 || size_of::<$int>() == 4) => {
+            (_, Op::Sum) if class == TypeClass::Float && (size_of::<$int>() == 8 || size_of::<$int>() == 4) => {
                 let add = |cur: $int| -> $int {
                     let (x, y) = (cur.to_ne_bytes(), $input);
                     if size_of::<$int>() == 8 {

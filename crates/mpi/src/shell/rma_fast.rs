@@ -31,7 +31,9 @@ static DEFINED: [[AtomicU8; 256]; Op::ALL.len()] = [const { [const { AtomicU8::n
 
 /// `op` is defined on the dense predefined type of index `i`.
 fn defined(op: Op, i: usize, t: &Datatype) -> bool {
-    let Some(k) = Op::ALL.iter().position(|&o| o == op) else { return false };
+    // Op::ALL lists the operations in their declaration order.
+    let k = op as usize;
+    debug_assert_eq!(Op::ALL[k], op);
     let cell = &DEFINED[k][i];
     match cell.load(Ordering::Relaxed) {
         1 => true,
