@@ -157,9 +157,8 @@ impl Engine {
     /// MPI_ANY_SOURCE interrupted by a failure): it completes with
     /// [`ErrorKind::ProcFailed`]. False if it already matched.
     pub fn interrupt_recv(&mut self, r: ReqId) -> bool {
-        let Some(ctx) = self.posted_any_source(r) else { return false };
-        if let Some(q) = self.queues.get_mut(&ctx) {
-            q.posted.retain(|x| *x != r);
+        if self.posted_any_source(r).is_none() || !self.unpost(r) {
+            return false;
         }
         self.finish_with(r, failed_status(ErrorKind::ProcFailed));
         true

@@ -129,24 +129,15 @@ impl Engine {
     /// MPI_Cancel. Only receives still waiting for a match can be cancelled;
     /// anything else completes normally (the standard allows this).
     pub fn cancel(&mut self, r: ReqId) {
-        let Some(req) = self.reqs.get(r.0) else { return };
-        if req.done {
-            return;
-        }
-        if let ReqOp::Recv(RecvOp { ctx, stage: RecvStage::Posted, .. }) = &req.op {
-            let ctx = *ctx;
-            if let Some(q) = self.queues.get_mut(&ctx) {
-                if let Some(pos) = q.posted.iter().position(|&x| x == r) {
-                    q.posted.remove(pos);
-                }
-            }
+        if self.unpost(r) {
             self.finish_with(r, Status { source: -1, tag: -1, count: 0, cancelled: true, error: None });
         }
     }
 
-    /// Take back a receive still waiting for a match, forgetting it
-    /// entirely (an abandoned collective's); false if `r` is no such receive.
-    pub(crate) fn withdraw_recv(&mut self, r: ReqId) -> bool {
+    /// Take receive `r` off its posted queue if it still waits for a match
+    /// (the caller then finishes or forgets it); false if it is no such
+    /// receive.
+    pub(crate) fn unpost(&mut self, r: ReqId) -> bool {
         let Some(req) = self.reqs.get(r.0) else { return false };
         let ReqOp::Recv(RecvOp { ctx, stage: RecvStage::Posted, .. }) = &req.op else { return false };
         if req.done {
@@ -154,10 +145,17 @@ impl Engine {
         }
         let ctx = *ctx;
         if let Some(q) = self.queues.get_mut(&ctx) {
-            q.posted.retain(|&x| x != r);
+            if let Some(pos) = q.posted.iter().position(|&x| x == r) {
+                q.posted.remove(pos);
+            }
         }
-        self.reqs.remove(r.0);
         true
+    }
+
+    /// Take back a receive still waiting for a match, forgetting it
+    /// entirely (an abandoned collective's); false if `r` is no such receive.
+    pub(crate) fn withdraw_recv(&mut self, r: ReqId) -> bool {
+        self.unpost(r) && self.reqs.remove(r.0).is_some()
     }
 
     /// Messages waiting unmatched (MPI_T: the unexpected-queue length).
