@@ -824,8 +824,23 @@ impl Engine {
         if !ex.user_steps.iter().any(|(rid, _, _)| *rid == id) {
             ex.running.get_mut(id).unwrap().waiting_user = false;
         }
-        ex.host_ops.retain(|(r, _, _)| !outstanding.contains(r));
+        // Its host-area operation is dropped (the area's sequence is
+        // broken with the communicator); its request is done with.
+        let mut dropped = Vec::new();
+        ex.host_ops.retain(|(r, _, _)| {
+            let ours = outstanding.contains(r);
+            if ours {
+                dropped.push(*r);
+            }
+            !ours
+        });
+        for r in dropped {
+            self.reqs.remove(r.0);
+        }
         for r in outstanding {
+            if !self.exists(r) {
+                continue;
+            }
             if !self.withdraw_recv(r) {
                 if self.is_complete(r) {
                     self.take(r);
