@@ -15,7 +15,6 @@
 //! what it sent so that a reset is survived; a suspect makes this rank ask
 //! gridmpirun at once rather than wait for the signal.
 
-use crate::objects::Comm;
 use crate::state::{self, State};
 use gridmpi_engine::Pid;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,7 +91,7 @@ pub fn note_failure(st: &mut State, pid: Pid) {
     }
     st.rt.proc_failed(pid);
     let mut posted = Vec::new();
-    let mut collect = |c: &Comm| {
+    for c in st.all_comms() {
         let peers = c.remote.as_ref().unwrap_or(&c.group);
         if let Some(r) = peers.pids.iter().position(|&p| p == pid) {
             posted.push((c.ctx, r as i32));
@@ -104,11 +103,6 @@ pub fn note_failure(st: &mut State, pid: Pid) {
                 posted.push((local + 1, r as i32));
             }
         }
-    };
-    collect(&st.world);
-    collect(&st.selfc);
-    for c in st.comms.values() {
-        collect(c);
     }
     for (ctx, r) in posted {
         st.rt.engine.fail_posted_from(ctx, r);
@@ -122,7 +116,7 @@ pub fn after_progress(st: &mut State) {
         ask(st);
     }
     for ctx in st.rt.engine.take_revoked_news() {
-        let other = st.comms.values().chain([&st.world]).find(|c| c.ctx == ctx).and_then(|c| c.local_ctx.zip(c.remote.as_ref()).map(|(l, _)| l));
+        let other = st.comm_by_ctx(ctx).and_then(|c| c.local_ctx.zip(c.remote.as_ref()).map(|(l, _)| l));
         if let Some(local) = other {
             st.rt.engine.revoke_here(&[local, local + 1]);
         }

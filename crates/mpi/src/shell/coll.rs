@@ -126,8 +126,7 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
     // A copy: a tool may change the choice (MPI_T) between collectives.
     let selector = st.coll_selector.clone();
     if st.rt.engine.ft_active() {
-        let ctx = st.comm(comm)?.ctx;
-        st.ft_check_comm(ctx)?;
+        st.ft_check_comm(st.comm(comm)?)?;
     }
     let c = st.comm_mut(comm)?;
     let tag_kind = tag;

@@ -36,9 +36,14 @@ pub fn error_with(kind: ErrorKind, msg: String) -> MpiError {
 pub const FINALIZE_SEQ: u32 = u32::MAX;
 
 impl State {
+    /// Every communicator, the predefined ones first.
+    pub(crate) fn all_comms(&self) -> impl Iterator<Item = &Comm> {
+        [&self.world, &self.selfc].into_iter().chain(self.comms.values())
+    }
+
     /// The communicator whose point-to-point context is `ctx`.
-    fn comm_by_ctx(&self, ctx: u32) -> Option<&Comm> {
-        [&self.world, &self.selfc].into_iter().chain(self.comms.values()).find(|c| c.ctx == ctx)
+    pub(crate) fn comm_by_ctx(&self, ctx: u32) -> Option<&Comm> {
+        self.all_comms().find(|c| c.ctx == ctx)
     }
 
     /// The pids a communicator's operations address (the remote group of
@@ -59,17 +64,15 @@ impl State {
         Ok(())
     }
 
-    /// A collective on `ctx`'s communicator may start: not revoked, and no
-    /// member failed (shrink it first).
-    pub fn ft_check_comm(&self, ctx: u32) -> R<()> {
-        self.ft_check_peer(ctx, None)?;
-        if let Some(c) = self.comm_by_ctx(ctx) {
-            if let Some(p) = State::comm_pids(c).find(|&p| self.rt.engine.is_failed(p)) {
-                return Err(err(
-                    MPIX_ERR_PROC_FAILED,
-                    format!("rank {}: process {p} of the communicator failed (MPIX_Comm_shrink makes one without it)", self.rt.me),
-                ));
-            }
+    /// A collective on `c` may start: not revoked, and no member failed
+    /// (shrink it first).
+    pub fn ft_check_comm(&self, c: &Comm) -> R<()> {
+        self.ft_check_peer(c.ctx, None)?;
+        if let Some(p) = State::comm_pids(c).find(|&p| self.rt.engine.is_failed(p)) {
+            return Err(err(
+                MPIX_ERR_PROC_FAILED,
+                format!("rank {}: process {p} of the communicator failed (MPIX_Comm_shrink makes one without it)", self.rt.me),
+            ));
         }
         Ok(())
     }
