@@ -493,7 +493,8 @@ impl Engine {
     /// Advance every running schedule whose current round is complete.
     /// Returns whether any round advanced.
     pub fn progress_schedules(&mut self) -> bool {
-        if self.executor.running.is_empty() {
+        // Adopted host-area operations (host_adopt) have no schedule.
+        if self.executor.running.is_empty() && self.executor.host_ops.is_empty() {
             return false;
         }
         let mut ex = std::mem::take(&mut self.executor);
@@ -706,15 +707,8 @@ impl Engine {
                 }
                 // SAFETY: the step's buffers live as long as its schedule,
                 // which waits for this request.
-                match unsafe { step.arrive() } {
-                    Ok(last) => {
-                        if last {
-                            for &pid in &step.wake {
-                                self.transmit(pid, gridmpi_wire::Header::new(gridmpi_wire::Frame::Credit, 0), gridmpi_wire::Payload::None, None);
-                            }
-                        }
-                    }
-                    Err(e) => ex.host_errors.push((*r, e)),
+                if let Err(e) = unsafe { self.host_arrive(step) } {
+                    ex.host_errors.push((*r, e));
                 }
                 *arrived = true;
             }
@@ -732,6 +726,93 @@ impl Engine {
             i = 0;
         }
         finished
+    }
+
+    /// Arrive at a host-area operation. The last member combines, releases
+    /// (even after a failed reduction, whose error it returns) and wakes the
+    /// members that said they sleep: spinners see the release themselves.
+    ///
+    /// # Safety
+    /// The step's buffers are valid until it is read ([`HostStep::arrive`]).
+    pub unsafe fn host_arrive(&mut self, step: &crate::coll::host::HostStep) -> Result<(), String> {
+        let (last, result) = match step.arrive() {
+            Ok(last) => (last, Ok(())),
+            Err(e) => (true, Err(e)),
+        };
+        if last {
+            let area = &step.host.area;
+            for (_, &pid) in step.pids.iter().enumerate().filter(|&(m, _)| m != step.member && area.sleeping(m)) {
+                self.transmit(pid, gridmpi_wire::Header::new(gridmpi_wire::Frame::Credit, 0), gridmpi_wire::Payload::None, None);
+            }
+        }
+        result
+    }
+
+    /// A blocking collective whose schedule is one host-area operation that
+    /// may start now (every earlier one on its area finished here) needs no
+    /// executor: its caller arrives ([`Engine::host_arrive`]), waits for the
+    /// release without the lock and reads ([`Engine::host_finish`]), or
+    /// hands the waiting over ([`Engine::host_adopt`]). That saves a
+    /// blocked barrier or small allreduce most of its cost on one host.
+    /// Returns the step, or the schedule to start as usual.
+    pub fn host_step_alone(&self, mut sched: Schedule) -> Result<Box<crate::coll::host::HostStep>, Schedule> {
+        let alone = match sched.rounds.as_slice() {
+            [r] => {
+                r.local.is_empty() && r.carry.is_empty() && r.pace.is_empty() && matches!(r.comm.as_slice(), [Step::Host(s)] if s.host.area.turn() == s.host.op)
+            }
+            _ => false,
+        };
+        if !alone {
+            return Err(sched);
+        }
+        match sched.rounds[0].comm.pop() {
+            Some(Step::Host(step)) => Ok(step),
+            _ => unreachable!("checked: one host step"),
+        }
+    }
+
+    /// Read what a released operation gives us; the area's next operation
+    /// may start.
+    ///
+    /// # Safety
+    /// As [`Engine::host_arrive`]; the operation is released.
+    pub unsafe fn host_finish(step: &crate::coll::host::HostStep) {
+        step.read();
+        step.host.area.set_turn(step.host.op + 1);
+    }
+
+    /// Wait for an arrived step's release as the executor's other host
+    /// operations do: the returned request completes once it is read.
+    pub fn host_adopt(&mut self, step: Box<crate::coll::host::HostStep>) -> ReqId {
+        let r = self.external_request();
+        self.executor.host_ops.push((r, step, true));
+        r
+    }
+
+    /// The host-area operations this process arrived at and waits to see
+    /// released: a waiter spins on them without the lock (no frame comes
+    /// for a member that does not sleep).
+    pub fn host_waits(&self) -> Vec<(Arc<dyn crate::coll::host::HostArea>, u64)> {
+        self.executor.host_ops.iter().filter(|(_, s, arrived)| *arrived && !s.host.area.released(s.host.op)).map(|(_, s, _)| (s.host.area.clone(), s.host.op)).collect()
+    }
+
+    /// Before this process sleeps: mark it sleeping on every area it waits
+    /// on, so the last member wakes it. False when a release came
+    /// meanwhile (do not sleep; [`Engine::host_after_sleep`] still follows).
+    pub fn host_prepare_sleep(&self) -> bool {
+        let mut sleep = true;
+        for (_, s, _) in self.executor.host_ops.iter().filter(|(_, _, arrived)| *arrived) {
+            s.host.area.set_sleeping(s.member, true);
+            sleep &= !s.host.area.released(s.host.op);
+        }
+        sleep
+    }
+
+    /// Awake again: the last members need not send frames.
+    pub fn host_after_sleep(&self) {
+        for (_, s, _) in self.executor.host_ops.iter().filter(|(_, _, arrived)| *arrived) {
+            s.host.area.set_sleeping(s.member, false);
+        }
     }
 
     /// User-function reductions to run outside the lock (see [`UserStep`]).

@@ -558,11 +558,14 @@ impl Driver {
         if engine.has_actions() || self.busy() {
             return false;
         }
-        self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+        // Both run even when the first says no: `after_sleep` undoes both.
+        let areas = engine.host_prepare_sleep();
+        self.shm.as_mut().is_none_or(|s| s.prepare_sleep()) && areas
     }
 
     /// After waking (or deciding not to sleep after `prepare_sleep`).
-    pub fn after_sleep(&mut self) {
+    pub fn after_sleep(&mut self, engine: &Engine) {
+        engine.host_after_sleep();
         if let Some(s) = self.shm.as_mut() {
             s.after_sleep();
         }

@@ -46,6 +46,12 @@ impl HostArea for SharedArea {
     fn released(&self, op: u64) -> bool {
         self.area.released(op)
     }
+    fn set_sleeping(&self, member: usize, on: bool) {
+        self.area.set_sleeping(member, on)
+    }
+    fn sleeping(&self, member: usize) -> bool {
+        self.area.sleeping(member)
+    }
     fn turn(&self) -> u64 {
         self.turn.load(Ordering::Relaxed)
     }

@@ -102,6 +102,9 @@ pub struct Comm {
     /// The shared-memory area for collectives when every member is on
     /// this host (see shell/coll.rs: set up at the first collective).
     pub host: HostColl,
+    /// The group's pids as collective schedules take them (a communicator's
+    /// group never changes; shared so a collective's start copies nothing).
+    pub coll_pids: Arc<[Pid]>,
 }
 
 /// A communicator's shared-memory area for collectives
@@ -119,7 +122,7 @@ impl Comm {
     pub fn new(ctx: u32, group: Arc<Group>, rank: i32, errh: MPI_Errhandler) -> Comm {
         Comm {
             ctx,
-            group,
+            group: group.clone(),
             remote: None,
             rank,
             name: String::new(),
@@ -133,6 +136,7 @@ impl Comm {
             bsend: None,
             session: None,
             host: HostColl::Unknown,
+            coll_pids: group.pids.clone().into(),
         }
     }
 

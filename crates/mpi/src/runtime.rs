@@ -440,7 +440,7 @@ impl Runtime {
     }
 
     pub fn after_sleep(&mut self) {
-        self.driver.after_sleep();
+        self.driver.after_sleep(&self.engine);
     }
 
     /// Before a blocked call sleeps: say so if a WAN link looks down. To

@@ -234,16 +234,14 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
             st.rt.finish_copy(piece, ok);
             continue;
         }
-        if spin && (!st.rt.spin.is_zero() || st.rt.oversubscribed) {
+        if spin && SpinPolicy::allowed(st) {
             // Wait for a sign of work without the lock, briefly.
-            // Yield from the start when ranks outnumber cores, or when
-            // another thread of ours is copying: it may share our core.
-            let yielding = st.rt.oversubscribed || st.waiting.copiers > 0;
-            let policy = SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding };
+            let policy = SpinPolicy::of(st);
             let arrivals = st.rt.arrivals.clone();
+            let releases = st.rt.engine.host_waits();
             st.waiting.spinners += 1;
             drop(g);
-            let found = spin_for_arrivals(&arrivals, policy);
+            let found = spin_for_arrivals(&arrivals, &releases, policy);
             g = lock();
             let st = g.as_mut().ok_or_else(not_running)?;
             st.waiting.spinners -= 1;
@@ -291,15 +289,32 @@ pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     }
 }
 
+/// A communicator's shared area and the operation on it this process waits for.
+pub(crate) type HostWait = (std::sync::Arc<dyn gridmpi_engine::coll::host::HostArea>, u64);
+
 /// How a blocked call waits for a sign of work before sleeping.
 #[derive(Clone, Copy)]
-struct SpinPolicy {
+pub(crate) struct SpinPolicy {
     /// How long to poll while the core is ours.
     spin: std::time::Duration,
     /// How long to yield between polls once the core is shared.
     yield_for: std::time::Duration,
     /// Start yielding at once (ranks outnumber cores).
     yielding: bool,
+}
+
+impl SpinPolicy {
+    /// Whether a blocked call may wait without the lock before sleeping.
+    pub(crate) fn allowed(st: &State) -> bool {
+        !st.rt.spin.is_zero() || st.rt.oversubscribed
+    }
+
+    pub(crate) fn of(st: &State) -> SpinPolicy {
+        // Yield from the start when ranks outnumber cores, or when another
+        // thread of ours is copying: it may share our core.
+        let yielding = st.rt.oversubscribed || st.waiting.copiers > 0;
+        SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding }
+    }
 }
 
 /// A sched_yield that took longer than this let another task run on our
@@ -314,8 +329,10 @@ const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(
 /// outnumber cores, it yields between polls so a peer on the same core can
 /// run and send what we wait for. The clock is read and the sockets asked
 /// every few polls (both cost more than the shared-memory check).
-fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, policy: SpinPolicy) -> bool {
+pub(crate) fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, releases: &[HostWait], policy: SpinPolicy) -> bool {
     let epoch = arrivals.epoch();
+    // A host-area operation we wait on is released: no frame says so.
+    let released = || releases.iter().any(|(area, op)| area.released(*op));
     let start = Instant::now();
     let mut yielding = policy.yielding;
     let mut rounds = 0u32;
@@ -324,12 +341,12 @@ fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, policy: S
         if yielding {
             // SAFETY: plain syscall.
             unsafe { libc::sched_yield() };
-            if arrivals.any(epoch, rounds % 2 == 0) {
+            if arrivals.any(epoch, rounds % 2 == 0) || released() {
                 return true;
             }
         } else {
             for _ in 0..16 {
-                if arrivals.any(epoch, false) {
+                if arrivals.any(epoch, false) || released() {
                     return true;
                 }
                 std::hint::spin_loop();

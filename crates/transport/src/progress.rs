@@ -90,7 +90,8 @@ impl Poller {
 /// is caught by the next progress pass, so it only costs latency.
 #[derive(Clone, Default)]
 pub struct Arrivals {
-    shm: Option<crate::shm::ring::ArrivalProbe>,
+    /// Shared: every blocked call takes a copy.
+    shm: Option<std::sync::Arc<crate::shm::ring::ArrivalProbe>>,
     /// The TCP transport's epoll fd (readable when a socket is).
     tcp: Option<RawFd>,
     /// Bumped whenever some thread completes requests.
@@ -99,7 +100,7 @@ pub struct Arrivals {
 
 impl Arrivals {
     pub fn new(shm: Option<crate::shm::ring::ArrivalProbe>, tcp: Option<RawFd>) -> Arrivals {
-        Arrivals { shm, tcp, epoch: Default::default() }
+        Arrivals { shm: shm.map(std::sync::Arc::new), tcp, epoch: Default::default() }
     }
 
     /// Another thread completed requests.

@@ -11,8 +11,11 @@
 //! 2. the member whose arrival completes the count is the last: it
 //!    combines the contributions (a reduction in rank order, so the result
 //!    does not depend on who was last) into the result slot, releases `k`,
-//!    and wakes the others (a frame that only returns credit: any frame
-//!    wakes a waiting process);
+//!    and wakes the members that sleep (a frame that only returns credit:
+//!    any frame wakes a waiting process). A member that spins watches the
+//!    release itself ([`Engine::host_waits`](crate::Engine::host_waits)),
+//!    so the common case costs no frame; one that is about to sleep marks
+//!    itself first ([`Engine::host_prepare_sleep`](crate::Engine::host_prepare_sleep));
 //! 3. each member, once it sees the release, unpacks what it needs.
 //!
 //! A member starts `k + 1` only after it finished `k` locally, so when a
@@ -38,8 +41,15 @@ pub trait HostArea: Send + Sync {
     /// Arrive at `op`; true for the last member, which must then
     /// [`HostArea::release`] it.
     fn arrive(&self, op: u64) -> bool;
+    /// Release `op`, then a full fence (before the last member looks at
+    /// [`HostArea::sleeping`]).
     fn release(&self, op: u64);
     fn released(&self, op: u64) -> bool;
+    /// Mark `member` as about to sleep (true: then a full fence, before it
+    /// looks at [`HostArea::released`] once more) or awake.
+    fn set_sleeping(&self, member: usize, on: bool);
+    /// Whether `member` may sleep, so must be woken by a frame.
+    fn sleeping(&self, member: usize) -> bool;
     /// The next operation this process may start (process-local: ops
     /// start in order, each once the one before finished here).
     fn turn(&self) -> u64;
@@ -79,8 +89,9 @@ pub struct HostStep {
     pub combine: Option<Combine>,
     /// What to unpack after the release: (from, byte offset there, into).
     pub read: Vec<(Source, u64, UserBuf)>,
-    /// Pids of the other members, to wake after releasing.
-    pub wake: Vec<gridmpi_wire::Pid>,
+    /// Every member's pid (by rank), to wake the others after releasing
+    /// if they sleep.
+    pub pids: Arc<[gridmpi_wire::Pid]>,
 }
 
 impl HostStep {
@@ -161,8 +172,9 @@ pub fn reduction_fits(slot: u64, count: u64, dt: &Datatype, op: &dyn Reducer) ->
 }
 
 fn one_step(view: CommView, tag: i32, step: HostStep) -> Schedule {
+    // Sized exactly: a blocked barrier's cost is mostly its allocations.
     let mut s = Schedule::new(view, tag);
-    s.round().comm.push(Step::Host(Box::new(step)));
+    s.rounds = vec![crate::sched::Round { comm: vec![Step::Host(Box::new(step))], ..Default::default() }];
     s
 }
 
@@ -175,7 +187,7 @@ fn base(view: &CommView, h: &Host) -> HostStep {
         write: Vec::new(),
         combine: None,
         read: Vec::new(),
-        wake: (0..view.size).filter(|&r| r != view.rank).map(|r| view.pid(r)).collect(),
+        pids: view.pids.clone(),
     }
 }
 
@@ -262,6 +274,7 @@ pub mod tests {
         arrivals: AtomicU64,
         released: AtomicU64,
         turns: Vec<AtomicU64>,
+        sleeping: Vec<AtomicU64>,
     }
 
     // SAFETY: the simulated ranks run on one thread.
@@ -280,6 +293,7 @@ pub mod tests {
                 arrivals: AtomicU64::new(0),
                 released: AtomicU64::new(0),
                 turns: (0..members).map(|_| AtomicU64::new(0)).collect(),
+                sleeping: (0..members).map(|_| AtomicU64::new(0)).collect(),
             })
         }
         fn at(&self, i: usize) -> *mut u8 {
@@ -306,6 +320,12 @@ pub mod tests {
         }
         fn released(&self, op: u64) -> bool {
             self.0.released.load(Ordering::Acquire) > op
+        }
+        fn set_sleeping(&self, member: usize, on: bool) {
+            self.0.sleeping[member].store(on as u64, Ordering::SeqCst)
+        }
+        fn sleeping(&self, member: usize) -> bool {
+            self.0.sleeping[member].load(Ordering::SeqCst) != 0
         }
         fn turn(&self) -> u64 {
             self.0.turns[self.1].load(Ordering::Relaxed)

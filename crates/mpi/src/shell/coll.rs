@@ -24,6 +24,7 @@ use gridmpi_engine::sched::{CommView, Schedule};
 use gridmpi_engine::ReqId;
 
 mod gathers;
+mod host_inline;
 mod reductions;
 
 pub use gathers::*;
@@ -86,7 +87,7 @@ pub fn coll_views(c: &Comm) -> (CommView, Option<CommView>) {
     match &c.remote {
         None => (super::env::coll_view(c), None),
         Some(remote) => {
-            let mine: Arc<[u32]> = c.group.pids.clone().into();
+            let mine = c.coll_pids.clone();
             let local_ctx = c.local_ctx.unwrap_or(c.ctx);
             (
                 CommView { ctx: c.ctx + 1, rank: c.rank, size: remote.size(), pids: remote.pids.clone().into(), local_pids: Some(mine.clone()) },
@@ -123,6 +124,13 @@ fn planned(st: &mut State, comm: MPI_Comm, tag: Tag, plan: impl FnOnce(&State) -
 
 /// Build and start a collective's schedule on `comm`.
 fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag: Tag) -> R<ReqId> {
+    let (s, ctx) = schedule(st, comm, build, tag)?;
+    start_schedule(st, name, ctx, s)
+}
+
+/// Build a collective's schedule on `comm` (taking its tag and, if it uses
+/// the shared-memory area, its operation number there).
+fn schedule(st: &mut State, comm: MPI_Comm, build: &Build, tag: Tag) -> R<(Schedule, u32)> {
     // A copy: a tool may change the choice (MPI_T) between collectives.
     let selector = st.coll_selector.clone();
     if st.rt.engine.ft_active() {
@@ -158,6 +166,10 @@ fn start(st: &mut State, name: &'static str, comm: MPI_Comm, build: &Build, tag:
             *next_op += 1;
         }
     }
+    Ok((s, ctx))
+}
+
+fn start_schedule(st: &mut State, name: &'static str, ctx: u32, s: Schedule) -> R<ReqId> {
     let bytes = if st.rt.tracer.is_some() { s.bytes_sent() } else { 0 };
     let r = st.rt.engine.start_schedule(s);
     if let Some(t) = st.rt.tracer.as_mut() {
@@ -201,6 +213,10 @@ fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
 fn comm_sites(st: &State, comm: MPI_Comm, tag: i32) -> Option<Arc<gridmpi_engine::sched::Sites>> {
     let c = st.comm(comm).ok()?;
     let map = st.coll_map(c.ctx, Some(tag));
+    let first = map.cluster_of(*c.group.pids.first()?);
+    if c.group.pids.iter().all(|&p| map.cluster_of(p) == first) {
+        return None;
+    }
     let (of_rank, ids) = crate::clustermap::first_appearance(c.group.pids.iter().map(|&p| map.cluster_of(p)));
     if ids.len() < 2 {
         return None;
@@ -241,11 +257,19 @@ pub fn schedule_error(msg: String) -> crate::errors::MpiError {
 /// The blocking form: start and wait.
 pub fn blocking(name: &'static str, comm: MPI_Comm, plan: impl FnOnce(&State) -> R<Build>) -> c_int {
     api(name, Target::Comm(comm), || {
-        let r = state::with(|st| {
+        let started = state::with(|st| {
             set_up_host_area(st, comm)?;
             let b = planned(st, comm, Tag::Blocking, plan)?;
-            start(st, name, comm, &b, Tag::Blocking)
+            let (s, ctx) = schedule(st, comm, &b, Tag::Blocking)?;
+            match host_inline::try_start(st, s)? {
+                Ok(inline) => Ok(Err(inline)),
+                Err(s) => start_schedule(st, name, ctx, s).map(Ok),
+            }
         })?;
+        let r = match started {
+            Ok(r) => r,
+            Err(inline) => return host_inline::finish(inline),
+        };
         let status = super::env::wait_engine(r)?;
         match state::with(|st| Ok(st.rt.engine.take_schedule_error(r)))? {
             Some(msg) if status.error.is_some() => Err(super::ft::error_with(status.error.unwrap(), msg)),
@@ -310,19 +334,26 @@ pub struct CommShape {
 impl CommShape {
     pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
         let c = st.comm(comm)?;
-        let mut seen: Vec<u32> = Vec::new();
         let map = st.coll_map(c.ctx, st.planning_tag);
-        for &pid in c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter())) {
-            let k = map.cluster_of(pid);
-            if !seen.contains(&k) {
-                seen.push(k);
+        let all = || c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter())).map(|&pid| map.cluster_of(pid));
+        // Most communicators are within one cluster: count without allocating.
+        let first = all().next();
+        let clusters = if all().all(|k| Some(k) == first) {
+            first.is_some() as u32
+        } else {
+            let mut seen: Vec<u32> = Vec::new();
+            for k in all() {
+                if !seen.contains(&k) {
+                    seen.push(k);
+                }
             }
-        }
+            seen.len() as u32
+        };
         let host_slot = match &c.host {
             HostColl::Area { slot, .. } => *slot,
             _ => 0,
         };
-        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()), clusters: seen.len() as u32, host_slot })
+        Ok(CommShape { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.size()), clusters, host_slot })
     }
 
     /// The algorithm table's input for `bytes` per rank (see

@@ -83,7 +83,7 @@ pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
 
 /// The view of a communicator for internal collectives.
 pub fn coll_view(c: &Comm) -> CommView {
-    CommView { ctx: c.ctx + 1, rank: c.rank, size: c.size(), pids: c.group.pids.clone().into(), local_pids: None }
+    CommView { ctx: c.ctx + 1, rank: c.rank, size: c.size(), pids: c.coll_pids.clone(), local_pids: None }
 }
 
 /// Block until the engine request `r` completes; return its status.

@@ -22,8 +22,12 @@
 //! one and arrives at the next in the same turn, which is what makes these
 //! collectives fast when ranks outnumber cores.
 //!
-//! Waking is the caller's: the last member tells the others (a frame
-//! through the rings), and a waiter checks [`Area::released`].
+//! Waking is the caller's: a waiter spins on [`Area::released`]; one that
+//! is about to sleep says so first ([`Area::set_sleeping`]) and looks once
+//! more, and the last member tells only the sleepers (a frame through the
+//! rings). Both sides put a full fence between their store and their load
+//! (`release_op` then `sleeping`; `set_sleeping` then `released`), so
+//! either the sleeper sees the release or the last member sees the sleeper.
 
 use crate::sys::SharedMap;
 use std::io;
@@ -44,8 +48,13 @@ pub struct Area {
 unsafe impl Send for Area {}
 
 impl Area {
-    /// The size of the file for `members` members and `slot` bytes per slot.
+    /// The size of the file for `members` members and `slot` bytes per slot:
+    /// the header, the slots, then one sleeping flag per member.
     fn file_len(members: usize, slot: usize) -> usize {
+        Self::flags_at(members, slot) + (8 * members).next_multiple_of(LINE)
+    }
+
+    fn flags_at(members: usize, slot: usize) -> usize {
         HEADER + (2 * members + 2) * slot
     }
 
@@ -131,8 +140,31 @@ impl Area {
     }
 
     /// Release operation `op` (the last member, after computing the result).
+    /// Then it must look at [`Area::sleeping`] for whom to wake.
     pub fn release_op(&self, op: u64) {
-        self.release().store(op + 1, Ordering::Release);
+        self.release().store(op + 1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
+    fn flag(&self, member: usize) -> &AtomicU64 {
+        assert!(member < self.members);
+        // SAFETY: inside the mapping (file_len), 8-byte aligned (HEADER and
+        // slots are multiples of LINE).
+        unsafe { &*(self.map.as_ptr().add(Self::flags_at(self.members, self.slot) + 8 * member) as *const AtomicU64) }
+    }
+
+    /// `member` is about to sleep (true; it must then look at
+    /// [`Area::released`] once more before it does) or is awake (false).
+    pub fn set_sleeping(&self, member: usize, on: bool) {
+        self.flag(member).store(on as u64, Ordering::SeqCst);
+        if on {
+            std::sync::atomic::fence(Ordering::SeqCst);
+        }
+    }
+
+    /// Whether `member` may be asleep, so needs a frame to see a release.
+    pub fn sleeping(&self, member: usize) -> bool {
+        self.flag(member).load(Ordering::SeqCst) != 0
     }
 
     /// Whether operation `op` is released (its result and every member's
@@ -183,6 +215,60 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+    }
+
+    /// The waking protocol: a member that marks itself sleeping and then
+    /// finds its operation not released is always seen as sleeping by the
+    /// last member, who releases it after. Two threads race on it many
+    /// times; a lost wake-up would leave the sleeper waiting for ever (here:
+    /// the test counts it and fails).
+    #[test]
+    fn a_sleeper_is_never_missed_by_the_last_member() {
+        let name = format!("/gridmpi-test-host-sleep-{}", std::process::id());
+        let n = 2;
+        let ops = 20000u64;
+        let areas = Arc::new((0..n).map(|_| Area::create_or_open(&name, n, 64).unwrap()).collect::<Vec<_>>());
+        let woken = Arc::new(AtomicU64::new(0));
+        let sleeper = {
+            let (areas, woken) = (areas.clone(), woken.clone());
+            std::thread::spawn(move || {
+                let a = &areas[1];
+                let mut missed = 0;
+                for op in 0..ops {
+                    if a.arrive(op) {
+                        a.release_op(op);
+                    }
+                    a.set_sleeping(1, true);
+                    if !a.released(op) {
+                        // "Asleep": only the last member's wake ends it.
+                        let mut spins = 0u64;
+                        while woken.load(Ordering::Acquire) <= op {
+                            spins += 1;
+                            if spins > 2_000_000_000 {
+                                missed += 1;
+                                break;
+                            }
+                            std::hint::spin_loop();
+                        }
+                    }
+                    a.set_sleeping(1, false);
+                }
+                missed
+            })
+        };
+        let a = &areas[0];
+        for op in 0..ops {
+            if a.arrive(op) {
+                a.release_op(op);
+                if a.sleeping(1) {
+                    woken.store(op + 1, Ordering::Release);
+                }
+            }
+            while !a.released(op) {
+                std::hint::spin_loop();
+            }
+        }
+        assert_eq!(sleeper.join().unwrap(), 0, "a sleeper was never woken");
     }
 
     #[test]
