@@ -393,6 +393,16 @@ impl Datatype {
         Self::basic_with(Ctor::Named(t), t)
     }
 
+    /// [`Datatype::basic`], made once per type and shared: for what needs
+    /// one per call (a reduction's element type), where building it costs
+    /// more than the call's communication on one host.
+    pub fn basic_shared(t: BasicType) -> std::sync::Arc<Datatype> {
+        use std::sync::{Arc, OnceLock};
+        static MADE: OnceLock<Vec<Arc<Datatype>>> = OnceLock::new();
+        let made = MADE.get_or_init(|| BasicType::ALL.iter().map(|&b| Arc::new(Datatype::basic(b))).collect());
+        made[t as usize].clone()
+    }
+
     fn basic_with(ctor: Ctor, t: BasicType) -> Datatype {
         let size = t.size() as u64;
         let (bounds, elements, uniform, node, sig) = match t {

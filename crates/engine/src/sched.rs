@@ -227,6 +227,13 @@ pub struct Schedule {
     pub tag: i32,
     pub rounds: Vec<Round>,
     temps: Vec<Temp>,
+    /// A schedule that is one host-area operation (coll/host.rs) keeps it
+    /// here rather than in a round: a blocking caller takes it without the
+    /// executor ([`Engine::host_step_alone`]), and building and dropping the
+    /// schedule allocates nothing else. It runs before every round (rounds
+    /// are only ever added after it), as the first round's only step once
+    /// the schedule is started or joined with another (`settle_host`).
+    pub(crate) host: Option<Box<crate::coll::host::HostStep>>,
 }
 
 impl Schedule {
@@ -243,18 +250,36 @@ impl Schedule {
     }
 
     pub fn new(view: CommView, tag: i32) -> Schedule {
-        Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new() }
+        Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new(), host: None }
     }
 
     /// A schedule of an intercommunicator: `remote` addresses the remote
     /// group, `local` our own group (on the local context).
     pub fn new_inter(remote: CommView, local: CommView, tag: i32) -> Schedule {
-        Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new() }
+        Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new(), host: None }
     }
 
     /// Run `other` (built on the same view) after this schedule's rounds;
     /// its scratch memory moves along.
-    pub fn append(&mut self, other: Schedule) {
+    /// Put a lone host-area step (see `host`) where the executor runs it:
+    /// the first round. Before this schedule is joined with another.
+    fn settle_host(&mut self) {
+        if let Some(step) = self.host.take() {
+            self.rounds.insert(0, Round { comm: vec![Step::Host(step)], ..Default::default() });
+        }
+    }
+
+    pub fn append(&mut self, mut other: Schedule) {
+        if self.rounds.is_empty() && self.host.is_none() {
+            // Appended to nothing: `other` as it is (a lone host step stays
+            // one, for a blocking caller to run without the executor).
+            self.rounds = other.rounds;
+            self.host = other.host;
+            self.temps.extend(other.temps);
+            return;
+        }
+        self.settle_host();
+        other.settle_host();
         self.rounds.extend(other.rounds);
         self.temps.extend(other.temps);
     }
@@ -264,7 +289,9 @@ impl Schedule {
     /// rounds: its ranks are renumbered to ours, so every message carries
     /// the sender's real rank and phases on different sub-views never
     /// match each other's messages.
-    pub fn append_mapped(&mut self, other: Schedule, members: &[i32]) {
+    pub fn append_mapped(&mut self, mut other: Schedule, members: &[i32]) {
+        self.settle_host();
+        other.settle_host();
         let m = |r: i32| members[r as usize];
         for round in other.rounds {
             let comm = round
@@ -293,8 +320,10 @@ impl Schedule {
     /// Run `other`, built on this intercommunicator schedule's local view,
     /// after this schedule's rounds: its sends and receives become
     /// local-group ones.
-    pub fn append_local(&mut self, other: Schedule) {
+    pub fn append_local(&mut self, mut other: Schedule) {
         assert!(self.local.is_some(), "append_local on a schedule without a local view");
+        self.settle_host();
+        other.settle_host();
         for round in other.rounds {
             let comm = round
                 .comm
@@ -463,7 +492,8 @@ pub struct Executor {
 
 impl Engine {
     /// Start a schedule; the returned request completes when it has run.
-    pub fn start_schedule(&mut self, sched: Schedule) -> ReqId {
+    pub fn start_schedule(&mut self, mut sched: Schedule) -> ReqId {
+        sched.settle_host();
         let req = self.external_request();
         let mut ex = std::mem::take(&mut self.executor);
         let id = ex.running.insert(Running {
@@ -756,18 +786,12 @@ impl Engine {
     /// blocked barrier or small allreduce most of its cost on one host.
     /// Returns the step, or the schedule to start as usual.
     pub fn host_step_alone(&self, mut sched: Schedule) -> Result<Box<crate::coll::host::HostStep>, Schedule> {
-        let alone = match sched.rounds.as_slice() {
-            [r] => {
-                r.local.is_empty() && r.carry.is_empty() && r.pace.is_empty() && matches!(r.comm.as_slice(), [Step::Host(s)] if s.host.area.turn() == s.host.op)
+        match sched.host.take() {
+            Some(step) if sched.rounds.is_empty() && step.host.area.turn() == step.host.op => Ok(step),
+            step => {
+                sched.host = step;
+                Err(sched)
             }
-            _ => false,
-        };
-        if !alone {
-            return Err(sched);
-        }
-        match sched.rounds[0].comm.pop() {
-            Some(Step::Host(step)) => Ok(step),
-            _ => unreachable!("checked: one host step"),
         }
     }
 

@@ -25,7 +25,7 @@
 //! barrier costs each member one atomic add and one look, instead of
 //! log2(n) rounds of messages, each needing the receiver to be scheduled.
 
-use crate::sched::{CommView, Reducer, Schedule, Step};
+use crate::sched::{CommView, Reducer, Schedule};
 use gridmpi_datatype::{Datatype, UserBuf};
 use std::sync::Arc;
 
@@ -168,13 +168,12 @@ pub fn reduction_fits(slot: u64, count: u64, dt: &Datatype, op: &dyn Reducer) ->
     }
     let basic = dt.uniform_element()?;
     let bytes = count.checked_mul(dt.size())?;
-    (bytes <= slot && !op.calls_user_code()).then(|| Arc::new(Datatype::basic(basic)))
+    (bytes <= slot && !op.calls_user_code()).then(|| Datatype::basic_shared(basic))
 }
 
 fn one_step(view: CommView, tag: i32, step: HostStep) -> Schedule {
-    // Sized exactly: a blocked barrier's cost is mostly its allocations.
     let mut s = Schedule::new(view, tag);
-    s.rounds = vec![crate::sched::Round { comm: vec![Step::Host(Box::new(step))], ..Default::default() }];
+    s.host = Some(Box::new(step));
     s
 }
 
