@@ -237,6 +237,7 @@ pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, bloc
     let me = view.rank as usize;
     // In place, our block is already where it belongs.
     let in_place = mine.is_none();
+    step.read.reserve_exact(blocks.len());
     step.write.push((mine.unwrap_or_else(|| blocks[me].clone()), 0));
     for (m, b) in blocks.iter().enumerate().filter(|&(m, _)| !(in_place && m == me)) {
         step.read.push((Source::Member(m), 0, b.clone()));
@@ -249,6 +250,8 @@ pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, bloc
 pub fn alltoall(view: CommView, tag: i32, h: &Host, send: &[UserBuf], recv: &[UserBuf], block: u64) -> Schedule {
     let mut step = base(&view, h);
     let me = view.rank as u64;
+    step.write.reserve_exact(send.len());
+    step.read.reserve_exact(recv.len());
     for (j, b) in send.iter().enumerate() {
         step.write.push((b.clone(), j as u64 * block));
     }

@@ -443,7 +443,13 @@ pub fn block_at_bytes(base: *const c_void, bytes: i64, count: u64, dt: &Arc<Data
 
 /// `n` equal blocks of `count` items of `dt`, one after the other.
 pub fn blocks(base: *const c_void, n: i32, count: u64, dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
-    (0..n as i64).map(|r| block_at(base, r * count as i64, count, dt)).collect()
+    // Sized at once (a collect of Results grows by doubling), as every
+    // alltoall on one host builds two of these per call.
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for r in 0..n as i64 {
+        out.push(block_at(base, r * count as i64, count, dt)?);
+    }
+    Ok(out)
 }
 
 /// A C array argument of `n` elements.
@@ -467,7 +473,11 @@ pub fn counts(p: Ints, n: i32, what: &str) -> R<Vec<u64>> {
 
 /// Per-rank blocks from counts and displacements (in extents of `dt`).
 pub fn blocks_v(base: *const c_void, counts: &[u64], displs: &[i64], dt: &Arc<Datatype>) -> R<Vec<UserBuf>> {
-    counts.iter().zip(displs).map(|(&c, &d)| block_at(base, d, c, dt)).collect()
+    let mut out = Vec::with_capacity(counts.len());
+    for (&c, &d) in counts.iter().zip(displs) {
+        out.push(block_at(base, d, c, dt)?);
+    }
+    Ok(out)
 }
 
 /// A datatype array argument, resolved.

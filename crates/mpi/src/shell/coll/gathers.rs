@@ -292,18 +292,22 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
     }
     Box::new(move |e| {
         let mut s = e.nothing();
-        let send = match &send {
-            Some(b) => b.clone(),
-            None => alltoall::in_place_sources(&mut s, &recv),
+        let copies;
+        let send: &[UserBuf] = match &send {
+            Some(b) => b,
+            None => {
+                copies = alltoall::in_place_sources(&mut s, &recv);
+                &copies
+            }
         };
         s.append(match e.sel.alltoall(&e.fit(&input)) {
-            Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
-            Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
-            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block.unwrap_or(0)),
-            Alltoall::Host => host::alltoall(e.v(), e.tag, &e.host(), &send, &recv, block.expect("chosen for equal blocks only")),
+            Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, send, &recv),
+            Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, send, &recv, e.sel.alltoall_inflight),
+            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, send, &recv, block.unwrap_or(0)),
+            Alltoall::Host => host::alltoall(e.v(), e.tag, &e.host(), send, &recv, block.expect("chosen for equal blocks only")),
             Alltoall::Wan => match &e.sites {
-                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, &send, &recv, block.is_some()),
-                None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
+                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, send, &recv, block.is_some()),
+                None => alltoall::scattered(e.v(), e.tag, send, &recv, e.sel.alltoall_inflight),
             },
         });
         s
