@@ -138,7 +138,7 @@ impl State {
         if let Some(p) = predefined_op(op) {
             let dt = self.dtype(datatype)?;
             check_predefined(p, &dt)?;
-            return Ok(Arc::new(PredefReducer { op: p }));
+            return Ok(predefined_reducer(p));
         }
         if op == MPI_OP_NULL {
             return Err(err(MPI_ERR_OP, "the operation is MPI_OP_NULL"));
@@ -149,6 +149,16 @@ impl State {
             None => Err(err(MPI_ERR_OP, format!("invalid operation handle {op:#x}"))),
         }
     }
+}
+
+/// The reducer of a predefined operation, made once per operation and
+/// shared: every reduction takes one, and a small allreduce on one host
+/// costs little more than its allocations.
+fn predefined_reducer(op: Op) -> Arc<dyn Reducer> {
+    static MADE: std::sync::OnceLock<Vec<Arc<dyn Reducer>>> = std::sync::OnceLock::new();
+    let made = MADE.get_or_init(|| Op::ALL.iter().map(|&o| Arc::new(PredefReducer { op: o }) as Arc<dyn Reducer>).collect());
+    let i = Op::ALL.iter().position(|&o| o == op).expect("every op is in ALL");
+    made[i].clone()
 }
 
 /// `gridmpi_reduce::supported`, from a table made once: one-sided
