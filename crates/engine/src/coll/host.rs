@@ -373,6 +373,40 @@ pub mod tests {
         }
     }
 
+    /// A host schedule appended to another (as an in-place alltoall's
+    /// copies come first) must still run its step: it is kept outside the
+    /// rounds until then (`Schedule::host`), and a first version of that
+    /// lost it on `append`, so nothing moved and no test failed.
+    #[test]
+    fn a_joined_host_schedule_still_moves_the_data() {
+        let n = 3;
+        let dt = sim::u64_type();
+        for (k, prefix) in [false, true].into_iter().enumerate() {
+            let areas = hosts(n, 256);
+            let mut send: Vec<TBuf> = (0..n).map(|_| TBuf::new(n as u64, &dt)).collect();
+            let mut recv: Vec<TBuf> = (0..n).map(|_| TBuf::new(n as u64, &dt)).collect();
+            for (r, t) in send.iter_mut().enumerate() {
+                t.set(&(0..n).map(|j| (10 * r + j) as u64).collect::<Vec<_>>());
+            }
+            let blocks = |t: &mut TBuf| -> Vec<UserBuf> { (0..n as u64).map(|j| t.items(j, 1)).collect() };
+            let sb: Vec<Vec<UserBuf>> = send.iter_mut().map(blocks).collect();
+            let rb: Vec<Vec<UserBuf>> = recv.iter_mut().map(blocks).collect();
+            let errs = sim::run(n, 7 + k as u64, |r| {
+                let h = Host { op: HostOp { area: areas[r].clone(), op: 0 }, slot: 256 };
+                let mut s = Schedule::new(sim::view(r, n), 1);
+                if prefix {
+                    s.round();
+                }
+                s.append(alltoall(sim::view(r, n), 1, &h, &sb[r], &rb[r], 8));
+                s
+            });
+            assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+            for (r, t) in recv.iter_mut().enumerate() {
+                assert_eq!(t.get(), (0..n).map(|m| (10 * m + r) as u64).collect::<Vec<_>>(), "prefix {prefix}, rank {r}");
+            }
+        }
+    }
+
     #[test]
     fn blocks_move_between_members() {
         let n = 4;
