@@ -183,11 +183,14 @@ kernel_case() { # NAME BINARY ARGS...
         tail -20 <<< "$out" >&2
     fi
 }
-kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 12
-kernel_case ft_transpose "$WORK/ft_transpose" --reps 30
-kernel_case cg_solve "$WORK/cg_solve" --reps 20
-kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 60
-kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 150
+# Each runs about 5 s on 4 ranks of this 2-CPU machine: well past the
+# latest checkpoint request (random_pause: at most 2.1 s). At 2 s (12 IS
+# repetitions) a job sometimes ended before its checkpoint was asked for.
+kernel_case is_sort "$WORK/is_sort" --keys-log2 20 --iters 50 --reps 30
+kernel_case ft_transpose "$WORK/ft_transpose" --reps 75
+kernel_case cg_solve "$WORK/cg_solve" --reps 40
+kernel_case lu_sweep "$WORK/lu_sweep" --iters 20 --reps 90
+kernel_case mg_vcycle "$WORK/mg_vcycle" --reps 250
 
 # threads inside MPI at the checkpoint (MPI_THREAD_MULTIPLE, 3 threads a rank)
 tref=$("$RUN" -n "$RANKS" --checkpoint-dir "$WORK/tref" "$WORK/mpi_threads" 3000 | grep '^mpi_threads:')
