@@ -259,8 +259,6 @@ impl Schedule {
         Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new(), host: None }
     }
 
-    /// Run `other` (built on the same view) after this schedule's rounds;
-    /// its scratch memory moves along.
     /// Put a lone host-area step (see `host`) where the executor runs it:
     /// the first round. Before this schedule is joined with another.
     fn settle_host(&mut self) {
@@ -269,6 +267,8 @@ impl Schedule {
         }
     }
 
+    /// Run `other` (built on the same view) after this schedule's rounds;
+    /// its scratch memory moves along.
     pub fn append(&mut self, mut other: Schedule) {
         if self.rounds.is_empty() && self.host.is_none() {
             // Appended to nothing: `other` as it is (a lone host step stays

@@ -72,6 +72,16 @@ impl ClusterMap {
         self.of_pid[a as usize] == self.of_pid[b as usize]
     }
 
+    /// Whether all of `pids` are in one cluster (true for none), without
+    /// allocating: most communicators are, and collectives ask at every call.
+    pub fn one_cluster<'a>(&self, pids: impl IntoIterator<Item = &'a u32>) -> bool {
+        let mut pids = pids.into_iter();
+        match pids.next() {
+            Some(&first) => pids.all(|&p| self.same_cluster(first, p)),
+            None => true,
+        }
+    }
+
     /// The link from `a`'s cluster to `b`'s, or None inside a cluster.
     pub fn wan_between(&self, a: u32, b: u32) -> Option<&WanLink> {
         let (ca, cb) = (self.cluster_of(a) as usize, self.cluster_of(b) as usize);
@@ -432,5 +442,15 @@ mod members_tests {
     fn members_are_runs_of_ranks_per_cluster() {
         let map = ClusterMap::from_names(&["A", "B", "A", "B", "A", "A"].map(String::from), MapSource::Launcher);
         assert_eq!(map.members(), "A: 0,2,4-5; B: 1,3");
+    }
+
+    #[test]
+    fn one_cluster_is_every_pid_in_the_first_ones_cluster() {
+        let map = ClusterMap::from_names(&["A", "B", "A", "B"].map(String::from), MapSource::Launcher);
+        assert!(map.one_cluster(&[0, 2]));
+        assert!(map.one_cluster(&[3]));
+        assert!(map.one_cluster(&[] as &[u32]));
+        assert!(!map.one_cluster(&[0, 2, 1]));
+        assert!(!map.one_cluster(&[1, 0]));
     }
 }

@@ -322,8 +322,8 @@ impl SpinPolicy {
 /// (perhaps the peer we wait for).
 const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(5);
 
-/// Poll `arrivals` without the lock until a sign of work comes (true) or
-/// the policy's time is up (false). While the core is ours the call polls
+/// Poll `arrivals`, and the release words of `releases`, without the lock
+/// until a sign of work comes (true) or the policy's time is up (false). While the core is ours the call polls
 /// (busy, the lowest latency); now and then it yields once to see whether
 /// it shares the core, and from then on, or from the start when ranks
 /// outnumber cores, it yields between polls so a peer on the same core can

@@ -213,8 +213,7 @@ fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
 fn comm_sites(st: &State, comm: MPI_Comm, tag: i32) -> Option<Arc<gridmpi_engine::sched::Sites>> {
     let c = st.comm(comm).ok()?;
     let map = st.coll_map(c.ctx, Some(tag));
-    let first = map.cluster_of(*c.group.pids.first()?);
-    if c.group.pids.iter().all(|&p| map.cluster_of(p) == first) {
+    if map.one_cluster(&c.group.pids) {
         return None;
     }
     let (of_rank, ids) = crate::clustermap::first_appearance(c.group.pids.iter().map(|&p| map.cluster_of(p)));
@@ -335,19 +334,11 @@ impl CommShape {
     pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
         let c = st.comm(comm)?;
         let map = st.coll_map(c.ctx, st.planning_tag);
-        let all = || c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter())).map(|&pid| map.cluster_of(pid));
-        // Most communicators are within one cluster: count without allocating.
-        let first = all().next();
-        let clusters = if all().all(|k| Some(k) == first) {
-            first.is_some() as u32
+        let pids = || c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter()));
+        let clusters = if map.one_cluster(pids()) {
+            pids().next().is_some() as u32
         } else {
-            let mut seen: Vec<u32> = Vec::new();
-            for k in all() {
-                if !seen.contains(&k) {
-                    seen.push(k);
-                }
-            }
-            seen.len() as u32
+            crate::clustermap::first_appearance(pids().map(|&p| map.cluster_of(p))).1.len() as u32
         };
         let host_slot = match &c.host {
             HostColl::Area { slot, .. } => *slot,
