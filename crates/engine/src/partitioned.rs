@@ -427,10 +427,15 @@ impl Engine {
     }
 
     /// Move every partitioned request on; true if any round completed.
+    #[inline]
     pub fn progress_partitioned(&mut self) -> bool {
         if self.partitioned.chans.is_empty() {
             return false;
         }
+        self.advance_partitioned()
+    }
+
+    fn advance_partitioned(&mut self) -> bool {
         let ids: Vec<u32> = self.partitioned.chans.iter().map(|(i, _)| i).collect();
         let mut any = false;
         for id in ids {

@@ -522,11 +522,16 @@ impl Engine {
 
     /// Advance every running schedule whose current round is complete.
     /// Returns whether any round advanced.
+    #[inline]
     pub fn progress_schedules(&mut self) -> bool {
         // Adopted host-area operations (host_adopt) have no schedule.
         if self.executor.running.is_empty() && self.executor.host_ops.is_empty() {
             return false;
         }
+        self.advance_schedules()
+    }
+
+    fn advance_schedules(&mut self) -> bool {
         let mut ex = std::mem::take(&mut self.executor);
         let mut any = self.progress_host_ops(&mut ex);
         let ids: Vec<u32> = ex.running.iter().map(|(i, _)| i).collect();

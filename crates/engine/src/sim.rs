@@ -145,6 +145,12 @@ impl Sim {
         }
     }
 
+    /// Put a frame from [`Engine::eager_now`] on its link at once, as the
+    /// driver does when the transport takes it.
+    pub fn send_now(&mut self, i: usize, t: gridmpi_wire::Transmit) {
+        self.act(i, Action::Transmit(t));
+    }
+
     fn act(&mut self, i: usize, a: Action) {
         match a {
             Action::Transmit(t) => {

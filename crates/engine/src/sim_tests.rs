@@ -22,6 +22,13 @@ fn payload(src: usize, seq: usize, len: usize) -> Vec<u8> {
     v
 }
 
+/// Some network steps between postings.
+fn interleave_steps(net: &mut Sim, rng: &mut Rng) {
+    for _ in 0..rng.below(4) {
+        net.step();
+    }
+}
+
 #[test]
 fn random_traffic_is_matched_in_order_and_intact() {
     let sizes = [0usize, 1, 8, 100, 1000, 4096, 5000, 20000];
@@ -74,7 +81,32 @@ fn random_traffic_is_matched_in_order_and_intact() {
             if is_send {
                 let buf = unsafe { UserBuf::new(m.data.as_ptr() as *mut u8, m.data.len() as u64, bt.clone()) };
                 let mode = if rng.below(4) == 0 { SendMode::Sync } else { SendMode::Standard };
-                let r = net.engines[m.src].isend(SendArgs { ctx: 2, src: m.src as i32, dest: m.dst as Pid, tag: m.tag, buf, mode });
+                let mut args = SendArgs { ctx: 2, src: m.src as i32, dest: m.dst as Pid, tag: m.tag, buf, mode };
+                // Half the sends try to leave at once without a request (as
+                // the driver does for a small message on shared memory):
+                // on the link now, or, as if the transport were full, queued
+                // with a copy. Refused ones take the ordinary way.
+                if rng.below(2) == 0 {
+                    match net.engines[m.src].eager_now(args) {
+                        Ok(t) if rng.below(4) == 0 => {
+                            let owned = gridmpi_wire::Payload::Owned(m.data.clone());
+                            net.engines[m.src].transmit_later(gridmpi_wire::Transmit { payload: owned, ..t });
+                            posted_at[i] = post_counter;
+                            post_counter += 1;
+                            interleave_steps(&mut net, &mut rng);
+                            continue;
+                        }
+                        Ok(t) => {
+                            net.send_now(m.src, t);
+                            posted_at[i] = post_counter;
+                            post_counter += 1;
+                            interleave_steps(&mut net, &mut rng);
+                            continue;
+                        }
+                        Err(a) => args = a,
+                    }
+                }
+                let r = net.engines[m.src].isend(args);
                 if std::env::var("SIM_TRACE").is_ok() && m.src == 0 && m.dst == 1 {
                     eprintln!("post send #{post_counter} 0->1 tag {} len {} mode {:?} sreq {}", m.tag, m.data.len(), mode, r.0);
                 }
@@ -91,9 +123,7 @@ fn random_traffic_is_matched_in_order_and_intact() {
                 recvs.push((m.dst, r, i));
             }
             // Interleave some network steps with posting.
-            for _ in 0..rng.below(4) {
-                net.step();
-            }
+            interleave_steps(&mut net, &mut rng);
         }
         net.run();
         for &(src, r) in &sends {

@@ -8,7 +8,7 @@
 //! waiting is the caller's (state.rs), which sleeps on [`Driver::sleep_fd`].
 
 use crate::trace::Tracer;
-use gridmpi_engine::{Action, Engine, Pid, UserBuf};
+use gridmpi_engine::{Action, Engine, Payload, Pid, Transmit, UserBuf};
 use gridmpi_transport::progress::{Arrivals, Poller};
 use gridmpi_transport::shm::Shm;
 use gridmpi_transport::tcp::Tcp;
@@ -279,10 +279,18 @@ impl Driver {
     /// A transport's result: in a fault-tolerant job an error with a peer
     /// makes the peer a suspect (its process probably died; gridmpirun
     /// tells) instead of ending the job.
+    #[inline]
     fn tolerate(&mut self, r: Result<bool, TransportError>) -> Result<bool, Fatal> {
         match r {
             Ok(b) => Ok(b),
-            Err(TransportError { peer: Some(p), message }) if self.fault_tolerant => {
+            Err(e) => self.tolerate_error(e),
+        }
+    }
+
+    #[cold]
+    fn tolerate_error(&mut self, e: TransportError) -> Result<bool, Fatal> {
+        match e {
+            TransportError { peer: Some(p), message } if self.fault_tolerant => {
                 if !self.suspects.contains(&p) {
                     if self.debug_conn {
                         eprintln!("gridmpi[{}]: suspecting {} ({message}); waiting for gridmpirun to say whether it failed", self.me, self.names[p as usize].who);
@@ -291,7 +299,7 @@ impl Driver {
                 }
                 Ok(true)
             }
-            Err(e) => Err(self.fatal(e)),
+            e => Err(self.fatal(e)),
         }
     }
 
@@ -399,11 +407,51 @@ impl Driver {
                 break;
             }
             any = true;
+            // What came in asked for nothing to be sent and no copying is
+            // left for this pass: another round would only look for frames
+            // that arrived meanwhile, which the caller's next pass finds
+            // (and a blocked caller wants to see its completion now).
+            if !engine.has_actions() && (read_budget == 0 || self.reads.is_empty()) {
+                break;
+            }
         }
         if let Some(tr) = tracer.as_mut() {
             tr.tick(any);
         }
         Ok(any)
+    }
+
+    /// Frames to `peer` go through shared memory.
+    pub fn on_shm(&self, peer: Pid) -> bool {
+        self.routes.get(peer as usize) == Some(&Route::Shm)
+    }
+
+    /// Send a frame from [`Engine::eager_now`]: into its shared-memory ring
+    /// at once, or else (a socket route, a full ring, frames waiting ahead
+    /// of it) queued in the engine with a copy of its payload, since the
+    /// caller's buffer is the user's again when this returns.
+    pub fn send_now(&mut self, t: Transmit, engine: &mut Engine) {
+        let (peer, len) = (t.peer as usize, t.header.frame_len() as u64);
+        let t = match (self.routes[peer], self.shm.as_mut()) {
+            (Route::Shm, Some(s)) => match s.try_send_now(t) {
+                Ok(()) => {
+                    self.sent_bytes[peer] += len;
+                    return;
+                }
+                Err(t) => t,
+            },
+            _ => t,
+        };
+        let payload = match t.payload {
+            Payload::User { buf, offset, len } => {
+                let mut v = vec![0u8; len as usize];
+                // SAFETY: the caller's buffer is valid until we return.
+                unsafe { buf.read_packed(offset, &mut v) };
+                Payload::Owned(v)
+            }
+            p => p,
+        };
+        engine.transmit_later(Transmit { payload, ..t });
     }
 
     /// Judge the paced WAN connections' slices that are due (wan_rate.rs)

@@ -404,6 +404,18 @@ impl Runtime {
         self.driver.progress(&mut self.engine, &mut self.tracer, self.copy_inline)
     }
 
+    /// Send a small message to a process on this host at once, without a
+    /// request (see [`Engine::eager_now`]); the args come back when it
+    /// must take the ordinary way.
+    pub fn send_eager(&mut self, a: gridmpi_engine::SendArgs) -> Result<(), gridmpi_engine::SendArgs> {
+        if !self.driver.on_shm(a.dest) {
+            return Err(a);
+        }
+        let t = self.engine.eager_now(a)?;
+        self.driver.send_now(t, &mut self.engine);
+        Ok(())
+    }
+
     /// The fd to sleep on without holding the lock.
     pub fn sleep_fd(&self) -> RawFd {
         self.driver.sleep_fd()

@@ -4,10 +4,44 @@
 use crate::p2p::matching::{UnexBody, Unexpected};
 use crate::p2p::{SendArgs, SendMode, SendOp, SendStage};
 use crate::request::{ReqId, ReqOp, Status};
-use crate::Engine;
-use gridmpi_wire::{Envelope, Frame, Header, Payload, SentToken, HEADER_LEN, MAX_PAYLOAD};
+use crate::{Action, Engine};
+use gridmpi_wire::{Envelope, Frame, Header, Payload, SentToken, Transmit, HEADER_LEN, MAX_PAYLOAD};
 
 impl Engine {
+    /// A standard-mode send that may leave at once as one eager frame, with
+    /// no request: the caller writes the frame now (its payload still points
+    /// at the user buffer) or, if the transport cannot take it whole, hands
+    /// it back with [`Engine::transmit_later`] holding a copy.
+    ///
+    /// Refused (the args come back for [`Engine::isend`]) for synchronous
+    /// sends, messages to ourselves or a failed process, messages above
+    /// the eager limit or the credit left, and whenever frames are queued:
+    /// a frame that left ahead of them would overtake a message sent
+    /// before it, which MPI forbids (MPI 4.1, 3.5).
+    pub fn eager_now(&mut self, a: SendArgs) -> Result<Transmit, SendArgs> {
+        let len = a.buf.len();
+        if a.mode != SendMode::Standard || a.dest == self.me || !self.actions.is_empty() || self.ft.is_failed(a.dest) {
+            return Err(a);
+        }
+        let peer = &mut self.peers[a.dest as usize];
+        if len > peer.params.eager_limit || len > MAX_PAYLOAD as u64 || !peer.credit.try_spend(len + HEADER_LEN as u64) {
+            return Err(a);
+        }
+        let mut header = Header::new(Frame::Eager { env: Envelope { ctx: a.ctx, src: a.src, tag: a.tag }, sync: None }, len as u32);
+        header.credit = peer.credit.take_owed();
+        let payload = if len == 0 { Payload::None } else { Payload::User { buf: a.buf, offset: 0, len } };
+        Ok(Transmit { peer: a.dest, header, payload, notify: None })
+    }
+
+    /// Queue a frame from [`Engine::eager_now`] that the transport could
+    /// not take at once; its payload must no longer point at user memory.
+    /// It goes first: nothing was queued when it was made, and anything
+    /// queued since was made after it.
+    pub fn transmit_later(&mut self, t: Transmit) {
+        debug_assert!(!matches!(t.payload, Payload::User { .. }), "a frame sent later must own its payload");
+        self.actions.push_front(Action::Transmit(t));
+    }
+
     pub fn isend(&mut self, a: SendArgs) -> ReqId {
         let len = a.buf.len();
         let sync = a.mode == SendMode::Sync;

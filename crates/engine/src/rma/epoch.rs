@@ -426,10 +426,15 @@ impl Engine {
 
     /// Advance the pending synchronization calls and request-based
     /// operations. Returns whether anything completed.
+    #[inline]
     pub fn progress_rma(&mut self) -> bool {
         if self.rma.syncs.is_empty() && self.rma.linked.is_empty() && self.rma.gets_out == 0 {
             return false;
         }
+        self.advance_rma()
+    }
+
+    fn advance_rma(&mut self) -> bool {
         let mut any = false;
         let linked = std::mem::take(&mut self.rma.linked);
         for (inner, user) in linked {

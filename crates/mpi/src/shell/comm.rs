@@ -401,10 +401,14 @@ pub struct PendingIdup {
 
 impl State {
     /// Finish MPI_Comm_idup calls whose agreement completed.
+    #[inline]
     pub fn progress_idups(&mut self) {
-        if self.pending_idups.is_empty() {
-            return;
+        if !self.pending_idups.is_empty() {
+            self.advance_idups();
         }
+    }
+
+    fn advance_idups(&mut self) {
         let mut i = 0;
         while i < self.pending_idups.len() {
             let p = &self.pending_idups[i];

@@ -57,7 +57,14 @@ impl State {
             return self.start_bsend(ub, ctx, src, pid, tag, comm);
         }
         let engine_mode = if mode == SendMode::Sync { gridmpi_engine::SendMode::Sync } else { gridmpi_engine::SendMode::Standard };
-        let r = self.rt.engine.isend(SendArgs { ctx, src, dest: pid, tag, buf: ub, mode: engine_mode });
+        let args = SendArgs { ctx, src, dest: pid, tag, buf: ub, mode: engine_mode };
+        // A small message to a process on this host leaves now, needing no
+        // request.
+        let args = match self.rt.send_eager(args) {
+            Ok(()) => return Ok(Started::Done(ReqKind::Send)),
+            Err(args) => args,
+        };
+        let r = self.rt.engine.isend(args);
         Ok(Started::Engine(r, ReqKind::Send))
     }
 
@@ -197,12 +204,7 @@ fn finish_blocking(s: Started, status: *mut MPI_Status) -> R<()> {
         Started::Engine(r, kind) => {
             let st = super::ft::wait_interruptible(r)?;
             if kind == ReqKind::Recv {
-                let s = recv_status(&st);
-                // SAFETY: as above.
-                unsafe { put_status(status, &s) };
-                if s.MPI_ERROR == MPI_ERR_TRUNCATE {
-                    return Err(truncated(&st));
-                }
+                return finish_recv(&st, status);
             }
             if let Some(e) = st.error.filter(|e| *e != gridmpi_engine::ErrorKind::Truncate) {
                 return Err(super::ft::error(e));
@@ -210,6 +212,20 @@ fn finish_blocking(s: Started, status: *mut MPI_Status) -> R<()> {
             Ok(())
         }
     }
+}
+
+/// Report a completed receive's status (and its error, if any).
+fn finish_recv(st: &gridmpi_engine::Status, status: *mut MPI_Status) -> R<()> {
+    let s = recv_status(st);
+    // SAFETY: status is the caller's (or ignored).
+    unsafe { put_status(status, &s) };
+    if s.MPI_ERROR == MPI_ERR_TRUNCATE {
+        return Err(truncated(st));
+    }
+    if let Some(e) = st.error.filter(|e| *e != gridmpi_engine::ErrorKind::Truncate) {
+        return Err(super::ft::error(e));
+    }
+    Ok(())
 }
 
 pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
@@ -243,7 +259,9 @@ pub(crate) fn nonblocking_send(name: &'static str, buf: *const c_void, count: MP
         check_ptr(request, "request")?;
         let h = state::with(|st| {
             let s = st.start_send(buf, count, dt, dest, tag, comm, mode)?;
-            st.progress()?;
+            if let Started::Engine(..) = s {
+                st.progress()?;
+            }
             Ok(st.request_handle(s, comm))
         })?;
         // SAFETY: checked non-null; the caller's request variable.
@@ -255,16 +273,20 @@ pub(crate) fn nonblocking_send(name: &'static str, buf: *const c_void, count: MP
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     api(name, Target::Comm(comm), || {
-        let s = state::with(|st| {
+        // A message already here completes the receive at once; otherwise
+        // the wait's first pass looks at what has arrived.
+        let (s, now) = state::with(|st| {
             let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
-            if let Started::Engine(r, _) = s {
-                if !st.rt.engine.is_complete(r) {
-                    st.progress()?;
-                }
-            }
-            Ok(s)
+            let now = match s {
+                Started::Engine(r, _) => st.rt.engine.take(r),
+                Started::Done(_) => None,
+            };
+            Ok((s, now))
         })?;
-        finish_blocking(s, status)
+        match now {
+            Some(st) => finish_recv(&st, status),
+            None => finish_blocking(s, status),
+        }
     })
 }
 

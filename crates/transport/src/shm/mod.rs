@@ -124,8 +124,36 @@ impl Shm {
         Copy { os_pid: self.os_pids[peer as usize], remote_addr, runs, len }
     }
 
+    /// Write a frame now, or give it back: when its peer is not on this
+    /// host, frames to it wait in the backlog (it must not overtake them),
+    /// or its ring has no room. The frame names no request to notify.
+    pub fn try_send_now(&mut self, t: Transmit) -> Result<(), Transmit> {
+        debug_assert!(t.notify.is_none());
+        let p = t.peer as usize;
+        if self.peers.get(p).is_none_or(|x| x.is_none()) || !self.backlog[p].is_empty() {
+            return Err(t);
+        }
+        if self.write_frame(&t) {
+            Ok(())
+        } else {
+            Err(t)
+        }
+    }
+
     /// Write one frame into its peer's ring; give it back when the ring is full.
     fn write_to_ring(&mut self, t: Transmit, sink: &mut dyn Sink) -> Option<Transmit> {
+        if !self.write_frame(&t) {
+            return Some(t);
+        }
+        if let Some(token) = t.notify {
+            sink.sent(token);
+        }
+        None
+    }
+
+    /// Copy a frame into its peer's ring (and ring its doorbell if it
+    /// sleeps); false when the ring has no room.
+    fn write_frame(&mut self, t: &Transmit) -> bool {
         let p = t.peer as usize;
         let peer = self.peers[p].as_mut().expect("a frame for a process that is not on this host");
         let total = HEADER_LEN + t.payload.len() as usize;
@@ -144,15 +172,12 @@ impl Shm {
             }
         });
         if !ok {
-            return Some(t);
+            return false;
         }
         if peer.needs_wakeup() {
             self.ringer.ring(&self.names[p]);
         }
-        if let Some(token) = t.notify {
-            sink.sent(token);
-        }
-        None
+        true
     }
 
     fn flush_backlog(&mut self, sink: &mut dyn Sink) -> bool {

@@ -228,7 +228,7 @@ impl RingReader {
             if avail > self.size as u64 || avail % 8 != 0 {
                 return Err(format!("ring tail is corrupt ({avail} bytes available)"));
             }
-            let off = (self.pos % self.size as u64) as usize;
+            let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
             let to_end = self.size - off;
             // SAFETY: off < size; the bytes between pos and tail are published
             // by the producer and not written until we advance head.
@@ -312,7 +312,7 @@ impl RingWriter {
     pub fn try_write(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         debug_assert!(len <= self.max_frame());
         let total = align8(len);
-        let off = (self.pos % self.size as u64) as usize;
+        let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
         let to_end = self.size - off;
         let pad = if total > to_end { to_end } else { 0 };
         if !self.free((pad + total) as u64) {
@@ -323,7 +323,7 @@ impl RingWriter {
             unsafe { *self.data.add(off) = PAD };
             self.pos = self.pos.wrapping_add(pad as u64);
         }
-        let off = (self.pos % self.size as u64) as usize;
+        let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
         // SAFETY: [off, off+total) is free space inside the ring, owned by
         // the producer until tail is published.
         let slot = unsafe { std::slice::from_raw_parts_mut(self.data.add(off), len) };
