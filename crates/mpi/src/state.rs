@@ -199,13 +199,27 @@ pub fn wait_until(done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     wait(true, done)
 }
 
+/// [`wait_until`], but `done` is asked first, before any progress: for
+/// waits on what may have completed already (a request whose send left at
+/// once, a receive that found its message).
+pub fn wait_checked(done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+    wait_from(true, true, done)
+}
+
 /// [`wait_until`]; with `spin` false the caller goes to sleep at once when
 /// nothing moves (the progress thread: it must not take a core from the
 /// application).
-pub fn wait(spin: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+pub fn wait(spin: bool, done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
+    wait_from(spin, false, done)
+}
+
+fn wait_from(spin: bool, check_first: bool, mut done: impl FnMut(&mut State) -> R<bool>) -> R<()> {
     let mut g = lock();
     if let Some(st) = g.as_mut() {
         st.rt.check_outage_if_down();
+        if check_first && done(st)? {
+            return Ok(());
+        }
     }
     loop {
         let st = g.as_mut().ok_or_else(not_running)?;

@@ -166,7 +166,13 @@ fn complete_greq(h: &mut MPI_Request) -> R<Option<MPI_Status>> {
 }
 
 fn is_greq(h: MPI_Request) -> bool {
-    h != MPI_REQUEST_NULL && state::with(|st| Ok(matches!(st.reqs.get(h), Some(ReqEntry::Greq { .. })))).unwrap_or(false)
+    state::with(|st| Ok(st.is_greq(h))).unwrap_or(false)
+}
+
+impl State {
+    fn is_greq(&self, h: MPI_Request) -> bool {
+        h != MPI_REQUEST_NULL && matches!(self.reqs.get(h), Some(ReqEntry::Greq { .. }))
+    }
 }
 
 /// Test one request (progressing first). Done(status) or Inactive or Pending.
@@ -190,15 +196,11 @@ pub fn test_one(h: &mut MPI_Request) -> R<Poll> {
 
 /// Wait for one request.
 pub fn wait_one(h: &mut MPI_Request) -> R<MPI_Status> {
-    if is_greq(*h) {
-        let r = state::with(|st| Ok(st.engine_req(*h)))?;
-        if let Some(r) = r {
-            state::wait_until(|st| Ok(st.rt.engine.is_complete(r)))?;
-        }
-        return Ok(complete_greq(h)?.unwrap_or_else(empty_status));
-    }
     let mut out = None;
-    state::wait_until(|st| {
+    state::wait_checked(|st| {
+        if st.is_greq(*h) {
+            return Ok(true);
+        }
         match st.poll_request(h)? {
             Poll::Pending => return Ok(false),
             Poll::Inactive => out = Some(empty_status()),
@@ -206,7 +208,19 @@ pub fn wait_one(h: &mut MPI_Request) -> R<MPI_Status> {
         }
         Ok(true)
     })?;
-    Ok(out.unwrap())
+    match out {
+        Some(s) => Ok(s),
+        None => wait_greq(h),
+    }
+}
+
+/// Wait for a generalized request; its callbacks run without the lock.
+fn wait_greq(h: &mut MPI_Request) -> R<MPI_Status> {
+    let r = state::with(|st| Ok(st.engine_req(*h)))?;
+    if let Some(r) = r {
+        state::wait_until(|st| Ok(st.rt.engine.is_complete(r)))?;
+    }
+    Ok(complete_greq(h)?.unwrap_or_else(empty_status))
 }
 
 fn status_error(s: &MPI_Status) -> R<()> {
@@ -311,10 +325,35 @@ pub unsafe extern "C" fn PMPI_Waitall(count: c_int, array_of_requests: *mut MPI_
         let reqs = reqs_slice(count, array_of_requests)?;
         let mut results = Vec::with_capacity(reqs.len());
         let mut any_error = false;
-        for (i, h) in reqs.iter_mut().enumerate() {
-            let s = wait_one(h)?;
-            any_error |= s.MPI_ERROR != MPI_SUCCESS;
-            results.push((i, s));
+        // In order, as waiting for each in turn would, but with one
+        // progress pass serving them all: a pass completes the requests
+        // up to the first one still pending.
+        let mut next = 0;
+        while next < reqs.len() {
+            let mut greq = false;
+            state::wait_checked(|st| {
+                while let Some(h) = reqs.get_mut(next) {
+                    if st.is_greq(*h) {
+                        greq = true;
+                        return Ok(true);
+                    }
+                    let s = match st.poll_request(h)? {
+                        Poll::Pending => return Ok(false),
+                        Poll::Inactive => empty_status(),
+                        Poll::Done(s) => s,
+                    };
+                    any_error |= s.MPI_ERROR != MPI_SUCCESS;
+                    results.push((next, s));
+                    next += 1;
+                }
+                Ok(true)
+            })?;
+            if greq {
+                let s = wait_greq(&mut reqs[next])?;
+                any_error |= s.MPI_ERROR != MPI_SUCCESS;
+                results.push((next, s));
+                next += 1;
+            }
         }
         finish_many(array_of_statuses, &results, any_error)
     })
