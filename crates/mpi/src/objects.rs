@@ -105,6 +105,9 @@ pub struct Comm {
     /// The group's pids as collective schedules take them (a communicator's
     /// group never changes; shared so a collective's start copies nothing).
     pub coll_pids: Arc<[Pid]>,
+    /// How many clusters the members span, once counted (shell/coll.rs,
+    /// `CommShape::of`).
+    pub clusters: std::cell::Cell<Option<u32>>,
 }
 
 /// A communicator's shared-memory area for collectives
@@ -137,6 +140,7 @@ impl Comm {
             session: None,
             host: HostColl::Unknown,
             coll_pids: group.pids.clone().into(),
+            clusters: std::cell::Cell::new(None),
         }
     }
 

@@ -78,6 +78,84 @@ pub struct Combine {
     pub dt: Arc<Datatype>,
 }
 
+/// A step's buffers: most steps write one and read one (a reduction, a
+/// bcast), kept without a heap allocation; with many ranks on few cores a
+/// collective here is a few thousand instructions, and every allocation
+/// and free costs a few hundred of them.
+pub enum Few<T> {
+    None,
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few::None
+    }
+}
+
+impl<T> Few<T> {
+    pub fn push(&mut self, x: T) {
+        match self {
+            Few::Many(v) => v.push(x),
+            Few::None => *self = Few::One(x),
+            Few::One(_) => {
+                let Few::One(a) = std::mem::take(self) else { unreachable!() };
+                *self = Few::Many(vec![a, x]);
+            }
+        }
+    }
+
+    /// Room for `n` entries in all (one needs none).
+    pub fn reserve_exact(&mut self, n: usize) {
+        if n > 1 {
+            match self {
+                Few::None => *self = Few::Many(Vec::with_capacity(n)),
+                Few::One(_) => {
+                    let Few::One(a) = std::mem::take(self) else { unreachable!() };
+                    let mut v = Vec::with_capacity(n);
+                    v.push(a);
+                    *self = Few::Many(v);
+                }
+                Few::Many(v) => v.reserve_exact(n.saturating_sub(v.len())),
+            }
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        match self {
+            Few::None => [].iter(),
+            Few::One(a) => std::slice::from_ref(a).iter(),
+            Few::Many(v) => v.iter(),
+        }
+    }
+}
+
+impl<T> Extend<T> for Few<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, items: I) {
+        for x in items {
+            self.push(x);
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Few<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// Every member's block into one buffer whose blocks lie one after the
+/// other: member `m`'s `block` bytes at byte `at` of its slot go to packed
+/// offset `m * block` of `buf`. One buffer instead of one per member.
+pub struct Gather {
+    pub buf: UserBuf,
+    pub at: u64,
+    pub block: u64,
+}
+
 /// One operation on the area, from one member's side.
 pub struct HostStep {
     pub host: HostOp,
@@ -85,10 +163,12 @@ pub struct HostStep {
     pub member: usize,
     pub members: usize,
     /// What to pack into our contribution slot, at which byte offset.
-    pub write: Vec<(UserBuf, u64)>,
+    pub write: Few<(UserBuf, u64)>,
     pub combine: Option<Combine>,
     /// What to unpack after the release: (from, byte offset there, into).
-    pub read: Vec<(Source, u64, UserBuf)>,
+    pub read: Few<(Source, u64, UserBuf)>,
+    /// And a block of every member into one buffer.
+    pub gather: Option<Gather>,
     /// Every member's pid (by rank), to wake the others after releasing
     /// if they sleep.
     pub pids: Arc<[gridmpi_wire::Pid]>,
@@ -146,6 +226,14 @@ impl HostStep {
             let data = std::slice::from_raw_parts(base.add(*at as usize), slot - *at as usize);
             buf.write_packed(0, &data[..buf.len() as usize]);
         }
+        if let Some(g) = self.gather.as_ref().filter(|g| (g.at as usize) < slot) {
+            // Within the slot whatever the plan said.
+            let len = (g.block as usize).min(slot - g.at as usize);
+            for m in 0..self.members {
+                let data = std::slice::from_raw_parts(area.contribution(m, op).add(g.at as usize), len);
+                g.buf.write_packed(m as u64 * g.block, data);
+            }
+        }
     }
 }
 
@@ -183,9 +271,10 @@ fn base(view: &CommView, h: &Host) -> HostStep {
         host: h.op.clone(),
         member: me,
         members: view.size as usize,
-        write: Vec::new(),
+        write: Few::None,
         combine: None,
-        read: Vec::new(),
+        read: Few::None,
+        gather: None,
         pids: view.pids.clone(),
     }
 }
@@ -245,6 +334,17 @@ pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, bloc
     one_step(view, tag, step)
 }
 
+/// Alltoall of equal blocks of `block` bytes from buffers that hold them
+/// one after the other (packed): our whole send buffer is our slot's
+/// contents, and every member's block for us goes to its place in `recv`.
+pub fn alltoall_whole(view: CommView, tag: i32, h: &Host, send: UserBuf, recv: UserBuf, block: u64) -> Schedule {
+    let mut step = base(&view, h);
+    let at = view.rank as u64 * block;
+    step.write.push((send, 0));
+    step.gather = Some(Gather { buf: recv, at, block });
+    one_step(view, tag, step)
+}
+
 /// Alltoall of equal blocks of `block` bytes: we write every block we
 /// send, one after the other, and read ours from every member's slot.
 pub fn alltoall(view: CommView, tag: i32, h: &Host, send: &[UserBuf], recv: &[UserBuf], block: u64) -> Schedule {
@@ -267,6 +367,25 @@ pub mod tests {
     use crate::coll::sim::{self, TBuf};
     use std::cell::UnsafeCell;
     use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn few_keeps_every_entry_in_order() {
+        for n in 0..5usize {
+            for reserve in [None, Some(0), Some(1), Some(3), Some(7)] {
+                let mut f = Few::default();
+                for i in 0..n {
+                    if i == 1 {
+                        if let Some(r) = reserve {
+                            f.reserve_exact(r);
+                        }
+                    }
+                    f.push(i);
+                }
+                assert_eq!(f.iter().copied().collect::<Vec<_>>(), (0..n).collect::<Vec<_>>(), "{n} entries, reserve {reserve:?}");
+                assert_eq!(matches!(f, Few::Many(_)), n > 1, "{n} entries: one stays inline");
+            }
+        }
+    }
 
     /// An area in ordinary memory, shared by the simulated ranks of a test.
     pub struct MemArea {
@@ -403,6 +522,38 @@ pub mod tests {
             assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
             for (r, t) in recv.iter_mut().enumerate() {
                 assert_eq!(t.get(), (0..n).map(|m| (10 * m + r) as u64).collect::<Vec<_>>(), "prefix {prefix}, rank {r}");
+            }
+        }
+    }
+
+    /// The whole-buffer alltoall (one buffer per side) moves what the
+    /// per-block one does, for several sizes and block lengths, and runs
+    /// again on the other parity's slots.
+    #[test]
+    fn whole_buffer_alltoall_matches_per_block() {
+        let dt = sim::u64_type();
+        for n in [1usize, 2, 3, 5] {
+            for items in [1u64, 3] {
+                let slot = 8 * items as usize * n;
+                let areas = hosts(n, slot);
+                for k in 0..3u64 {
+                    let mut send: Vec<TBuf> = (0..n).map(|_| TBuf::new(items * n as u64, &dt)).collect();
+                    let mut recv: Vec<TBuf> = (0..n).map(|_| TBuf::new(items * n as u64, &dt)).collect();
+                    for (r, t) in send.iter_mut().enumerate() {
+                        t.set(&(0..items * n as u64).map(|i| (1000 * k + 100 * r as u64 + i)).collect::<Vec<_>>());
+                    }
+                    let sb: Vec<UserBuf> = send.iter_mut().map(|t| t.ub()).collect();
+                    let rb: Vec<UserBuf> = recv.iter_mut().map(|t| t.ub()).collect();
+                    let errs = sim::run(n, 11 + k, |r| {
+                        let h = Host { op: HostOp { area: areas[r].clone(), op: k }, slot: slot as u64 };
+                        alltoall_whole(sim::view(r, n), 1, &h, sb[r].clone(), rb[r].clone(), 8 * items)
+                    });
+                    assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                    for (r, t) in recv.iter_mut().enumerate() {
+                        let want: Vec<u64> = (0..n as u64).flat_map(|m| (0..items).map(move |i| 1000 * k + 100 * m + items * r as u64 + i)).collect();
+                        assert_eq!(t.get(), want, "n {n}, {items} items, op {k}, rank {r}");
+                    }
+                }
             }
         }
     }

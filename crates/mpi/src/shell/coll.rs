@@ -333,12 +333,24 @@ pub struct CommShape {
 impl CommShape {
     pub fn of(st: &State, comm: MPI_Comm) -> R<CommShape> {
         let c = st.comm(comm)?;
-        let map = st.coll_map(c.ctx, st.planning_tag);
-        let pids = || c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter()));
-        let clusters = if map.one_cluster(pids()) {
-            pids().next().is_some() as u32
-        } else {
-            crate::clustermap::first_appearance(pids().map(|&p| map.cluster_of(p))).1.len() as u32
+        // The map changes only at a restart from a checkpoint, which sets
+        // map_switch for good: until then a count made once holds.
+        let cached = st.map_switch.is_none();
+        let clusters = match c.clusters.get() {
+            Some(n) if cached => n,
+            _ => {
+                let map = st.coll_map(c.ctx, st.planning_tag);
+                let pids = || c.group.pids.iter().chain(c.remote.iter().flat_map(|r| r.pids.iter()));
+                let n = if map.one_cluster(pids()) {
+                    pids().next().is_some() as u32
+                } else {
+                    crate::clustermap::first_appearance(pids().map(|&p| map.cluster_of(p))).1.len() as u32
+                };
+                if cached {
+                    c.clusters.set(Some(n));
+                }
+                n
+            }
         };
         let host_slot = match &c.host {
             HostColl::Area { slot, .. } => *slot,

@@ -314,6 +314,67 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
     })
 }
 
+/// An alltoall's `n` equal blocks of `count` items of `dt` from `base`, one
+/// after the other. Made into buffers only once the algorithm is chosen:
+/// through a host's area the whole buffer is one, so an alltoall there
+/// builds two buffers instead of two per rank.
+struct EqualBlocks {
+    base: usize,
+    n: i32,
+    count: u64,
+    dt: Arc<gridmpi_datatype::Datatype>,
+}
+
+impl EqualBlocks {
+    /// Check every block as [`blocks`] would: only the first can be NULL,
+    /// and the last has the largest displacement.
+    fn checked(base: *const c_void, n: i32, count: u64, dt: &Arc<gridmpi_datatype::Datatype>) -> R<EqualBlocks> {
+        block_at(base, 0, count, dt)?;
+        if n > 1 {
+            block_at(base, (n as i64 - 1) * count as i64, count, dt)?;
+        }
+        Ok(EqualBlocks { base: base as usize, n, count, dt: dt.clone() })
+    }
+
+    fn blocks(&self) -> Vec<UserBuf> {
+        blocks(self.base as *const c_void, self.n, self.count, &self.dt).expect("checked when planned")
+    }
+
+    /// All the blocks as one buffer (for sizes that fit a host's area).
+    fn whole(&self) -> UserBuf {
+        user_buf(self.base as *const c_void, self.n as u64 * self.count, self.dt.clone()).expect("checked when planned")
+    }
+
+    fn block_bytes(&self) -> u64 {
+        self.count * self.dt.size()
+    }
+}
+
+/// Alltoall of equal blocks on an intracommunicator, not in place.
+fn alltoall_equal_build(send: EqualBlocks, recv: EqualBlocks, input: Input) -> Build {
+    Box::new(move |e| {
+        let block = recv.block_bytes();
+        match e.sel.alltoall(&e.fit(&input)) {
+            Alltoall::Host => host::alltoall_whole(e.v(), e.tag, &e.host(), send.whole(), recv.whole(), block),
+            alg => {
+                let (send, recv) = (send.blocks(), recv.blocks());
+                let mut s = e.nothing();
+                s.append(match alg {
+                    Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
+                    Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
+                    Alltoall::Host => unreachable!("taken above"),
+                    Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block),
+                    Alltoall::Wan => match &e.sites {
+                        Some(sites) => wan::alltoall(e.v(), sites, e.tag, &send, &recv, true),
+                        None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
+                    },
+                });
+                s
+            }
+        }
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_alltoall(
     st: &State,
@@ -329,6 +390,11 @@ pub(crate) fn plan_alltoall(
     not_aliased(sendbuf, recvbuf, c.remote.is_none() && sendcount > 0)?;
     no_in_place_inter(&c, sendbuf)?;
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
+    if c.remote.is_none() && !in_place(sendbuf) {
+        let send = EqualBlocks::checked(sendbuf, c.peers(), check_count(sendcount)?, &st.dtype(sendtype)?)?;
+        let recv = EqualBlocks::checked(recvbuf, c.peers(), rc, &rdt)?;
+        return Ok(alltoall_equal_build(send, recv, c.input(rc * rdt.size())));
+    }
     let recv = blocks(recvbuf, c.peers(), rc, &rdt)?;
     let send = if in_place(sendbuf) { None } else { Some(blocks(sendbuf, c.peers(), check_count(sendcount)?, &st.dtype(sendtype)?)?) };
     let block = rc * rdt.size();
