@@ -539,7 +539,9 @@ def main():
     # Arguments of each program: (reps, ms per rep).
     prog_args = {
         "p2p": ["--reps", "3", "--rep-ms", "3"] if q else ["--reps", "11", "--rep-ms", "30"],
-        "coll": ["--reps", "3", "--rep-ms", "4", "--max-size", "128k"] if q else ["--reps", "7", "--rep-ms", "30"],
+        # x4 steps, plus the 1 KiB and 64 KiB of the core-layers issue's aims.
+        "coll": ["--reps", "3", "--rep-ms", "4", "--sizes", "8,32,128,512,1k,2k,8k,32k,64k,128k"] if q else
+                ["--reps", "7", "--rep-ms", "30", "--sizes", "8,32,128,512,1k,2k,8k,32k,64k,128k,512k,1m"],
         "oversub": ["--reps", "3", "--rep-ms", "30"] if q else ["--reps", "7", "--rep-ms", "150"],
         "rma": ["--reps", "3", "--rep-ms", "3", "--max-size", "64k"] if q else ["--reps", "7", "--rep-ms", "30"],
         # The sizes of the core-layers issue: 4 B, 4 KiB, 400 KiB.
@@ -701,6 +703,9 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
             w(table(sec, impls, "latency", sizes_of(sec, "latency"), "us", False))
             w("\n### Streaming bandwidth, window of nonblocking sends (MB/s = 10^6 B/s, higher is better)\n\n")
             w(table(sec, impls, "bandwidth", sizes_of(sec, "bandwidth"), "MB/s", True))
+            if sizes_of(sec, "bibw"):
+                w("\n### Bidirectional bandwidth, both ranks send a window at once (MB/s in both directions together, higher is better)\n\n")
+                w(table(sec, impls, "bibw", sizes_of(sec, "bibw"), "MB/s", True))
             w("\n")
         elif prog == "coll":
             w("## Collectives, %d ranks on one host (%s)\n\n" % (
@@ -902,6 +907,18 @@ def aims_section(runs, impls, oversub_ranks):
          False, lambda r: r <= 1.5)
     line("1 MiB bandwidth, shared memory: at least the better peer (MB/s)", ("p2p", "shm", 2), "bandwidth",
          1 << 20, True, lambda r: r >= 1.0)
+    # The core-layers issue's (11) own aims.
+    line("issue 11: 2-rank 8 B latency, shared memory: no worse than Open MPI (us)", ("p2p", "shm", 2), "latency", 8,
+         False, lambda r: r <= 1.0, against="openmpi")
+    line("issue 11: 4 MiB bidirectional bandwidth, shared memory: at least the better peer (MB/s)", ("p2p", "shm", 2),
+         "bibw", 4 << 20, True, lambda r: r >= 1.0)
+    for bench, size, label, goal, text in (
+            ("allreduce", 8, "MPI_Allreduce 8 B", lambda r: r <= 0.5, "at least 2x faster"),
+            ("barrier", 0, "MPI_Barrier", lambda r: r <= 0.5, "at least 2x faster"),
+            ("alltoall", 1024, "MPI_Alltoall 1 KiB", lambda r: r <= 0.5, "at least 2x faster"),
+            ("allreduce", 65536, "MPI_Allreduce 64 KiB", lambda r: r <= 1.0, "at least on par")):
+        line("issue 11: 8 ranks on %d CPUs: %s, %s than Open MPI (us)" % (os.cpu_count() or 1, label, text),
+             ("coll", "shm", 8), bench, size, False, goal, against="openmpi")
     key = ("oversub", "shm", oversub_ranks)
     for bench, size, label in (("ring", 8, "token ring hop"), ("p2pbarrier", 0, "p2p barrier"),
                                ("barrier", 0, "MPI_Barrier"), ("halo", 4096, "halo step")):
