@@ -46,7 +46,8 @@ pub struct Runtime {
     /// and will copy them without the lock).
     pub copy_inline: bool,
     /// Signs of work a blocked call spins on (see state::wait).
-    pub arrivals: gridmpi_transport::progress::Arrivals,
+    /// Shared with every blocked call that spins (one count to take).
+    pub arrivals: std::sync::Arc<gridmpi_transport::progress::Arrivals>,
     /// The prefix of this job's shared-memory names, when ranks of this
     /// host talk through shared memory (host collective areas use it).
     pub shm_prefix: Option<String>,
@@ -212,7 +213,7 @@ impl Runtime {
         let mut driver = Driver::new(me, routes, tcp, shm, names, debug_conn)?;
         driver.follow_wan(following_wan(&config, &map), debug_channel(&config, "pace"));
         driver.set_fault_tolerant(fault_tolerant);
-        let arrivals = driver.arrivals();
+        let arrivals = std::sync::Arc::new(driver.arrivals());
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);

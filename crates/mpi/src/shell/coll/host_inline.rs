@@ -24,7 +24,7 @@ pub struct Inline {
     /// The reduction failed (we were last): the call's error, once done.
     error: Option<String>,
     /// How to wait without the lock (None: hand over at once).
-    spin: Option<(gridmpi_transport::progress::Arrivals, SpinPolicy)>,
+    spin: Option<(std::sync::Arc<gridmpi_transport::progress::Arrivals>, SpinPolicy)>,
 }
 
 /// Arrive at `s`'s only step if it is a host-area operation that may start
