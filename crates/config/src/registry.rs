@@ -30,7 +30,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Micros,
         default: "auto",
         scope: Scope::Library,
-        help: "how long a blocked call polls before sleeping in the kernel (auto: 50us, 0 when ranks outnumber cores)",
+        help: "how long a blocked call polls before sleeping in the kernel (auto: 1ms when no other thread of the process waits, else 50us; 0 when ranks outnumber cores)",
     },
     Setting {
         name: "GRIDMPI_YIELD_US",

@@ -30,6 +30,8 @@ pub struct Runtime {
     pub cards: Vec<Card>,
     /// How long a blocked call polls before sleeping.
     pub spin: Duration,
+    /// How long it polls when no other thread of the process waits.
+    pub spin_alone: Duration,
     /// How long a blocked call that shares its core yields between polls
     /// before sleeping.
     pub yield_for: Duration,
@@ -94,13 +96,19 @@ fn tcp_params(config: &Config) -> PeerParams {
     PeerParams { eager_limit: eager, max_data_frame: 4 << 20, single_copy: false, single_copy_min: u64::MAX }
 }
 
-/// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US; auto:
-/// 50us, none when ranks outnumber cores).
-pub fn spin_time(config: &Config, oversubscribed: bool) -> Duration {
+/// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US), as
+/// (in general, when no other thread of the process waits). Auto: none when
+/// ranks outnumber cores; else 1 ms for a lone waiter and 50 us when others
+/// wait too. Waking from sleep costs tens of microseconds here (a 1 MiB
+/// ping-pong took 100 us with a 50 us spin, 65 us with 1 ms, as Open
+/// MPI's), and a lone waiter takes no CPU anyone of its process needs;
+/// threads that wait together would take it from the one that works (4
+/// threads' 4 KiB round trip: 3.4 us with 50 us spins, 69 us with 1 ms).
+pub fn spin_time(config: &Config, oversubscribed: bool) -> (Duration, Duration) {
     match config.duration("GRIDMPI_SPIN_US") {
-        Some(spin) => spin,
-        None if oversubscribed => Duration::ZERO,
-        None => Duration::from_micros(50),
+        Some(spin) => (spin, spin),
+        None if oversubscribed => (Duration::ZERO, Duration::ZERO),
+        None => (Duration::from_micros(50), Duration::from_millis(1)),
     }
 }
 
@@ -130,7 +138,7 @@ impl Runtime {
         // Every rank of the host names shared memory alike: as the first
         // local rank's launcher said (it removes the leftovers).
         let shm_names = shm_prefix(&cards[local[0] as usize].shm_prefix, job_tag);
-        let spin = spin_time(&config, oversubscribed);
+        let (spin, spin_alone) = spin_time(&config, oversubscribed);
         let yield_for = config.get_duration("GRIDMPI_YIELD_US");
         let mut engine = Engine::new(
             me,
@@ -217,7 +225,7 @@ impl Runtime {
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
-        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing, fault_tolerant })
+        Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, spin_alone, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing, fault_tolerant })
     }
 
     /// Whether ranks of a host may share memory (windows): not when the

@@ -327,7 +327,9 @@ impl SpinPolicy {
         // Yield from the start when ranks outnumber cores, or when another
         // thread of ours is copying: it may share our core.
         let yielding = st.rt.oversubscribed || st.waiting.copiers > 0;
-        SpinPolicy { spin: st.rt.spin, yield_for: st.rt.yield_for, yielding }
+        let w = &st.waiting;
+        let alone = w.spinners == 0 && w.followers == 0 && !w.poller && w.copiers == 0;
+        SpinPolicy { spin: if alone { st.rt.spin_alone } else { st.rt.spin }, yield_for: st.rt.yield_for, yielding }
     }
 }
 

@@ -301,7 +301,7 @@ fn apply_to_runtime(s: &Setting, text: &str) -> TR<()> {
     crate::state::with(|st| {
         st.rt.config.set(s.name, text, Source::Tool).map_err(|e| crate::errors::err(MPI_ERR_ARG, e.to_string()))?;
         match s.name {
-            "GRIDMPI_SPIN_US" => st.rt.spin = crate::runtime::spin_time(&st.rt.config, st.rt.oversubscribed),
+            "GRIDMPI_SPIN_US" => (st.rt.spin, st.rt.spin_alone) = crate::runtime::spin_time(&st.rt.config, st.rt.oversubscribed),
             "GRIDMPI_YIELD_US" => st.rt.yield_for = st.rt.config.get_duration("GRIDMPI_YIELD_US"),
             n if is_collective_choice(n) => st.coll_selector = crate::shell::coll_select::build_selector(&st.rt.config),
             _ => {}
