@@ -79,7 +79,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Bool,
         default: "yes",
         scope: Scope::Library,
-        help: "move large messages between ranks on one host with one process_vm_readv copy",
+        help: "move large messages between ranks on one host with one process_vm_readv copy (those above half a shared-memory ring, 128k by default; smaller ones go through the ring)",
     },
     Setting {
         name: "GRIDMPI_TCP_ADDR",
