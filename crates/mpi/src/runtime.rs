@@ -96,8 +96,8 @@ fn tcp_params(config: &Config) -> PeerParams {
     PeerParams { eager_limit: eager, max_data_frame: 4 << 20, single_copy: false, single_copy_min: u64::MAX }
 }
 
-/// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US), as
-/// (in general, when no other thread of the process waits). Auto: none when
+/// How long a blocked call polls before sleeping (GRIDMPI_SPIN_US): (when
+/// other threads of the process wait too, when none does). Auto: none when
 /// ranks outnumber cores; else 1 ms for a lone waiter and 50 us when others
 /// wait too. Waking from sleep costs tens of microseconds here (a 1 MiB
 /// ping-pong took 100 us with a 50 us spin, 65 us with 1 ms, as Open

@@ -349,15 +349,19 @@ pub(crate) fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals
     let epoch = arrivals.epoch();
     // A host-area operation we wait on is released: no frame says so.
     let released = || releases.iter().any(|(area, op)| area.released(*op));
-    // A first look before reading the clock: what arrives meanwhile is
-    // found a clock read sooner.
-    if !policy.yielding {
+    let glance = || {
         for _ in 0..16 {
             if arrivals.any(epoch, false) || released() {
                 return true;
             }
             std::hint::spin_loop();
         }
+        false
+    };
+    // A first look before reading the clock: what arrives meanwhile is
+    // found a clock read sooner.
+    if !policy.yielding && glance() {
+        return true;
     }
     let start = Instant::now();
     let mut yielding = policy.yielding;
@@ -371,13 +375,7 @@ pub(crate) fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals
                 return true;
             }
         } else {
-            for _ in 0..16 {
-                if arrivals.any(epoch, false) || released() {
-                    return true;
-                }
-                std::hint::spin_loop();
-            }
-            if arrivals.any(epoch, rounds % 4 == 0) {
+            if glance() || arrivals.any(epoch, rounds % 4 == 0) {
                 return true;
             }
             if rounds % 64 == 0 {

@@ -16,11 +16,7 @@ impl Engine {
     }
 
     /// The buffer of the pending receive `r`.
-    pub(crate) fn recv_buf(&self, r: ReqId) -> UserBuf {
-        self.recv_buf_ref(r).clone()
-    }
-
-    fn recv_buf_ref(&self, r: ReqId) -> &UserBuf {
+    pub(crate) fn recv_buf(&self, r: ReqId) -> &UserBuf {
         match &self.reqs.get(r.0).expect("a live receive").op {
             ReqOp::Recv(op) => &op.buf,
             _ => unreachable!("not a receive"),
@@ -32,7 +28,7 @@ impl Engine {
         match u.body {
             UnexBody::Eager { data, sync_sreq } => {
                 // SAFETY: the receive buffer is valid while the request is pending.
-                let n = unsafe { self.recv_buf_ref(r).write_packed(0, &data) };
+                let n = unsafe { self.recv_buf(r).write_packed(0, &data) };
                 if u.pid != self.me {
                     self.owe_credit(u.pid, u.len + HEADER_LEN as u64);
                 }
@@ -48,7 +44,7 @@ impl Engine {
                     _ => unreachable!("self-send request vanished"),
                 };
                 // SAFETY: both requests are pending, so both buffers are valid.
-                let n = unsafe { self.recv_buf_ref(r).copy_from(&send_buf) };
+                let n = unsafe { self.recv_buf(r).copy_from(&send_buf) };
                 self.complete_recv(r, u.src, u.tag, u.len, n);
                 self.finish_with(ReqId(sreq), Status::default());
             }
@@ -69,7 +65,7 @@ impl Engine {
         match self.take_posted_match(env.ctx, env.src, env.tag) {
             Some(r) => {
                 // SAFETY: the receive buffer is valid while the request is pending.
-                let n = unsafe { self.recv_buf_ref(r).write_packed(0, payload) };
+                let n = unsafe { self.recv_buf(r).write_packed(0, payload) };
                 self.owe_credit(from, len + HEADER_LEN as u64);
                 if let Some(sreq) = sync {
                     self.transmit(from, Header::new(Frame::SyncAck { sreq }, 0), Payload::None, None);

@@ -86,9 +86,8 @@ impl Engine {
         let sync = a.mode == SendMode::Sync;
         // A posted receive takes it at once.
         if let Some(rr) = self.take_posted_match(a.ctx, a.src, a.tag) {
-            let recv_buf = self.recv_buf(rr);
             // SAFETY: both buffers are valid while their requests are pending.
-            let copied = unsafe { recv_buf.copy_from(&a.buf) };
+            let copied = unsafe { self.recv_buf(rr).copy_from(&a.buf) };
             self.complete_recv(rr, a.src, a.tag, len, copied);
             return self.completed_request(Status { source: -1, tag: -1, ..Default::default() });
         }

@@ -300,18 +300,24 @@ fn alltoall_build(c: &CommShape, send: Option<Vec<UserBuf>>, recv: Vec<UserBuf>,
                 &copies
             }
         };
-        s.append(match e.sel.alltoall(&e.fit(&input)) {
-            Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, send, &recv),
-            Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, send, &recv, e.sel.alltoall_inflight),
-            Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, send, &recv, block.unwrap_or(0)),
-            Alltoall::Host => host::alltoall(e.v(), e.tag, &e.host(), send, &recv, block.expect("chosen for equal blocks only")),
-            Alltoall::Wan => match &e.sites {
-                Some(sites) => gridmpi_engine::coll::wan::alltoall(e.v(), sites, e.tag, send, &recv, block.is_some()),
-                None => alltoall::scattered(e.v(), e.tag, send, &recv, e.sel.alltoall_inflight),
-            },
-        });
+        s.append(alltoall_blocks(e, e.sel.alltoall(&e.fit(&input)), send, &recv, block));
         s
     })
+}
+
+/// The chosen algorithm's schedule on per-peer blocks (`block`: as for
+/// [`alltoall_build`]).
+fn alltoall_blocks(e: &Env, alg: Alltoall, send: &[UserBuf], recv: &[UserBuf], block: Option<u64>) -> Schedule {
+    match alg {
+        Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, send, recv),
+        Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, send, recv, e.sel.alltoall_inflight),
+        Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, send, recv, block.unwrap_or(0)),
+        Alltoall::Host => host::alltoall(e.v(), e.tag, &e.host(), send, recv, block.expect("chosen for equal blocks only")),
+        Alltoall::Wan => match &e.sites {
+            Some(sites) => wan::alltoall(e.v(), sites, e.tag, send, recv, block.is_some()),
+            None => alltoall::scattered(e.v(), e.tag, send, recv, e.sel.alltoall_inflight),
+        },
+    }
 }
 
 /// An alltoall's `n` equal blocks of `count` items of `dt` from `base`, one
@@ -357,18 +363,8 @@ fn alltoall_equal_build(send: EqualBlocks, recv: EqualBlocks, input: Input) -> B
         match e.sel.alltoall(&e.fit(&input)) {
             Alltoall::Host => host::alltoall_whole(e.v(), e.tag, &e.host(), send.whole(), recv.whole(), block),
             alg => {
-                let (send, recv) = (send.blocks(), recv.blocks());
                 let mut s = e.nothing();
-                s.append(match alg {
-                    Alltoall::Pairwise => alltoall::pairwise(e.v(), e.tag, &send, &recv),
-                    Alltoall::Scattered => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
-                    Alltoall::Host => unreachable!("taken above"),
-                    Alltoall::Bruck => alltoall::bruck(e.v(), e.tag, &send, &recv, block),
-                    Alltoall::Wan => match &e.sites {
-                        Some(sites) => wan::alltoall(e.v(), sites, e.tag, &send, &recv, true),
-                        None => alltoall::scattered(e.v(), e.tag, &send, &recv, e.sel.alltoall_inflight),
-                    },
-                });
+                s.append(alltoall_blocks(e, alg, &send.blocks(), &recv.blocks(), Some(block)));
                 s
             }
         }
