@@ -9,7 +9,8 @@
  * values must be there:
  *   - MPI_Accumulate SUM of a long, of a double, of a long double (no CPU
  *     atomic covers it), of two ints through a strided type, and contiguous
- *     int accumulates onto the same ints (the two roads must agree);
+ *     int accumulates onto the same ints, and one-int accumulates onto one
+ *     of them (the roads must agree);
  *   - MPI_Fetch_and_op SUM: the old values every rank got, put together,
  *     are exactly 0 .. n*ITERS-1 (none seen twice, none lost);
  *   - MPI_Accumulate MAX and MPI_MINLOC (MPI_2INT pairs);
@@ -46,7 +47,7 @@ static void run(MPI_Win win, char *mem, int rank, int n, const char *what)
         long one = 1;
         double half = 0.5;
         long double ld = 0.25L;
-        int two[2] = {1, 10}, four[4] = {100, 1000, 100, 1000};
+        int two[2] = {1, 10}, four[4] = {100, 1000, 100, 1000}, seven = 7;
         int mx = rank * ITERS + i;
         int pair[2] = {-(rank * 10 + i % 7), rank};
         CHECK_MPI(MPI_Accumulate(&one, 1, MPI_LONG, 0, O_LONG, 1, MPI_LONG, MPI_SUM, win));
@@ -54,6 +55,7 @@ static void run(MPI_Win win, char *mem, int rank, int n, const char *what)
         CHECK_MPI(MPI_Accumulate(&ld, 1, MPI_LONG_DOUBLE, 0, O_LDBL, 1, MPI_LONG_DOUBLE, MPI_SUM, win));
         CHECK_MPI(MPI_Accumulate(two, 2, MPI_INT, 0, O_INTS, 1, strided, MPI_SUM, win));
         CHECK_MPI(MPI_Accumulate(four, 4, MPI_INT, 0, O_INTS, 4, MPI_INT, MPI_SUM, win));
+        CHECK_MPI(MPI_Accumulate(&seven, 1, MPI_INT, 0, O_INTS + sizeof(int), 1, MPI_INT, MPI_SUM, win));
         CHECK_MPI(MPI_Fetch_and_op(&one, &olds[i], MPI_LONG, 0, O_FOP, MPI_SUM, win));
         CHECK_MPI(MPI_Accumulate(&mx, 1, MPI_INT, 0, O_MAX, 1, MPI_INT, MPI_MAX, win));
         CHECK_MPI(MPI_Accumulate(pair, 1, MPI_2INT, 0, O_MINLOC, 1, MPI_2INT, MPI_MINLOC, win));
@@ -142,8 +144,8 @@ static void run(MPI_Win win, char *mem, int rank, int n, const char *what)
         CHECK(lv == N, "%s: long sum %ld, want %ld", what, lv, N);
         CHECK(dv == 0.5 * N, "%s: double sum %g, want %g", what, dv, 0.5 * N);
         CHECK(ldv == 0.25L * N, "%s: long double sum %Lg, want %Lg", what, ldv, 0.25L * N);
-        CHECK(iv[0] == 101 * N && iv[1] == 1000 * N && iv[2] == 110 * N && iv[3] == 1000 * N,
-              "%s: int sums %d %d %d %d, want %ld %ld %ld %ld", what, iv[0], iv[1], iv[2], iv[3], 101 * N, 1000 * N, 110 * N, 1000 * N);
+        CHECK(iv[0] == 101 * N && iv[1] == 1007 * N && iv[2] == 110 * N && iv[3] == 1000 * N,
+              "%s: int sums %d %d %d %d, want %ld %ld %ld %ld", what, iv[0], iv[1], iv[2], iv[3], 101 * N, 1007 * N, 110 * N, 1000 * N);
         CHECK(mxv == (n - 1) * ITERS + ITERS - 1, "%s: max %d", what, mxv);
         CHECK(pv[0] == -((n - 1) * 10 + 6) && pv[1] == n - 1, "%s: minloc (%d, %d)", what, pv[0], pv[1]);
         long fop, cas, cascnt, lockcnt, shared;

@@ -16,9 +16,9 @@
 
 use super::shared::{apply_into, Items, SharedCtl};
 use super::Op;
-use gridmpi_datatype::Datatype;
+use gridmpi_datatype::{BasicType, Datatype, TypeClass};
 use gridmpi_wire::rma::{OpDesc, OpKind};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 pub struct FastMember {
@@ -211,6 +211,55 @@ impl FastWin {
         Some(apply_into(&d, Some(op), mem, data, self.ctl.acc_mutex(rank as usize), old))
     }
 
+    /// MPI_Accumulate of the one element at `src` with `rmw`: true once
+    /// done, false when the ordinary path must take it (no operation to
+    /// `rank` may be done now, or the element is outside the window or
+    /// not aligned for its atomic).
+    ///
+    /// # Safety
+    /// `src` must hold one readable element of `rmw`'s size.
+    pub unsafe fn accumulate_one(&self, rank: i32, disp: i64, src: *const u8, rmw: OneRmw) -> bool {
+        let size = rmw.size();
+        let Some(at) = self.place(rank, disp, size) else { return false };
+        if (at as usize) & (size as usize - 1) != 0 {
+            return false;
+        }
+        // SAFETY (all arms): `at` is aligned and lies within the target's
+        // window, mapped for the window's life and changed only atomically
+        // by accumulates; `src` holds one element (the caller's promise).
+        match rmw {
+            OneRmw::AddF64 => {
+                let a = AtomicU64::from_ptr(at as *mut u64);
+                let y = std::ptr::read_unaligned(src as *const f64);
+                let mut cur = a.load(Ordering::Relaxed);
+                while let Err(x) = a.compare_exchange_weak(cur, (f64::from_bits(cur) + y).to_bits(), Ordering::AcqRel, Ordering::Relaxed) {
+                    cur = x;
+                }
+            }
+            OneRmw::AddF32 => {
+                let a = AtomicU32::from_ptr(at as *mut u32);
+                let y = std::ptr::read_unaligned(src as *const f32);
+                let mut cur = a.load(Ordering::Relaxed);
+                while let Err(x) = a.compare_exchange_weak(cur, (f32::from_bits(cur) + y).to_bits(), Ordering::AcqRel, Ordering::Relaxed) {
+                    cur = x;
+                }
+            }
+            OneRmw::AddInt64 => {
+                AtomicU64::from_ptr(at as *mut u64).fetch_add(std::ptr::read_unaligned(src as *const u64), Ordering::AcqRel);
+            }
+            OneRmw::AddInt32 => {
+                AtomicU32::from_ptr(at as *mut u32).fetch_add(std::ptr::read_unaligned(src as *const u32), Ordering::AcqRel);
+            }
+            OneRmw::Swap64 => {
+                AtomicU64::from_ptr(at as *mut u64).swap(std::ptr::read_unaligned(src as *const u64), Ordering::AcqRel);
+            }
+            OneRmw::Swap32 => {
+                AtomicU32::from_ptr(at as *mut u32).swap(std::ptr::read_unaligned(src as *const u32), Ordering::AcqRel);
+            }
+        }
+        true
+    }
+
     /// MPI_Win_flush(_local) of `rank`, or of every member (`None`): true
     /// once done (the stores are published).
     pub fn flush(&self, rank: Option<i32>) -> bool {
@@ -223,5 +272,100 @@ impl FastWin {
             super::shared::publish();
         }
         open
+    }
+}
+
+/// A one-element accumulate that is a single CPU atomic (or one
+/// compare-exchange loop), known before the call from the operation and
+/// the type alone: the commonest accumulates (a counter, a sum of doubles,
+/// a replace), done by [`FastWin::accumulate_one`] without the general
+/// road's lookups. Each is the very atomic shared.rs's `atomic_rmw!` does
+/// on such an element, so origins on either road agree.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum OneRmw {
+    AddF64 = 1,
+    AddF32,
+    AddInt64,
+    AddInt32,
+    Swap64,
+    Swap32,
+}
+
+impl OneRmw {
+    pub const ALL: [OneRmw; 6] = [OneRmw::AddF64, OneRmw::AddF32, OneRmw::AddInt64, OneRmw::AddInt32, OneRmw::Swap64, OneRmw::Swap32];
+
+    /// The atomic that does `op` on one element of `b`, if one does.
+    pub fn of(op: Op, b: BasicType) -> Option<OneRmw> {
+        let wide = match b.size() {
+            8 => true,
+            4 => false,
+            _ => return None,
+        };
+        Some(match (op, b.class()) {
+            (Op::Sum, TypeClass::Float) if wide => OneRmw::AddF64,
+            (Op::Sum, TypeClass::Float) => OneRmw::AddF32,
+            (Op::Sum, TypeClass::SignedInt | TypeClass::UnsignedInt) if wide => OneRmw::AddInt64,
+            (Op::Sum, TypeClass::SignedInt | TypeClass::UnsignedInt) => OneRmw::AddInt32,
+            (Op::Replace, _) if wide => OneRmw::Swap64,
+            (Op::Replace, _) => OneRmw::Swap32,
+            _ => return None,
+        })
+    }
+
+    fn size(self) -> u64 {
+        match self {
+            OneRmw::AddF64 | OneRmw::AddInt64 | OneRmw::Swap64 => 8,
+            OneRmw::AddF32 | OneRmw::AddInt32 | OneRmw::Swap32 => 4,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rma::LocalCtl;
+
+    /// Each one-element atomic leaves the element as the general road's
+    /// atomic does (rmw_one), and refuses what it must leave to the
+    /// ordinary path: a closed member, a misaligned or outside element.
+    #[test]
+    fn one_element_atomics_match_the_general_road() {
+        let cases: [(BasicType, Op, u64, u64); 8] = [
+            (BasicType::Double, Op::Sum, 1.5f64.to_bits(), 2.25f64.to_bits()),
+            (BasicType::Float, Op::Sum, 1.5f32.to_bits() as u64, 0.75f32.to_bits() as u64),
+            (BasicType::Long, Op::Sum, u64::MAX - 3, 10),
+            (BasicType::Int, Op::Sum, 0xffff_fffe, 5),
+            (BasicType::UnsignedLong, Op::Replace, 7, 9),
+            (BasicType::Int, Op::Replace, 7, 9),
+            (BasicType::Double, Op::Max, 0, 0),
+            (BasicType::Char, Op::Sum, 0, 0),
+        ];
+        for (b, op, start, add) in cases {
+            let Some(rmw) = OneRmw::of(op, b) else {
+                assert!(matches!(op, Op::Max) || b.size() == 1, "{b:?} {op:?} has an atomic");
+                continue;
+            };
+            assert_eq!(rmw.size(), b.size() as u64);
+            let s = b.size();
+            let mut mem = [0u64; 4];
+            let base = mem.as_mut_ptr() as *mut u8;
+            let win = FastWin::new(std::iter::once((base as u64, 32, 1)), Arc::new(LocalCtl::new(1)));
+            let input = &add.to_ne_bytes()[..s];
+            // SAFETY: `mem` outlives the window; the elements are in it.
+            unsafe {
+                assert!(!win.accumulate_one(0, 8, input.as_ptr(), rmw), "closed member");
+                win.set_open(0, true, false);
+                std::ptr::copy_nonoverlapping(start.to_ne_bytes().as_ptr(), base.add(8), s);
+                std::ptr::copy_nonoverlapping(start.to_ne_bytes().as_ptr(), base.add(16), s);
+                assert!(win.accumulate_one(0, 8, input.as_ptr(), rmw));
+                let mut old = vec![0u8; s];
+                assert_eq!(super::super::shared::rmw_one(base.add(16), b, OpKind::Accumulate, op, input, &mut old), Ok(true));
+                assert_eq!(std::slice::from_raw_parts(base.add(8), s), std::slice::from_raw_parts(base.add(16), s), "{b:?} {op:?}");
+                assert!(!win.accumulate_one(0, 1, input.as_ptr(), rmw), "misaligned");
+                assert!(!win.accumulate_one(0, 32 - s as i64 + 4, input.as_ptr(), rmw), "past the window");
+                assert!(!win.accumulate_one(0, -8, input.as_ptr(), rmw), "before the window");
+            }
+        }
     }
 }

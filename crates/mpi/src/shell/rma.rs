@@ -186,7 +186,29 @@ pub fn rget(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub fn accumulate(
+    name: &'static str,
+    origin_addr: *const c_void,
+    origin_count: i64,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: i64,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: Option<*mut MPI_Request>,
+) -> c_int {
+    if request.is_none() && origin_count == 1 && target_count == 1 && origin_datatype == target_datatype && super::rma_fast::accumulate_one(win, origin_addr, origin_datatype, target_rank, target_disp, op) {
+        return MPI_SUCCESS;
+    }
+    accumulate_any(name, origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win, request)
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn accumulate_any(
     name: &'static str,
     origin_addr: *const c_void,
     origin_count: i64,

@@ -8,6 +8,7 @@
 use super::*;
 use crate::handles::{self, Kind};
 use crate::state::{api, Target};
+use gridmpi_engine::rma::fast::OneRmw;
 use gridmpi_engine::rma::{FastWin, Op};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::OnceLock;
@@ -107,6 +108,40 @@ pub fn lookup(win: MPI_Win, addr: *const c_void, ocount: i64, odt: MPI_Datatype,
         return None;
     }
     Some((f, len))
+}
+
+/// By operation (its index in `Op::ALL`) and dense predefined type (as
+/// `TYPES`): the atomic of a one-element accumulate ([`OneRmw`] as u8), 0
+/// not known yet, [`NO_ONE`] none (the general road below).
+static ONE: [[AtomicU8; 256]; Op::ALL.len()] = [const { [const { AtomicU8::new(0) }; 256] }; Op::ALL.len()];
+const NO_ONE: u8 = 0xff;
+
+/// MPI_Accumulate of one element of the predefined `dt` with `op`, as one
+/// CPU atomic: true once done, false for the other roads (which find and
+/// say every error). The commonest accumulate, a counter or a sum, pays
+/// for two table lookups and its atomic here.
+#[inline]
+pub fn accumulate_one(win: MPI_Win, addr: *const c_void, dt: MPI_Datatype, rank: c_int, disp: MPI_Aint, op: MPI_Op) -> bool {
+    let Some(f) = window(win) else { return false };
+    let Some(o) = super::op::predefined_op(op) else { return false };
+    if (dt as u32) & 0xffff_0000 != 0x4c00_0000 || addr.is_null() {
+        return false;
+    }
+    let i = (dt & 0xff) as usize;
+    let cell = &ONE[o as usize][i];
+    let code = match cell.load(Ordering::Relaxed) {
+        0 => {
+            let rmw = TYPES[i].get().filter(|t| defined(o, i, t)).and_then(|t| OneRmw::of(o, t.basic_type()?));
+            let code = rmw.map_or(NO_ONE, |r| r as u8);
+            cell.store(code, Ordering::Relaxed);
+            code
+        }
+        c => c,
+    };
+    let Some(&rmw) = OneRmw::ALL.iter().find(|r| **r as u8 == code) else { return false };
+    // SAFETY: the caller's origin buffer holds one element of `dt`, which
+    // is `rmw`'s size (OneRmw::of).
+    unsafe { f.accumulate_one(rank, disp as i64, addr as *const u8, rmw) }
 }
 
 /// MPI_Accumulate (`result` None) or MPI_Get_accumulate/MPI_Fetch_and_op
