@@ -3,9 +3,11 @@
  * Barrier, Ibarrier and Bcast. Ibarrier cannot complete on rank 0 before
  * every other rank has entered (they only enter after a message rank 0
  * sends once it has tested the request a number of times). Bcast from every
- * root with 0 and 1 elements, odd sizes, 1 MiB, different but matching
- * datatypes on root and non-roots (vector on the root, contiguous
- * elsewhere), and on a split communicator.
+ * root with 0 and 1 elements, odd sizes, 1 MiB, sizes that go through
+ * GridMPI's shared-memory area in 2, 3 and 4 pieces of 16 KiB, different
+ * but matching datatypes on root and non-roots (vector on the root,
+ * contiguous elsewhere; small, and in pieces), and on a split
+ * communicator.
  */
 #include "testutil.h"
 
@@ -53,10 +55,11 @@ int main(int argc, char **argv)
     }
 
     /* Bcast from every root, several sizes. */
-    const int counts[] = {0, 1, 7, 1000, 65537, 1 << 18};
+    const int counts[] = {0, 1, 7, 1000, 4097, 12000, 16384, 65537, 1 << 18};
+    const int ncounts = sizeof counts / sizeof counts[0];
     int *buf = tu_malloc(sizeof(int) * (1 << 18));
     for (int root = 0; root < size; root++) {
-        for (int c = 0; c < 6; c++) {
+        for (int c = 0; c < ncounts; c++) {
             int n = counts[c];
             if (n > 1000 && root != 0 && root != size - 1)
                 continue; /* large sizes from two roots only, to stay quick */
@@ -73,26 +76,33 @@ int main(int argc, char **argv)
     }
     free(buf);
 
-    /* Root sends a strided vector, others receive contiguously. */
-    {
-        double src[40], dst[20];
+    /* Root sends a strided vector, others receive contiguously: 20
+     * doubles, and 6000 (in pieces through the area). */
+    for (int n = 20; n <= 6000; n += 5980) {
+        double *src = tu_malloc(sizeof(double) * 2 * n), *dst = tu_malloc(sizeof(double) * n);
         MPI_Datatype every2;
-        MPI_Type_vector(20, 1, 2, MPI_DOUBLE, &every2);
+        MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &every2);
         MPI_Type_commit(&every2);
         int root = size - 1;
         if (rank == root) {
-            for (int i = 0; i < 40; i++)
+            for (int i = 0; i < 2 * n; i++)
                 src[i] = i * 0.5;
             CHECK_MPI(MPI_Bcast(src, 1, every2, root, comm));
         } else {
-            for (int i = 0; i < 20; i++)
+            for (int i = 0; i < n; i++)
                 dst[i] = -1;
-            CHECK_MPI(MPI_Bcast(dst, 20, MPI_DOUBLE, root, comm));
-            for (int i = 0; i < 20; i++)
-                if (!CHECK(dst[i] == i * 1.0, "Bcast vector -> contiguous: [%d] = %g", i, dst[i]))
+            CHECK_MPI(MPI_Bcast(dst, n, MPI_DOUBLE, root, comm));
+            for (int i = 0; i < n; i++)
+                if (!CHECK(dst[i] == i * 1.0, "Bcast vector of %d -> contiguous: [%d] = %g", n, i, dst[i]))
                     break;
         }
+        /* The operations after it on the area are still numbered alike. */
+        double sum = 1, all = 0;
+        CHECK_MPI(MPI_Allreduce(&sum, &all, 1, MPI_DOUBLE, MPI_SUM, comm));
+        CHECK(all == size, "Allreduce after Bcast of %d: %g", n, all);
         MPI_Type_free(&every2);
+        free(src);
+        free(dst);
     }
 
     /* On a split communicator (odd/even), root 0 of each. */

@@ -267,6 +267,12 @@ impl Schedule {
         }
     }
 
+    /// A host-area step as a round of its own after the others.
+    pub(crate) fn push_host(&mut self, step: crate::coll::host::HostStep) {
+        self.settle_host();
+        self.rounds.push(Round { comm: vec![Step::Host(Box::new(step))], ..Default::default() });
+    }
+
     /// Run `other` (built on the same view) after this schedule's rounds;
     /// its scratch memory moves along.
     pub fn append(&mut self, mut other: Schedule) {
@@ -783,21 +789,39 @@ impl Engine {
         result
     }
 
-    /// A blocking collective whose schedule is one host-area operation that
-    /// may start now (every earlier one on its area finished here) needs no
-    /// executor: its caller arrives ([`Engine::host_arrive`]), waits for the
-    /// release without the lock and reads ([`Engine::host_finish`]), or
-    /// hands the waiting over ([`Engine::host_adopt`]). That saves a
-    /// blocked barrier or small allreduce most of its cost on one host.
-    /// Returns the step, or the schedule to start as usual.
-    pub fn host_step_alone(&self, mut sched: Schedule) -> Result<Box<crate::coll::host::HostStep>, Schedule> {
-        match sched.host.take() {
-            Some(step) if sched.rounds.is_empty() && step.host.area.turn() == step.host.op => Ok(step),
-            step => {
-                sched.host = step;
-                Err(sched)
+    /// A blocking collective whose schedule is host-area operations only
+    /// (one, or a bcast's pieces one after the other), the first of which
+    /// may start now (every earlier one on its area finished here), needs
+    /// no executor: its caller arrives at each ([`Engine::host_arrive`]),
+    /// waits for its release without the lock and reads
+    /// ([`Engine::host_finish`]), or hands the waiting over
+    /// ([`Engine::host_adopt`]). That saves a blocked barrier or small
+    /// allreduce most of its cost on one host. Returns the steps in order,
+    /// or the schedule to start as usual.
+    pub fn host_step_alone(&self, mut sched: Schedule) -> Result<Vec<Box<crate::coll::host::HostStep>>, Schedule> {
+        let turn_now = |s: &crate::coll::host::HostStep| s.host.area.turn() == s.host.op;
+        if let Some(step) = sched.host.take() {
+            if sched.rounds.is_empty() && turn_now(&step) {
+                return Ok(vec![step]);
             }
+            sched.host = Some(step);
+            return Err(sched);
         }
+        let host_only = |r: &Round| {
+            r.local.is_empty() && r.carry.is_empty() && r.pace.is_empty() && r.pace_by_burst.is_none() && matches!(r.comm[..], [Step::Host(_)])
+        };
+        let first_now = matches!(sched.rounds.first().map(|r| &r.comm[..]), Some([Step::Host(s)]) if turn_now(s));
+        if !first_now || !sched.rounds.iter().all(host_only) {
+            return Err(sched);
+        }
+        Ok(sched
+            .rounds
+            .drain(..)
+            .map(|mut r| match r.comm.pop() {
+                Some(Step::Host(step)) => step,
+                _ => unreachable!("checked: one host step per round"),
+            })
+            .collect())
     }
 
     /// Read what a released operation gives us; the area's next operation

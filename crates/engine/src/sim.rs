@@ -115,11 +115,17 @@ impl Sim {
     /// Let engine `i` hand out its actions and hear its links' unsent bytes,
     /// until it has nothing more to say.
     pub fn settle(&mut self, i: usize) {
+        self.settle_moved(i);
+    }
+
+    /// [`Sim::settle`]; whether a schedule of engine `i` moved.
+    fn settle_moved(&mut self, i: usize) -> bool {
+        let mut moved = false;
         if self.dead[i] {
-            return;
+            return moved;
         }
         loop {
-            self.engines[i].progress_schedules();
+            moved |= self.engines[i].progress_schedules();
             self.engines[i].progress_rma();
             self.engines[i].progress_partitioned();
             let mut any = false;
@@ -134,14 +140,23 @@ impl Sim {
                 self.engines[i].handle_unsent(p, unsent);
             }
             if !any && !self.engines[i].has_actions() {
-                return;
+                return moved;
             }
         }
     }
 
+    /// Settle every engine, again while any schedule moved: an operation
+    /// on a host area one engine released lets the others go on with no
+    /// frame (they look at the area, as a spinning process does).
     pub fn settle_all(&mut self) {
-        for i in 0..self.engines.len() {
-            self.settle(i);
+        loop {
+            let mut moved = false;
+            for i in 0..self.engines.len() {
+                moved |= self.settle_moved(i);
+            }
+            if !moved {
+                return;
+            }
         }
     }
 

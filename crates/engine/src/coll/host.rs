@@ -169,6 +169,10 @@ pub struct HostStep {
     pub read: Few<(Source, u64, UserBuf)>,
     /// And a block of every member into one buffer.
     pub gather: Option<Gather>,
+    /// Where in the packed bytes of the written and read buffers this
+    /// step's part begins (0 but for the pieces of [`bcast`] above a
+    /// slot): each moves its bytes from there, at most what its slot holds.
+    pub part: u64,
     /// Every member's pid (by rank), to wake the others after releasing
     /// if they sleep.
     pub pids: Arc<[gridmpi_wire::Pid]>,
@@ -187,7 +191,8 @@ impl HostStep {
         let mine = area.contribution(self.member, op);
         for (buf, at) in &self.write {
             let out = std::slice::from_raw_parts_mut(mine.add(*at as usize), slot - *at as usize);
-            buf.read_packed(0, &mut out[..buf.len() as usize]);
+            let n = self.part_len(buf, out.len());
+            buf.read_packed(self.part, &mut out[..n]);
         }
         if !area.arrive(op) {
             return Ok(false);
@@ -211,6 +216,13 @@ impl HostStep {
         result.map(|()| true)
     }
 
+    /// The bytes of `buf` this step moves, where `room` bytes of slot are
+    /// left: all of them from `part` on (the plan made them fit), or a
+    /// slot's worth for a piece.
+    fn part_len(&self, buf: &UserBuf, room: usize) -> usize {
+        (buf.len().saturating_sub(self.part) as usize).min(room)
+    }
+
     /// Unpack what we read, once released.
     ///
     /// # Safety
@@ -224,7 +236,7 @@ impl HostStep {
                 Source::Result => area.result(op),
             };
             let data = std::slice::from_raw_parts(base.add(*at as usize), slot - *at as usize);
-            buf.write_packed(0, &data[..buf.len() as usize]);
+            buf.write_packed(self.part, &data[..self.part_len(buf, data.len())]);
         }
         if let Some(g) = self.gather.as_ref().filter(|g| (g.at as usize) < slot) {
             // Within the slot whatever the plan said.
@@ -275,6 +287,7 @@ fn base(view: &CommView, h: &Host) -> HostStep {
         combine: None,
         read: Few::None,
         gather: None,
+        part: 0,
         pids: view.pids.clone(),
     }
 }
@@ -308,15 +321,37 @@ pub fn reduce(view: CommView, tag: i32, h: &Host, input: UserBuf, recv: Option<U
     one_step(view, tag, step)
 }
 
-/// Bcast from `root` (`buf.len()` bytes at most a slot).
+/// The operations a bcast of `bytes` takes on an area of `slot`-byte
+/// slots: one per slot's worth (at least one).
+pub fn bcast_pieces(bytes: u64, slot: u64) -> u64 {
+    bytes.div_ceil(slot.max(1)).max(1)
+}
+
+/// Bcast from `root`: `h.op` and the [`bcast_pieces`] - 1 operations after
+/// it (the caller took them all), each a slot's worth of the data. With
+/// more ranks than cores every piece costs about a barrier, still far less
+/// than messages that each wait for their receiver to be scheduled.
 pub fn bcast(view: CommView, tag: i32, h: &Host, buf: UserBuf, root: i32) -> Schedule {
-    let mut step = base(&view, h);
-    if view.rank == root {
-        step.write.push((buf, 0));
-    } else {
-        step.read.push((Source::Member(root as usize), 0, buf));
+    let pieces = bcast_pieces(buf.len(), h.slot);
+    let piece = |k: u64| {
+        let at = Host { op: HostOp { area: h.op.area.clone(), op: h.op.op + k }, slot: h.slot };
+        let mut step = base(&view, &at);
+        step.part = k * h.slot;
+        if view.rank == root {
+            step.write.push((buf.clone(), 0));
+        } else {
+            step.read.push((Source::Member(root as usize), 0, buf.clone()));
+        }
+        step
+    };
+    if pieces == 1 {
+        return one_step(view.clone(), tag, piece(0));
     }
-    one_step(view, tag, step)
+    let mut s = Schedule::new(view.clone(), tag);
+    for k in 0..pieces {
+        s.push_host(piece(k));
+    }
+    s
 }
 
 /// Allgather: our block (`mine` None: in place, it is `blocks[rank]`), and
@@ -553,6 +588,38 @@ pub mod tests {
                         let want: Vec<u64> = (0..n as u64).flat_map(|m| (0..items).map(move |i| 1000 * k + 100 * m + items * r as u64 + i)).collect();
                         assert_eq!(t.get(), want, "n {n}, {items} items, op {k}, rank {r}");
                     }
+                }
+            }
+        }
+    }
+
+    /// A bcast above a slot runs one operation per slot's worth (each
+    /// piece from its own offset of the buffer), and the operation after
+    /// it takes the number after its last piece.
+    #[test]
+    fn bcast_in_pieces_moves_every_byte() {
+        let dt = sim::u64_type();
+        let slot = 64u64;
+        for n in [2usize, 3, 5] {
+            for items in [8u64, 9, 24, 33] {
+                let areas = hosts(n, slot as usize);
+                let pieces = bcast_pieces(items * 8, slot);
+                assert_eq!(pieces, (items * 8).div_ceil(slot));
+                let root = n - 1;
+                let mut bufs: Vec<TBuf> = (0..n).map(|_| TBuf::new(items, &dt)).collect();
+                let want: Vec<u64> = (0..items).map(|i| 7000 + i).collect();
+                bufs[root].set(&want);
+                let ubs: Vec<UserBuf> = bufs.iter_mut().map(|b| b.ub()).collect();
+                let errs = sim::run(n, items, |r| {
+                    let h = Host { op: HostOp { area: areas[r].clone(), op: 0 }, slot };
+                    let mut s = bcast(sim::view(r, n), 1, &h, ubs[r].clone(), root as i32);
+                    let next = Host { op: HostOp { area: areas[r].clone(), op: pieces }, slot };
+                    s.append(barrier(sim::view(r, n), 1, &next));
+                    s
+                });
+                assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                for (r, b) in bufs.iter_mut().enumerate() {
+                    assert_eq!(b.get(), want, "n {n}, {items} items, rank {r}");
                 }
             }
         }

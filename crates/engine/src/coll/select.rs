@@ -50,6 +50,12 @@ impl Input {
     fn host_fits(&self, bytes: u64) -> bool {
         self.host_slot > 0 && self.procs > 1 && bytes <= self.host_slot
     }
+
+    /// A bcast of `bytes` goes through the area in pieces of a slot
+    /// (coll/host.rs `bcast`), up to [`HOST_BCAST_PIECES`] of them.
+    fn host_bcast_fits(&self, bytes: u64) -> bool {
+        self.host_fits(0) && bytes <= self.host_slot.saturating_mul(HOST_BCAST_PIECES)
+    }
 }
 
 /// Declares an algorithm enum with its setting names ("auto" is not one).
@@ -140,11 +146,16 @@ fn barrier_table(i: &Input) -> Barrier {
     Barrier::Dissemination
 }
 
+/// The most slot-sized pieces a bcast takes through the area; above, the
+/// messages' pipelining wins (8 ranks on 2 cores, 16 KiB slots: see
+/// bench/FINDINGS.md item 12).
+pub const HOST_BCAST_PIECES: u64 = 4;
+
 fn bcast_table(i: &Input) -> Bcast {
     if i.clusters > 1 {
         return Bcast::Wan;
     }
-    if i.host_fits(i.bytes) {
+    if i.host_bcast_fits(i.bytes) {
         return Bcast::Host;
     }
     if i.bytes < 12 * KIB || i.procs <= 4 {
@@ -357,7 +368,7 @@ impl Selector {
     pub fn bcast(&self, i: &Input) -> Bcast {
         match self.bcast {
             Some(Bcast::Wan) if i.clusters < 2 => bcast_table(i),
-            Some(Bcast::Host) if !i.host_fits(i.bytes) => bcast_table(i),
+            Some(Bcast::Host) if !i.host_bcast_fits(i.bytes) => bcast_table(i),
             Some(a) => a,
             None => bcast_table(i),
         }
@@ -458,6 +469,17 @@ mod tests {
         let mut nc = Input::new(16, 1 << 20);
         nc.commutative = false;
         assert_eq!(s.reduce_scatter(&nc), ReduceScatter::ReduceScatterv);
+    }
+
+    #[test]
+    fn bcast_goes_through_the_area_in_up_to_four_pieces() {
+        let s = Selector::default();
+        for bytes in [0, 8, 16 * KIB, 16 * KIB + 1, 64 * KIB] {
+            assert_eq!(s.bcast(&Input { host_slot: 16 * KIB, ..Input::new(8, bytes) }), Bcast::Host, "{bytes} B");
+        }
+        assert_ne!(s.bcast(&Input { host_slot: 16 * KIB, ..Input::new(8, 64 * KIB + 1) }), Bcast::Host);
+        assert_ne!(s.bcast(&Input::new(8, 8)), Bcast::Host, "no area");
+        assert_ne!(s.bcast(&Input { host_slot: 16 * KIB, clusters: 2, ..Input::new(8, 8) }), Bcast::Host);
     }
 
     #[test]

@@ -43,8 +43,8 @@ pub struct Env<'a> {
     /// The communicator's shared-memory area and the number this
     /// operation would take on it (see [`Env::host`]).
     pub host: Option<host::Host>,
-    /// Whether the schedule took the area's operation number.
-    host_used: std::cell::Cell<bool>,
+    /// How many of the area's operation numbers the schedule took.
+    host_used: std::cell::Cell<u64>,
 }
 
 impl Env<'_> {
@@ -74,7 +74,13 @@ impl Env<'_> {
     /// The shared-memory area, for an algorithm the table chose because
     /// `Input::host_slot` said it fits: the operation takes its number.
     pub fn host(&self) -> host::Host {
-        self.host_used.set(true);
+        self.host_ops(1)
+    }
+
+    /// [`Env::host`] for an algorithm that runs `n` operations on the area
+    /// one after the other, numbered from the one returned.
+    pub fn host_ops(&self, n: u64) -> host::Host {
+        self.host_used.set(n);
         self.host.clone().expect("the table chose the host area only where there is one")
     }
 }
@@ -161,9 +167,10 @@ fn schedule(st: &mut State, comm: MPI_Comm, build: &Build, tag: Tag) -> R<(Sched
     let sites = if local.is_none() { comm_sites(st, comm, tag) } else { None };
     let env = Env { view, local, tag, sel: &selector, sites, host, host_used: Default::default() };
     let s = build(&env);
-    if env.host_used.get() {
+    let used = env.host_used.get();
+    if used > 0 {
         if let HostColl::Area { next_op, .. } = &mut st.comm_mut(comm)?.host {
-            *next_op += 1;
+            *next_op += used;
         }
     }
     Ok((s, ctx))
@@ -522,7 +529,10 @@ pub(crate) fn plan_bcast(st: &State, buffer: *mut c_void, count: MPI_Count, data
                 sel::Bcast::Binomial => bcast::binomial(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::ScatterAllgather => bcast::scatter_allgather(e.v(), e.tag, buf.clone(), root),
                 sel::Bcast::Pipeline => bcast::pipeline(e.v(), e.tag, buf.clone(), root, sel::BCAST_SEGMENT),
-                sel::Bcast::Host => host::bcast(e.v(), e.tag, &e.host(), buf.clone(), root),
+                sel::Bcast::Host => {
+                    let pieces = e.host.as_ref().map_or(1, |h| host::bcast_pieces(buf.len(), h.slot));
+                    host::bcast(e.v(), e.tag, &e.host_ops(pieces), buf.clone(), root)
+                }
                 sel::Bcast::Wan => match &e.sites {
                     Some(sites) => gridmpi_engine::coll::wan::bcast(e.v(), sites, e.tag, buf.clone(), root),
                     None => bcast::binomial(e.v(), e.tag, buf.clone(), root),

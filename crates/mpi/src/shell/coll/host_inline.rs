@@ -18,9 +18,11 @@ use gridmpi_engine::coll::host::HostStep;
 use gridmpi_engine::sched::Schedule;
 use gridmpi_engine::Engine;
 
-/// A step this process arrived at and may wait for itself.
+/// A step this process arrived at and may wait for itself, and the steps
+/// to run after it, in order (a bcast's pieces).
 pub struct Inline {
     step: Box<HostStep>,
+    rest: std::vec::IntoIter<Box<HostStep>>,
     /// The reduction failed (we were last): the call's error, once done.
     error: Option<String>,
     /// How to wait without the lock (None: hand over at once).
@@ -36,37 +38,54 @@ pub fn try_start(st: &mut State, s: Schedule) -> R<Result<Inline, Schedule>> {
     if st.rt.tracer.is_some() || st.rt.fault_tolerant || st.rt.engine.ft_active() {
         return Ok(Err(s));
     }
-    let step = match st.rt.engine.host_step_alone(s) {
-        Ok(step) => step,
+    let mut steps = match st.rt.engine.host_step_alone(s) {
+        Ok(steps) => steps.into_iter(),
         Err(s) => return Ok(Err(s)),
     };
+    let step = steps.next().expect("host_step_alone gives at least one step");
+    Ok(Ok(arrive(st, step, steps)?))
+}
+
+/// Arrive at `step` (its turn has come).
+fn arrive(st: &mut State, step: Box<HostStep>, rest: std::vec::IntoIter<Box<HostStep>>) -> R<Inline> {
     // SAFETY: a blocking call's buffers are valid until it returns, and it
-    // returns only after reading the operation (finish).
+    // returns only after reading every operation (finish).
     let error = unsafe { st.rt.engine.host_arrive(&step) }.err();
     if st.rt.engine.has_actions() {
         // Frames that wake members which sleep.
         st.progress()?;
     }
     let spin = SpinPolicy::allowed(st).then(|| (st.rt.arrivals.clone(), SpinPolicy::of(st)));
-    Ok(Ok(Inline { step, error, spin }))
+    Ok(Inline { step, rest, error, spin })
 }
 
-/// Wait for the release (called without the lock) and read.
-pub fn finish(inline: Inline) -> R<()> {
-    let Inline { step, error, spin } = inline;
-    let (area, op) = (step.host.area.clone(), step.host.op);
-    let released = area.released(op)
-        || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], policy) && area.released(op));
-    if released {
-        // SAFETY: released; our buffers are valid (try_start).
-        unsafe { Engine::host_finish(&step) };
-    } else {
-        let r = state::with(|st| {
-            let r = st.rt.engine.host_adopt(step);
-            st.progress()?;
-            Ok(r)
-        })?;
-        super::super::env::wait_engine(r)?;
+/// Wait for each release (called without the lock) and read; arrive at
+/// the next step once this one is read.
+pub fn finish(mut inline: Inline) -> R<()> {
+    let mut failed = None;
+    loop {
+        let Inline { step, rest, error, spin } = inline;
+        let (area, op) = (step.host.area.clone(), step.host.op);
+        let released = area.released(op)
+            || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], policy) && area.released(op));
+        if released {
+            // SAFETY: released; our buffers are valid (try_start).
+            unsafe { Engine::host_finish(&step) };
+        } else {
+            let r = state::with(|st| {
+                let r = st.rt.engine.host_adopt(step);
+                st.progress()?;
+                Ok(r)
+            })?;
+            super::super::env::wait_engine(r)?;
+        }
+        // The others go on to the next steps whatever failed here (only
+        // the last member of a reduction learns of its error): so do we.
+        failed = failed.or(error);
+        let mut rest = rest;
+        match rest.next() {
+            Some(next) => inline = state::with(|st| arrive(st, next, rest))?,
+            None => return failed.map_or(Ok(()), |msg| Err(schedule_error(msg))),
+        }
     }
-    error.map_or(Ok(()), |msg| Err(schedule_error(msg)))
 }
