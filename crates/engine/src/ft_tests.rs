@@ -193,3 +193,49 @@ fn a_bitmap_longer_than_the_communicator_names_no_rank_outside_it() {
     assert!(v.failed_ranks().iter().all(|&r| r < 3), "{:?}", v.failed_ranks());
     assert!(net.engines[2].is_complete(r2));
 }
+
+/// A collective abandoned because a member failed must not return while a
+/// message from a live member is still landing in its buffers: the caller
+/// may free them (a schedule's own scratch buffers are freed with it), and
+/// a transport writing there afterwards corrupts memory. Found as a heap
+/// corruption in tests/c/ulfm_kill_collective_tcp.c, once in 400 runs.
+#[test]
+fn an_abandoned_collective_returns_only_after_its_matched_receives_landed() {
+    use crate::sched::{CommView, Schedule, Step};
+    for seed in 1..=40u64 {
+        let mut net = Sim::new(3, seed, params(), 1 << 20);
+        let view = CommView { ctx: 30, rank: 1, size: 3, pids: vec![0, 1, 2].into(), local_pids: None };
+        let mut big = vec![0u8; 100_000];
+        let mut small = vec![0u8; 8];
+        let mut s = Schedule::new(view, 7);
+        s.round().comm.extend([Step::Recv { from: 0, buf: bytes(&mut big) }, Step::Recv { from: 2, buf: bytes(&mut small) }]);
+        let coll = net.engines[1].start_schedule(s);
+        let mut src = vec![5u8; 100_000];
+        let sent = net.engines[0].isend(SendArgs { ctx: 30, src: 0, dest: 1, tag: 7, buf: bytes(&mut src), mode: SendMode::Standard });
+        // Until some of the data has landed (the receive is matched).
+        let mut steps = 0;
+        while !big.contains(&5) && net.step() {
+            steps += 1;
+        }
+        assert!(big.contains(&5), "seed {seed}: no data moved in {steps} steps");
+        net.kill(2);
+        net.engines[1].handle_proc_failed(2);
+        net.engines[0].handle_proc_failed(2);
+        let mut seen_done: Option<Vec<u8>> = None;
+        loop {
+            net.settle_all();
+            if seen_done.is_none() && net.engines[1].is_complete(coll) {
+                seen_done = Some(big.clone());
+            }
+            if !net.step() {
+                break;
+            }
+        }
+        let at_return = seen_done.expect("the abandoned collective finished");
+        let late = at_return.iter().zip(&big).filter(|(a, b)| a != b).count();
+        assert!(late == 0, "seed {seed}: {late} bytes landed after the collective returned");
+        assert!(big.iter().all(|&b| b == 5), "seed {seed}: the matched message did not land whole");
+        assert_eq!(net.engines[1].take(coll).unwrap().error, Some(ErrorKind::ProcFailed), "seed {seed}");
+        assert!(net.engines[0].take(sent).unwrap().error.is_none(), "seed {seed}");
+    }
+}

@@ -84,6 +84,10 @@ impl Engine {
         self.reqs.get(r.0).is_some()
     }
 
+    pub(crate) fn is_recv(&self, r: ReqId) -> bool {
+        self.reqs.get(r.0).is_some_and(|q| matches!(q.op, ReqOp::Recv(_)))
+    }
+
     pub fn is_complete(&self, r: ReqId) -> bool {
         self.reqs.get(r.0).is_some_and(|q| q.done)
     }

@@ -454,6 +454,10 @@ pub(crate) struct Running {
     /// Receives the previous round carried into the current one, awaited
     /// with its communication.
     carried_in: Vec<ReqId>,
+    /// Sends an abandoned schedule left to go on alone (detached): they
+    /// may still read its scratch memory, so the schedule outlives its
+    /// request until they are gone (Executor::lingering).
+    detached_sends: Vec<ReqId>,
 }
 
 /// A reduction with a user's function, to be run by the caller outside any
@@ -494,6 +498,9 @@ pub struct Executor {
     /// Errors of finished host-area operations (a failed reduction), by
     /// request, for their round to take.
     host_errors: Vec<(ReqId, String)>,
+    /// Abandoned schedules whose detached sends still run: their memory
+    /// (scratch buffers the sends read) is freed once those are gone.
+    lingering: Vec<(Vec<ReqId>, Schedule)>,
 }
 
 impl Engine {
@@ -520,6 +527,7 @@ impl Engine {
             carry: Vec::new(),
             carried: Vec::new(),
             carried_in: Vec::new(),
+            detached_sends: Vec::new(),
         });
         self.advance(&mut ex, id);
         self.executor = ex;
@@ -539,6 +547,9 @@ impl Engine {
 
     fn advance_schedules(&mut self) -> bool {
         let mut ex = std::mem::take(&mut self.executor);
+        if !ex.lingering.is_empty() {
+            ex.lingering.retain(|(sends, _)| sends.iter().any(|&r| self.exists(r)));
+        }
         let mut any = self.progress_host_ops(&mut ex);
         let ids: Vec<u32> = ex.running.iter().map(|(i, _)| i).collect();
         for id in ids {
@@ -708,6 +719,9 @@ impl Engine {
             }
             if run.next_round == run.sched.rounds.len() || run.failed.is_some() {
                 let run = ex.running.remove(id).unwrap();
+                if !run.detached_sends.is_empty() {
+                    ex.lingering.push((run.detached_sends, run.sched));
+                }
                 let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: run.aborted };
                 if let Some(msg) = run.failed {
                     self.schedule_errors.push((run.req, msg));
@@ -929,9 +943,12 @@ impl Engine {
 
     /// Abandon running schedule `id`: its posted receives are withdrawn
     /// (nothing may land in the caller's buffers once the call returned),
-    /// its sends go on alone (detached), its host-area operation is dropped,
-    /// its pacing lifted; it finishes with `kind` at once, or as soon as a
-    /// user reduction handed out to a thread reports back.
+    /// its sends go on alone (detached, its memory kept until they are
+    /// gone), its host-area operation is dropped, its pacing lifted; it
+    /// finishes with `kind` once the receives already matched to a message
+    /// have landed (a transport may be writing one into its buffers right
+    /// now; the sender is alive, or they fail with it) and any user
+    /// reduction handed out to a thread reported back.
     fn abort_schedule(&mut self, id: u32, kind: crate::request::ErrorKind, why: &str) {
         let mut ex = std::mem::take(&mut self.executor);
         let run = ex.running.get_mut(id).expect("a running schedule");
@@ -971,18 +988,24 @@ impl Engine {
         for r in dropped {
             self.reqs.remove(r.0);
         }
+        let mut landing = Vec::new();
+        let mut detached = Vec::new();
         for r in outstanding {
-            if !self.exists(r) {
+            if !self.exists(r) || self.withdraw_recv(r) {
                 continue;
             }
-            if !self.withdraw_recv(r) {
-                if self.is_complete(r) {
-                    self.take(r);
-                } else {
-                    self.detach(r);
-                }
+            if self.is_complete(r) {
+                self.take(r);
+            } else if self.is_recv(r) {
+                landing.push(r);
+            } else {
+                self.detach(r);
+                detached.push(r);
             }
         }
+        let run = ex.running.get_mut(id).unwrap();
+        run.pending = landing;
+        run.detached_sends = detached;
         for p in paced {
             self.pace(p, None);
         }
