@@ -8,7 +8,8 @@
  * thread started. Blocked threads must be woken when their message is
  * received by another thread of the process: a lost wakeup shows as a
  * timeout. Run over shared memory here, over TCP and without spinning by
- * thread_pingpong_tcp.c and thread_pingpong_nospin.c.
+ * thread_pingpong_tcp.c and thread_pingpong_nospin.c, and with single-copy
+ * reads for the large messages by thread_pingpong_single_copy.c.
  */
 #include "testutil.h"
 #include <pthread.h>

@@ -77,9 +77,9 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "GRIDMPI_SINGLE_COPY",
         kind: Kind::Bool,
-        default: "yes",
+        default: "no",
         scope: Scope::Library,
-        help: "move large messages between ranks on one host with one process_vm_readv copy (those above half a shared-memory ring, 128k by default; smaller ones go through the ring)",
+        help: "move messages above half a shared-memory ring (128k by default) between ranks on one host with one process_vm_readv copy instead of through the ring (no: every message goes through the rings, whose two copies run at once on the two processes; on the machine GridMPI is tested on that is 3x faster, see bench/FINDINGS.md item 13)",
     },
     Setting {
         name: "GRIDMPI_TCP_ADDR",

@@ -620,6 +620,12 @@ impl Driver {
         self.poller.clear_wake();
     }
 
+    /// While frames wait for room in shared-memory rings: what says room
+    /// was made (a blocked call spins on it too; no frame comes for it).
+    pub fn room_probe(&self) -> Option<gridmpi_transport::shm::ring::RoomProbe> {
+        self.shm.as_ref()?.room_probe()
+    }
+
     /// What a blocked call may spin on without the lock.
     pub fn arrivals(&self) -> Arrivals {
         let tcp = self.tcp.as_ref().filter(|_| self.tcp_routes).map(|t| t.wait_fd());

@@ -453,6 +453,11 @@ impl Runtime {
     }
 
     /// A piece of copying for a blocked thread to do without the lock.
+    /// See [`crate::driver::Driver::room_probe`].
+    pub fn room_probe(&self) -> Option<gridmpi_transport::shm::ring::RoomProbe> {
+        self.driver.room_probe()
+    }
+
     pub fn claim_copy(&mut self) -> Option<crate::driver::CopyPiece> {
         self.driver.claim_copy()
     }

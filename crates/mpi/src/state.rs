@@ -253,9 +253,10 @@ fn wait_from(spin: bool, check_first: bool, mut done: impl FnMut(&mut State) -> 
             let policy = SpinPolicy::of(st);
             let arrivals = st.rt.arrivals.clone();
             let releases = st.rt.engine.host_waits();
+            let room = st.rt.room_probe();
             st.waiting.spinners += 1;
             drop(g);
-            let found = spin_for_arrivals(&arrivals, &releases, policy);
+            let found = spin_for_arrivals(&arrivals, &releases, room.as_ref(), policy);
             g = lock();
             let st = g.as_mut().ok_or_else(not_running)?;
             st.waiting.spinners -= 1;
@@ -345,10 +346,11 @@ const SHARED_CORE_YIELD: std::time::Duration = std::time::Duration::from_micros(
 /// outnumber cores, it yields between polls so a peer on the same core can
 /// run and send what we wait for. The clock is read and the sockets asked
 /// every few polls (both cost more than the shared-memory check).
-pub(crate) fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, releases: &[HostWait], policy: SpinPolicy) -> bool {
+pub(crate) fn spin_for_arrivals(arrivals: &gridmpi_transport::progress::Arrivals, releases: &[HostWait], room: Option<&gridmpi_transport::shm::ring::RoomProbe>, policy: SpinPolicy) -> bool {
     let epoch = arrivals.epoch();
-    // A host-area operation we wait on is released: no frame says so.
-    let released = || releases.iter().any(|(area, op)| area.released(*op));
+    // A host-area operation we wait on is released, or a ring our frames
+    // wait for room in was read from: no frame says so.
+    let released = || releases.iter().any(|(area, op)| area.released(*op)) || room.is_some_and(|r| r.freed());
     let glance = || {
         for _ in 0..16 {
             if arrivals.any(epoch, false) || released() {

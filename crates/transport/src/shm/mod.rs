@@ -109,6 +109,20 @@ impl Shm {
         self.inbox.arrival_probe()
     }
 
+    /// While frames wait for room: a lock-free view of whether the rings
+    /// they wait for were read from since they were found full.
+    pub fn room_probe(&self) -> Option<ring::RoomProbe> {
+        if self.backlog_len == 0 {
+            return None;
+        }
+        let mut probes = self.backlog.iter().zip(&self.peers).filter(|(q, _)| !q.is_empty()).filter_map(|(_, p)| p.as_ref().map(|p| p.room_watch()));
+        let mut all = probes.next()?;
+        for p in probes {
+            all.join(p);
+        }
+        Some(all)
+    }
+
     /// The largest frame a ring carries whole.
     pub fn max_frame(&self) -> usize {
         self.inbox.ring_size() / 2 - HEADER_LEN - 8

@@ -137,9 +137,38 @@ impl ArrivalProbe {
     }
 }
 
+/// Says whether the readers of rings we found too full have read from
+/// them since (so a frame waiting for room may fit now), with one load per
+/// ring and no lock: a blocked call spins on it while frames wait, as no
+/// frame comes to say so. Keeps the mappings alive.
+pub struct RoomProbe {
+    _maps: Vec<Arc<SharedMap>>,
+    /// Each ring's head (read position) and its value when it was too full.
+    heads: Vec<(*const AtomicU64, u64)>,
+}
+
+// SAFETY: the pointers are into mappings the probe keeps alive, and only
+// atomics are read through them.
+unsafe impl Send for RoomProbe {}
+unsafe impl Sync for RoomProbe {}
+
+impl RoomProbe {
+    #[inline]
+    pub fn freed(&self) -> bool {
+        // SAFETY: see above.
+        self.heads.iter().any(|&(h, seen)| unsafe { (*h).load(Ordering::Acquire) } != seen)
+    }
+
+    /// Watch `other`'s rings too.
+    pub fn join(&mut self, other: RoomProbe) {
+        self._maps.extend(other._maps);
+        self.heads.extend(other.heads);
+    }
+}
+
 /// A peer's inbox, mapped to write into our ring there.
 pub struct PeerInbox {
-    map: SharedMap,
+    map: Arc<SharedMap>,
     writer: RingWriter,
 }
 
@@ -164,11 +193,17 @@ impl PeerInbox {
             return Err(io::Error::other(format!("shared memory segment {name} is not a GridMPI inbox")));
         }
         let writer = RingWriter::new(&map, ring, ring_size);
-        Ok(PeerInbox { map, writer })
+        Ok(PeerInbox { map: Arc::new(map), writer })
     }
 
     pub fn writer(&mut self) -> &mut RingWriter {
         &mut self.writer
+    }
+
+    /// A view of whether the owner has read from our ring since we last
+    /// found it too full (see [`RoomProbe`]).
+    pub fn room_watch(&self) -> RoomProbe {
+        RoomProbe { _maps: vec![self.map.clone()], heads: vec![(self.writer.head, self.writer.head_cache)] }
     }
 
     /// After publishing frames: true if the owner sleeps and must be woken.

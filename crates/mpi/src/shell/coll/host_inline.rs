@@ -67,7 +67,7 @@ pub fn finish(mut inline: Inline) -> R<()> {
         let Inline { step, rest, error, spin } = inline;
         let (area, op) = (step.host.area.clone(), step.host.op);
         let released = area.released(op)
-            || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], policy) && area.released(op));
+            || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], None, policy) && area.released(op));
         if released {
             // SAFETY: released; our buffers are valid (try_start).
             unsafe { Engine::host_finish(&step) };
