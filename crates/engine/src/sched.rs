@@ -810,13 +810,14 @@ impl Engine {
     /// waits for its release without the lock and reads
     /// ([`Engine::host_finish`]), or hands the waiting over
     /// ([`Engine::host_adopt`]). That saves a blocked barrier or small
-    /// allreduce most of its cost on one host. Returns the steps in order,
-    /// or the schedule to start as usual.
-    pub fn host_step_alone(&self, mut sched: Schedule) -> Result<Vec<Box<crate::coll::host::HostStep>>, Schedule> {
+    /// allreduce most of its cost on one host. Returns the first step and
+    /// the others in order (none, allocating nothing, for a lone step), or
+    /// the schedule to start as usual.
+    pub fn host_step_alone(&self, mut sched: Schedule) -> Result<(Box<crate::coll::host::HostStep>, Vec<Box<crate::coll::host::HostStep>>), Schedule> {
         let turn_now = |s: &crate::coll::host::HostStep| s.host.area.turn() == s.host.op;
         if let Some(step) = sched.host.take() {
             if sched.rounds.is_empty() && turn_now(&step) {
-                return Ok(vec![step]);
+                return Ok((step, Vec::new()));
             }
             sched.host = Some(step);
             return Err(sched);
@@ -828,14 +829,12 @@ impl Engine {
         if !first_now || !sched.rounds.iter().all(host_only) {
             return Err(sched);
         }
-        Ok(sched
-            .rounds
-            .drain(..)
-            .map(|mut r| match r.comm.pop() {
-                Some(Step::Host(step)) => step,
-                _ => unreachable!("checked: one host step per round"),
-            })
-            .collect())
+        let mut steps = sched.rounds.drain(..).map(|mut r| match r.comm.pop() {
+            Some(Step::Host(step)) => step,
+            _ => unreachable!("checked: one host step per round"),
+        });
+        let first = steps.next().expect("checked: a first round");
+        Ok((first, steps.collect()))
     }
 
     /// Read what a released operation gives us; the area's next operation

@@ -38,12 +38,11 @@ pub fn try_start(st: &mut State, s: Schedule) -> R<Result<Inline, Schedule>> {
     if st.rt.tracer.is_some() || st.rt.fault_tolerant || st.rt.engine.ft_active() {
         return Ok(Err(s));
     }
-    let mut steps = match st.rt.engine.host_step_alone(s) {
-        Ok(steps) => steps.into_iter(),
+    let (step, rest) = match st.rt.engine.host_step_alone(s) {
+        Ok(steps) => steps,
         Err(s) => return Ok(Err(s)),
     };
-    let step = steps.next().expect("host_step_alone gives at least one step");
-    Ok(Ok(arrive(st, step, steps)?))
+    Ok(Ok(arrive(st, step, rest.into_iter())?))
 }
 
 /// Arrive at `step` (its turn has come).
