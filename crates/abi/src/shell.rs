@@ -15,6 +15,9 @@
 //!   `MPI_IX` returns its request, `MPI_X_init` makes a persistent request
 //!   (`blocking`, `nonblocking`, `persistent` in `shell/coll.rs`); PLAN gets
 //!   the state and the arguments the three forms share.
+//!   `coll PLAN | FAST`: `MPI_X` (and `MPI_X_c`) first call
+//!   `FAST("MPI_X", arg, ...)`, which returns `Some(code)` when it did the
+//!   call itself, `None` to leave it to PLAN (shell/coll/fast.rs).
 //! - `get IMPL -> OUT, ...`: a query. The generated body checks that every
 //!   OUT pointer is not NULL, calls `IMPL(st, other args, EXTRA)` under the
 //!   lock, and stores what it returns (one value, or a tuple in OUT order)
@@ -52,6 +55,10 @@ pub struct Binding {
     pub imp: String,
     /// Rust expressions passed after the C arguments.
     pub extra: Vec<String>,
+    /// A collective's quick road (`coll PLAN | FAST`): its blocking form
+    /// calls `FAST(NAME, args)` first, an `Option<c_int>`, and takes the
+    /// plan only when that gives None.
+    pub fast: Option<String>,
 }
 
 impl Binding {
@@ -62,6 +69,10 @@ impl Binding {
             None => (text.trim(), None),
         };
         let (form, rest) = head.split_once(char::is_whitespace).ok_or_else(|| format!("binding {text:?}: expected FORM IMPL"))?;
+        let (rest, fast) = match rest.split_once('|') {
+            Some((r, f)) => (r, Some(f.trim().to_string())),
+            None => (rest, None),
+        };
         let rest = rest.trim();
         let (imp, extra) = match rest.find('(') {
             Some(open) => {
@@ -86,7 +97,12 @@ impl Binding {
         if !outs.is_empty() && !matches!(form, Form::Get(_)) {
             return Err(format!("binding {text:?}: only get has outputs"));
         }
-        Ok(Binding { form, imp: imp.to_string(), extra })
+        if let Some(f) = &fast {
+            if form != Form::Coll || f.is_empty() || !f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                return Err(format!("binding {text:?}: '| FAST' names a collective's quick road"));
+            }
+        }
+        Ok(Binding { form, imp: imp.to_string(), extra, fast })
     }
 }
 
@@ -249,7 +265,15 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
             };
             let mut a = vec!["st".to_string()];
             a.extend(args(skip));
-            format!("{call}, |st| {}({}))", b.imp, a.join(", "))
+            let general = format!("{call}, |st| {}({}))", b.imp, a.join(", "));
+            match (&b.fast, r.variant) {
+                (Some(fast), Variant::Plain) => {
+                    let mut a = vec![format!("{name:?}")];
+                    a.extend(args(&[]));
+                    format!("match {fast}({}) {{ Some(rc) => rc, None => {general} }}", a.join(", "))
+                }
+                _ => general,
+            }
         }
         Form::Get(outs) => {
             for o in outs {
@@ -299,6 +323,8 @@ int MPI_Topo_test(MPI_Comm comm, int *a, int *b); => get two -> b, a
 int MPI_Attr_put(MPI_Comm comm, int keyval, void *val); => api set_attr(Kind::Comm, .., NAME)
 int MPI_Keyval_free(int *keyval); => alias MPI_Comm_free_keyval
 int MPI_Session_flush_buffer(MPI_Session session); => api session_flush
+int MPI_Barrier(MPI_Comm comm); => coll plan_barrier | fast::barrier
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
 ## unavailable: later
 int MPI_Win_free(MPI_Win *win);
 ";
@@ -323,6 +349,8 @@ int MPI_Win_free(MPI_Win *win);
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Nonblocking, false)),
                 None,
             ]
         );
@@ -342,6 +370,8 @@ int MPI_Win_free(MPI_Win *win);
             "api(\"MPI_Attr_put\", Target::Comm(comm), || set_attr(Kind::Comm, comm.into(), keyval.into(), val.into(), \"MPI_Attr_put\"))",
             "fn PMPI_Keyval_free(keyval: *mut c_int) -> c_int {\n    PMPI_Comm_free_keyval(keyval)\n}",
             "api(\"MPI_Session_flush_buffer\", Target::Session(session), || session_flush(session.into()))",
+            "match fast::barrier(\"MPI_Barrier\", comm.into()) { Some(rc) => rc, None => blocking(\"MPI_Barrier\", comm, |st| plan_barrier(st, comm.into())) }",
+            "nonblocking(\"MPI_Ibarrier\", comm, request, |st| plan_barrier(st, comm.into()))",
         ] {
             assert!(rs.contains(want), "missing {want}\nin\n{rs}");
         }
@@ -350,7 +380,7 @@ int MPI_Win_free(MPI_Win *win);
 
     #[test]
     fn bad_bindings_are_errors() {
-        for bad in ["call", "send x", "get f", "call f -> x", "call f(a"] {
+        for bad in ["call", "send x", "get f", "call f -> x", "call f(a", "call f | g", "coll f |", "coll f | g h"] {
             assert!(Binding::parse(bad).is_err(), "{bad}");
         }
         let t = "## C\nint MPI_Ibarrier(MPI_Comm comm);\nint MPI_Barrier(MPI_Comm comm); => coll plan_barrier\n";

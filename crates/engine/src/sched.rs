@@ -795,12 +795,19 @@ impl Engine {
             Err(e) => (true, Err(e)),
         };
         if last {
-            let area = &step.host.area;
-            for (_, &pid) in step.pids.iter().enumerate().filter(|&(m, _)| m != step.member && area.sleeping(m)) {
-                self.transmit(pid, gridmpi_wire::Header::new(gridmpi_wire::Frame::Credit, 0), gridmpi_wire::Payload::None, None);
-            }
+            self.wake_host_sleepers(step.host.area.as_ref(), step.member, &step.pids);
         }
         result
+    }
+
+    /// The last member released an operation on `area`: wake the members
+    /// (their pids by member index) that said they sleep, with a frame that
+    /// only returns credit (any frame wakes a waiting process). Spinners
+    /// see the release themselves.
+    pub fn wake_host_sleepers(&mut self, area: &dyn crate::coll::host::HostArea, member: usize, pids: &[Pid]) {
+        for (_, &pid) in pids.iter().enumerate().filter(|&(m, _)| m != member && area.sleeping(m)) {
+            self.transmit(pid, gridmpi_wire::Header::new(gridmpi_wire::Frame::Credit, 0), gridmpi_wire::Payload::None, None);
+        }
     }
 
     /// A blocking collective whose schedule is host-area operations only

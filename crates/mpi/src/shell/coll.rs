@@ -23,6 +23,7 @@ use gridmpi_engine::coll::{barrier, bcast, host, inter};
 use gridmpi_engine::sched::{CommView, Schedule};
 use gridmpi_engine::ReqId;
 
+pub(crate) mod fast;
 mod gathers;
 mod host_inline;
 mod reductions;

@@ -11,7 +11,7 @@ use gridmpi_engine::sched::Reducer;
 /// The table's input for a reduction of `n` items of `dt`, and the basic
 /// type to combine them as in the shared-memory area, when they can be
 /// (else the input says there is no area).
-fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> (Input, Option<Arc<Datatype>>) {
+pub(super) fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> (Input, Option<Arc<Datatype>>) {
     let basic = if c.host_slot > 0 { host::reduction_fits(c.host_slot, n, dt, op.as_ref()) } else { None };
     let host_slot = if basic.is_some() { c.host_slot } else { 0 };
     (Input { count: n, commutative: op.is_commutative(), host_slot, ..c.input(n * dt.size()) }, basic)

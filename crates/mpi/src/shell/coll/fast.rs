@@ -1,0 +1,219 @@
+//! The quick road of the commonest blocking collectives among the ranks of
+//! one host: MPI_Barrier, and MPI_Bcast and MPI_Allreduce of a predefined
+//! datatype whose data fits one slot of the communicator's shared-memory
+//! area (coll/host.rs in the engine).
+//!
+//! The general road plans the call (a boxed closure over checked
+//! arguments), builds a schedule of one host step and runs the step
+//! inline (host_inline.rs): about 3,400 instructions for an 8-byte
+//! allreduce on 2 ranks, where the work on the area is a few hundred. This
+//! road does the same operation on the area directly from the caller's
+//! buffers. It is taken only where the general road would choose the area
+//! too (the same table, the same input), and it takes the same collective
+//! tag and operation number, so ranks on either road meet on the area.
+//! Anything else (another datatype, an argument the general road would
+//! refuse, a traced or fault-tolerant job) goes the general road, which
+//! also reports every error.
+
+use super::*;
+use crate::state::{spin_for_arrivals, SpinPolicy};
+use gridmpi_datatype::BasicType;
+use gridmpi_engine::coll::host::{Few, HostArea, HostOp, HostStep, Source};
+use gridmpi_engine::rma::Op;
+use gridmpi_transport::progress::Arrivals;
+use gridmpi_wire::Pid;
+
+/// MPI_Barrier.
+pub(crate) fn barrier(name: &'static str, comm: MPI_Comm) -> Option<c_int> {
+    run(name, comm, |st| {
+        let Some(t) = Turn::take(st, comm, |c, sel| sel.barrier(&c.input(0)) == sel::Barrier::Host)? else { return Ok(None) };
+        // SAFETY: nothing is written or read.
+        unsafe { t.arrive(st, None, None, None) }.map(Some)
+    })
+}
+
+/// MPI_Bcast.
+pub(crate) fn bcast(name: &'static str, buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<c_int> {
+    run(name, comm, |st| {
+        let Some(bytes) = dense_bytes(st, datatype, count).filter(|&b| b == 0 || !buffer.is_null()) else { return Ok(None) };
+        let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && bytes as u64 <= c.host_slot && sel.bcast(&c.input(bytes as u64)) == sel::Bcast::Host;
+        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let (write, read) = if t.member == root as usize {
+            (Some((buffer as *const u8, bytes)), None)
+        } else {
+            (None, Some((Source::Member(root as usize), buffer as *mut u8, bytes)))
+        };
+        // SAFETY: the caller's buffer holds `bytes` dense bytes (checked
+        // type and count), valid for the blocking call.
+        unsafe { t.arrive(st, write, None, read) }.map(Some)
+    })
+}
+
+/// MPI_Allreduce.
+pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> Option<c_int> {
+    let o = super::super::op::predefined_op(op)?;
+    run(name, comm, |st| {
+        let Some(bytes) = dense_bytes(st, datatype, count) else { return Ok(None) };
+        let input = if in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
+        // Aliased or missing buffers: the general road says so.
+        if bytes > 0 && (recvbuf.is_null() || input.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf))) {
+            return Ok(None);
+        }
+        let Some(b) = st.dtype(datatype).ok().and_then(|dt| dt.basic_type()) else { return Ok(None) };
+        let Ok(red) = st.reducer(op, datatype) else { return Ok(None) };
+        let Ok(dt) = st.dtype(datatype) else { return Ok(None) };
+        let n = count as u64;
+        let fits = |c: &CommShape, sel: &Selector| {
+            let (i, basic) = super::reductions::reduction_input(c, n, &dt, &red);
+            basic.is_some() && sel.allreduce(&i) == sel::Allreduce::Host
+        };
+        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
+        // valid for the blocking call.
+        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Some((Source::Result, recvbuf as *mut u8, bytes))) }.map(Some)
+    })
+}
+
+/// Start under the lock (`start` gives None when the general road must
+/// take the call, before anything was taken), then wait without it.
+fn run(name: &'static str, comm: MPI_Comm, start: impl FnOnce(&mut State) -> R<Option<Arrived>>) -> Option<c_int> {
+    let started = match state::with(start) {
+        Ok(None) => return None,
+        Ok(Some(a)) => Ok(a),
+        Err(e) => Err(e),
+    };
+    Some(api(name, Target::Comm(comm), || started.and_then(Arrived::finish)))
+}
+
+/// Bytes of `count` items of the predefined, dense (gapless, from 0)
+/// `datatype`, if it is one and `count` is valid.
+fn dense_bytes(st: &State, datatype: MPI_Datatype, count: MPI_Count) -> Option<usize> {
+    let (dt, _) = st.predef.get(datatype)?;
+    let dense = dt.size() as i64 == dt.extent() && dt.true_lb() == 0 && dt.is_contiguous() && dt.pair().is_none();
+    let count = u64::try_from(count).ok().filter(|_| dense)?;
+    usize::try_from(count.checked_mul(dt.size())?).ok()
+}
+
+/// The area's next operation, taken for this call.
+struct Turn {
+    area: Arc<dyn HostArea>,
+    op: u64,
+    member: usize,
+    members: usize,
+    pids: Arc<[Pid]>,
+}
+
+impl Turn {
+    /// Take `comm`'s next blocking collective tag and area operation if the
+    /// general road would run this call there (`fits`, asked with what its
+    /// plan asks the table) and may run it inline now (host_inline.rs).
+    fn take(st: &mut State, comm: MPI_Comm, fits: impl FnOnce(&CommShape, &Selector) -> bool) -> R<Option<Turn>> {
+        if st.rt.tracer.is_some() || st.rt.fault_tolerant || st.rt.engine.ft_active() || st.map_switch.is_some() {
+            return Ok(None);
+        }
+        let Ok(shape) = CommShape::of(st, comm) else { return Ok(None) };
+        if shape.remote.is_some() || shape.host_slot == 0 || !fits(&shape, &st.coll_selector) {
+            return Ok(None);
+        }
+        let c = st.comm_mut(comm)?;
+        let HostColl::Area { area, next_op, .. } = &mut c.host else { return Ok(None) };
+        if area.turn() != *next_op {
+            return Ok(None);
+        }
+        let (area, op) = (area.clone(), *next_op);
+        *next_op += 1;
+        let _tag = c.next_coll_tag();
+        Ok(Some(Turn { area, op, member: c.rank as usize, members: c.size() as usize, pids: c.coll_pids.clone() }))
+    }
+
+    /// Put `write` into our slot and arrive; the last member combines
+    /// (`combine`: the contributions, in rank order, as HostStep::arrive
+    /// does), releases and wakes the members that sleep.
+    ///
+    /// # Safety
+    /// `write` and `read` are valid for their lengths until the call
+    /// returns; they fit a slot.
+    unsafe fn arrive(self, st: &mut State, write: Option<(*const u8, usize)>, combine: Option<(Op, BasicType, usize)>, read: Option<(Source, *mut u8, usize)>) -> R<Arrived> {
+        let (area, op) = (&self.area, self.op);
+        if let Some((from, n)) = write.filter(|w| w.1 > 0) {
+            std::ptr::copy_nonoverlapping(from, area.contribution(self.member, op), n);
+        }
+        let mut error = None;
+        if area.arrive(op) {
+            if let Some((o, b, count)) = combine.filter(|c| c.2 > 0) {
+                let res = area.result(op);
+                std::ptr::copy_nonoverlapping(area.contribution(self.members - 1, op), res, count * b.size());
+                for m in (0..self.members - 1).rev() {
+                    if let Err(e) = gridmpi_reduce::reduce(o, b, area.contribution(m, op), res, count) {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            // Released even after a failed reduction (as HostStep::arrive).
+            area.release(op);
+            st.rt.engine.wake_host_sleepers(area.as_ref(), self.member, &self.pids);
+            if st.rt.engine.has_actions() {
+                st.progress()?;
+            }
+        }
+        let spin = SpinPolicy::allowed(st).then(|| (st.rt.arrivals.clone(), SpinPolicy::of(st)));
+        Ok(Arrived { turn: self, read, spin, error })
+    }
+}
+
+/// An operation this process arrived at.
+struct Arrived {
+    turn: Turn,
+    /// What to read once it is released, and where to.
+    read: Option<(Source, *mut u8, usize)>,
+    spin: Option<(Arc<Arrivals>, SpinPolicy)>,
+    /// We combined, and the reduction failed.
+    error: Option<String>,
+}
+
+impl Arrived {
+    /// Wait for the release (spinning without the lock, as host_inline.rs
+    /// does, or handing the wait to the executor) and read.
+    fn finish(self) -> R<()> {
+        let Arrived { turn, read, spin, error } = self;
+        let (area, op) = (turn.area.clone(), turn.op);
+        let released = area.released(op) || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], None, policy) && area.released(op));
+        if released {
+            if let Some((from, to, n)) = read.filter(|r| r.2 > 0) {
+                let base = match from {
+                    Source::Member(m) => area.contribution(m, op),
+                    Source::Result => area.result(op),
+                };
+                // SAFETY: released: the slot holds the operation's bytes
+                // until every member started the operation two after it,
+                // which needs us; `to` holds `n` bytes (arrive).
+                unsafe { std::ptr::copy_nonoverlapping(base, to, n) };
+            }
+            area.set_turn(op + 1);
+        } else {
+            let mut step = HostStep {
+                host: HostOp { area, op },
+                member: turn.member,
+                members: turn.members,
+                write: Few::None,
+                combine: None,
+                read: Few::None,
+                gather: None,
+                part: 0,
+                pids: turn.pids,
+            };
+            if let Some((from, to, n)) = read {
+                // SAFETY: as above; the blocking call waits for the step.
+                step.read.push((from, 0, unsafe { UserBuf::new(to, n as u64, gridmpi_engine::sched::byte_type()) }));
+            }
+            let r = state::with(|st| {
+                let r = st.rt.engine.host_adopt(Box::new(step));
+                st.progress()?;
+                Ok(r)
+            })?;
+            super::super::env::wait_engine(r)?;
+        }
+        error.map_or(Ok(()), |msg| Err(schedule_error(msg)))
+    }
+}

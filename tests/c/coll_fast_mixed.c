@@ -1,0 +1,70 @@
+/* gridmpi-test: ranks=2,3,4,8 timeout=120 */
+/*
+ * Small MPI_Allreduce, MPI_Bcast and MPI_Barrier where some ranks pass a
+ * predefined datatype and the others a derived one of the same type
+ * signature (a contiguous type; for the allreduce only under GridMPI,
+ * which lets predefined operations reduce a derived type whose elements
+ * are all one predefined type, as MPICH does not), or MPI_IN_PLACE: in
+ * GridMPI the first
+ * take the collectives' quick road on the host's shared area
+ * (shell/coll/fast.rs) and the others the general one, and both must meet
+ * there, call after call, with sizes on both sides of the area's slot and
+ * other collectives (which number their operations on the area the same
+ * way) in between. Every result is checked.
+ */
+#include "testutil.h"
+
+#define ITERS 200
+
+int main(int argc, char **argv)
+{
+    int size;
+    int rank = test_init(&argc, &argv, &size);
+    MPI_Comm comm = MPI_COMM_WORLD;
+    MPI_Datatype four;
+    MPI_Type_contiguous(4, MPI_DOUBLE, &four);
+    MPI_Type_commit(&four);
+    const int counts[] = {4, 64, 1024, 4096}; /* doubles: 32 B to 32 KiB */
+    double *in = tu_malloc(sizeof(double) * 4096), *out = tu_malloc(sizeof(double) * 4096);
+    int derived = rank % 2 == 1;
+
+    for (int it = 0; it < ITERS; it++) {
+        int n = counts[it % 4];
+        /* Allreduce: derived on odd ranks (GridMPI), in place every third
+         * iteration on rank 0. */
+        int derived_sum = derived && TEST_IMPL_GRIDMPI;
+        for (int i = 0; i < n; i++)
+            in[i] = rank + i + it;
+        int inplace = rank == 0 && it % 3 == 0;
+        if (inplace)
+            memcpy(out, in, sizeof(double) * n);
+        CHECK_MPI(MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, derived_sum ? n / 4 : n, derived_sum ? four : MPI_DOUBLE, MPI_SUM, comm));
+        double base = (double)size * (size - 1) / 2;
+        for (int i = 0; i < n; i++)
+            if (!CHECK(out[i] == base + (double)size * (i + it), "iteration %d: allreduce[%d] = %g, want %g", it, i, out[i], base + (double)size * (i + it)))
+                break;
+
+        /* Bcast from a rotating root; the root uses the derived type when odd. */
+        int root = it % size;
+        for (int i = 0; i < n; i++)
+            out[i] = rank == root ? 1000.0 * it + i : -1;
+        CHECK_MPI(MPI_Bcast(out, derived ? n / 4 : n, derived ? four : MPI_DOUBLE, root, comm));
+        for (int i = 0; i < n; i++)
+            if (!CHECK(out[i] == 1000.0 * it + i, "iteration %d: bcast[%d] from %d = %g", it, i, root, out[i]))
+                break;
+
+        CHECK_MPI(MPI_Barrier(comm));
+        if (it % 7 == 0) {
+            /* Another collective on the area between them. */
+            int mine = rank * 3 + it, all[64];
+            CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, comm));
+            for (int r = 0; r < size; r++)
+                CHECK(all[r] == r * 3 + it, "iteration %d: allgather[%d] = %d", it, r, all[r]);
+        }
+    }
+    free(in);
+    free(out);
+    MPI_Type_free(&four);
+    MPI_Finalize();
+    return test_finish();
+}
