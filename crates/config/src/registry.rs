@@ -371,7 +371,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Choice(&["auto", "linear", "binomial", "wan"]),
         default: "auto",
         scope: Scope::Library,
-        help: "gather(v) algorithm (auto: wan across clusters, else binomial for blocks up to 2k on more than 2 ranks, else linear; gatherv: linear or wan)",
+        help: "gather(v) algorithm (auto: wan across clusters, else host (the shared-memory area of ranks on one host) when a block fits its slot, else binomial for blocks up to 2k on more than 2 ranks, else linear; gatherv: linear or wan)",
     },
     Setting {
         name: "GRIDMPI_COLL_SCATTER",
@@ -427,7 +427,7 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Choice(&["auto", "recursive_doubling", "linear"]),
         default: "auto",
         scope: Scope::Library,
-        help: "scan and exscan algorithm (auto: recursive_doubling)",
+        help: "scan and exscan algorithm (auto: linear up to 16 ranks, else recursive_doubling)",
     },
 ];
 

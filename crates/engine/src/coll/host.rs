@@ -354,6 +354,23 @@ pub fn bcast(view: CommView, tag: i32, h: &Host, buf: UserBuf, root: i32) -> Sch
     s
 }
 
+/// Gather to `root`: our block (`mine` None: the root's, in place), and at
+/// the root every member's block into `blocks` (the root's own through its
+/// slot too, unless in place).
+pub fn gather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks: &[UserBuf], root: i32) -> Schedule {
+    let mut step = base(&view, h);
+    let me = view.rank as usize;
+    let in_place = mine.is_none();
+    step.write.extend(mine.map(|b| (b, 0)));
+    if view.rank == root {
+        step.read.reserve_exact(blocks.len());
+        for (m, b) in blocks.iter().enumerate().filter(|&(m, _)| !(in_place && m == me)) {
+            step.read.push((Source::Member(m), 0, b.clone()));
+        }
+    }
+    one_step(view, tag, step)
+}
+
 /// Allgather: our block (`mine` None: in place, it is `blocks[rank]`), and
 /// every member's block into `blocks`.
 pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks: &[UserBuf]) -> Schedule {
@@ -620,6 +637,42 @@ pub mod tests {
                 assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
                 for (r, b) in bufs.iter_mut().enumerate() {
                     assert_eq!(b.get(), want, "n {n}, {items} items, rank {r}");
+                }
+            }
+        }
+    }
+
+    /// Gather through the area: every member's block reaches the root,
+    /// in place at the root or not, from any root.
+    #[test]
+    fn gather_brings_every_block_to_the_root() {
+        let dt = sim::u64_type();
+        for n in [1usize, 2, 3, 5] {
+            let areas = hosts(n, 64);
+            for (k, root) in (0..n).enumerate() {
+                for in_place in [false, true] {
+                    let op = 2 * k as u64 + in_place as u64;
+                    let mut mine: Vec<TBuf> = (0..n).map(|_| TBuf::new(2, &dt)).collect();
+                    let mut all = TBuf::new(2 * n as u64, &dt);
+                    for (r, t) in mine.iter_mut().enumerate() {
+                        t.set(&[100 * r as u64 + op, 100 * r as u64 + 1]);
+                    }
+                    if in_place {
+                        let mut pre = vec![0u64; 2 * n];
+                        pre[2 * root] = 100 * root as u64 + op;
+                        pre[2 * root + 1] = 100 * root as u64 + 1;
+                        all.set(&pre);
+                    }
+                    let ub: Vec<UserBuf> = mine.iter_mut().map(|t| t.ub()).collect();
+                    let blocks: Vec<UserBuf> = (0..n as u64).map(|m| all.items(2 * m, 2)).collect();
+                    let errs = sim::run(n, 5 + op, |r| {
+                        let h = Host { op: HostOp { area: areas[r].clone(), op }, slot: 64 };
+                        let send = (!(in_place && r == root)).then(|| ub[r].clone());
+                        gather(sim::view(r, n), 1, &h, send, if r == root { &blocks } else { &[] }, root as i32)
+                    });
+                    assert!(errs.iter().all(|e| e.is_none()), "{errs:?}");
+                    let want: Vec<u64> = (0..n).flat_map(|m| [100 * m as u64 + op, 100 * m as u64 + 1]).collect();
+                    assert_eq!(all.get(), want, "n {n}, root {root}, in place {in_place}");
                 }
             }
         }

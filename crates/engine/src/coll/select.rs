@@ -90,7 +90,7 @@ algorithms!(
 );
 algorithms!(
     /// Gather and scatter (the v forms: linear, or wan across clusters).
-    Rooted { Linear = "linear", Binomial = "binomial", Wan = "wan" }
+    Rooted { Linear = "linear", Binomial = "binomial", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Allgather and allgatherv.
@@ -387,12 +387,24 @@ impl Selector {
 
     /// Gather; `i.equal_blocks` false (gatherv): linear, or wan across
     /// clusters (binomial needs equal blocks).
+    /// Gather: through the host area when every block fits a slot (each
+    /// member writes its block, the root reads them all: 8 ranks on 2 CPUs
+    /// wait for one release instead of a binomial tree's scheduling).
     pub fn gather(&self, i: &Input) -> Rooted {
-        rooted(self.gather, i)
+        let host = i.clusters < 2 && i.equal_blocks && i.host_fits(i.bytes);
+        match self.gather {
+            None if host => Rooted::Host,
+            Some(Rooted::Host) if !host => rooted_table(i),
+            f => rooted(f, i),
+        }
     }
 
+    /// Scatter (there is no host-area scatter: forcing one takes the table).
     pub fn scatter(&self, i: &Input) -> Rooted {
-        rooted(self.scatter, i)
+        match self.scatter {
+            Some(Rooted::Host) => rooted_table(i),
+            f => rooted(f, i),
+        }
     }
 
     pub fn allgather(&self, i: &Input) -> Allgather {
@@ -480,6 +492,19 @@ mod tests {
         let mut nc = Input::new(16, 1 << 20);
         nc.commutative = false;
         assert_eq!(s.reduce_scatter(&nc), ReduceScatter::ReduceScatterv);
+    }
+
+    #[test]
+    fn gather_goes_through_the_area_when_a_block_fits_and_scatter_never() {
+        let s = Selector::default();
+        let i = Input { host_slot: 16 * KIB, ..Input::new(8, 1024) };
+        assert_eq!(s.gather(&i), Rooted::Host);
+        assert_ne!(s.gather(&Input { equal_blocks: false, ..i }), Rooted::Host);
+        assert_ne!(s.gather(&Input { bytes: 16 * KIB + 1, ..i }), Rooted::Host);
+        assert_ne!(s.scatter(&i), Rooted::Host);
+        let forced = Selector { scatter: Some(Rooted::Host), gather: Some(Rooted::Host), ..Selector::default() };
+        assert_ne!(forced.scatter(&i), Rooted::Host);
+        assert_ne!(forced.gather(&Input::new(8, 1024)), Rooted::Host, "no area");
     }
 
     #[test]

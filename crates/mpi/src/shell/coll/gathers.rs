@@ -50,7 +50,8 @@ pub(crate) fn plan_gather(
                 (false, None) => unreachable!(),
             };
             let input = c.input(block);
-            Ok(Box::new(move |e| match e.sel.gather(&input) {
+            Ok(Box::new(move |e| match e.sel.gather(&e.fit(&input)) {
+                Rooted::Host => host::gather(e.v(), e.tag, &e.host(), send.clone(), &bl, root),
                 Rooted::Linear => gather::linear(e.v(), e.tag, send.clone(), &bl, root),
                 Rooted::Binomial => gather::binomial(e.v(), e.tag, send.clone(), &bl, block, root),
                 Rooted::Wan => match &e.sites {
@@ -157,7 +158,8 @@ pub(crate) fn plan_scatter(
             };
             let input = c.input(block);
             Ok(Box::new(move |e| match e.sel.scatter(&input) {
-                Rooted::Linear => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
+                // Selector::scatter never chooses the area.
+                Rooted::Linear | Rooted::Host => scatter::linear(e.v(), e.tag, &bl, recv.clone(), root),
                 Rooted::Binomial => scatter::binomial(e.v(), e.tag, &bl, recv.clone(), block, root),
                 Rooted::Wan => match &e.sites {
                     Some(sites) => wan::scatter(e.v(), sites, e.tag, &bl, recv.clone(), Some(block), root),
