@@ -368,17 +368,17 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_GATHER",
-        kind: Kind::Choice(&["auto", "linear", "binomial", "wan"]),
+        kind: Kind::Choice(&["auto", "linear", "binomial", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
         help: "gather(v) algorithm (auto: wan across clusters, else host (the shared-memory area of ranks on one host) when a block fits its slot, else binomial for blocks up to 2k on more than 2 ranks, else linear; gatherv: linear or wan)",
     },
     Setting {
         name: "GRIDMPI_COLL_SCATTER",
-        kind: Kind::Choice(&["auto", "linear", "binomial", "wan"]),
+        kind: Kind::Choice(&["auto", "linear", "binomial", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "scatter(v) algorithm (auto: wan across clusters, else binomial for blocks up to 2k on more than 2 ranks, else linear; scatterv: linear or wan)",
+        help: "scatter(v) algorithm (auto: wan across clusters, else binomial for blocks up to 2k on more than 2 ranks, else linear; scatterv: linear or wan; host is taken as auto: a scatter does not gain from the shared-memory area)",
     },
     Setting {
         name: "GRIDMPI_COLL_ALLGATHER",
