@@ -501,7 +501,7 @@ mod tests {
         assert_eq!(c.get_duration("GRIDMPI_YIELD_US"), Duration::from_millis(1), "a bare default of a _US setting");
         assert_eq!(c.get_duration("GRIDMPI_KILL_GRACE"), Duration::from_secs(3));
         assert_eq!(c.get_duration("GRIDMPI_PMI_TIMEOUT"), Duration::ZERO);
-        assert!(c.get_bool("GRIDMPI_SINGLE_COPY"));
+        assert!(!c.get_bool("GRIDMPI_SINGLE_COPY"), "no: messages go through the rings");
         assert_eq!(c.get_float("GRIDMPI_PACE_SHARE"), 0.95);
         // auto and empty are None: the code decides.
         assert_eq!(c.size("GRIDMPI_EAGER_LIMIT"), None);
