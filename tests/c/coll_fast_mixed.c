@@ -1,6 +1,6 @@
 /* gridmpi-test: ranks=2,3,4,8 timeout=120 */
 /*
- * Small MPI_Allreduce, MPI_Bcast and MPI_Barrier where some ranks pass a
+ * Small MPI_Allreduce, MPI_Reduce, MPI_Bcast and MPI_Barrier where some ranks pass a
  * predefined datatype and the others a derived one of the same type
  * signature (a contiguous type; for the allreduce only under GridMPI,
  * which lets predefined operations reduce a derived type whose elements
@@ -44,8 +44,20 @@ int main(int argc, char **argv)
             if (!CHECK(out[i] == base + (double)size * (i + it), "iteration %d: allreduce[%d] = %g, want %g", it, i, out[i], base + (double)size * (i + it)))
                 break;
 
-        /* Bcast from a rotating root; the root uses the derived type when odd. */
+        /* Reduce to a rotating root, in place there every other time. */
         int root = it % size;
+        for (int i = 0; i < n; i++)
+            in[i] = rank * 2 + i + it;
+        int rin = rank == root && it % 2 == 0;
+        if (rin)
+            memcpy(out, in, sizeof(double) * n);
+        CHECK_MPI(MPI_Reduce(rin ? MPI_IN_PLACE : in, out, derived_sum ? n / 4 : n, derived_sum ? four : MPI_DOUBLE, MPI_SUM, root, comm));
+        if (rank == root)
+            for (int i = 0; i < n; i++)
+                if (!CHECK(out[i] == 2 * base + (double)size * (i + it), "iteration %d: reduce[%d] at %d = %g", it, i, root, out[i]))
+                    break;
+
+        /* Bcast from the same root; the root uses the derived type when odd. */
         for (int i = 0; i < n; i++)
             out[i] = rank == root ? 1000.0 * it + i : -1;
         CHECK_MPI(MPI_Bcast(out, derived ? n / 4 : n, derived ? four : MPI_DOUBLE, root, comm));

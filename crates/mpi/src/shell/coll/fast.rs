@@ -1,5 +1,5 @@
 //! The quick road of the commonest blocking collectives among the ranks of
-//! one host: MPI_Barrier, and MPI_Bcast and MPI_Allreduce of a predefined
+//! one host: MPI_Barrier, and MPI_Bcast, MPI_Reduce and MPI_Allreduce of a predefined
 //! datatype whose data fits one slot of the communicator's shared-memory
 //! area (coll/host.rs in the engine).
 //!
@@ -71,6 +71,36 @@ pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mu
         // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
         unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Some((Source::Result, recvbuf as *mut u8, bytes))) }.map(Some)
+    })
+}
+
+/// MPI_Reduce.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> Option<c_int> {
+    let o = super::super::op::predefined_op(op)?;
+    run(name, comm, |st| {
+        let Some(bytes) = dense_bytes(st, datatype, count) else { return Ok(None) };
+        let Ok(rank) = st.comm(comm).map(|c| c.rank) else { return Ok(None) };
+        let at_root = rank == root;
+        // In place only at the root; the root's buffers not aliased; every
+        // buffer there: else the general road says what is wrong.
+        let input = if at_root && in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
+        if (!at_root && in_place(sendbuf)) || (bytes > 0 && (input.is_null() || (at_root && (recvbuf.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf)))))) {
+            return Ok(None);
+        }
+        let Some(b) = st.dtype(datatype).ok().and_then(|dt| dt.basic_type()) else { return Ok(None) };
+        let Ok(red) = st.reducer(op, datatype) else { return Ok(None) };
+        let Ok(dt) = st.dtype(datatype) else { return Ok(None) };
+        let n = count as u64;
+        let fits = |c: &CommShape, sel: &Selector| {
+            let (i, basic) = super::reductions::reduction_input(c, n, &dt, &red);
+            (0..c.size).contains(&root) && basic.is_some() && sel.reduce(&i) == sel::Reduce::Host
+        };
+        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let read = at_root.then_some((Source::Result, recvbuf as *mut u8, bytes));
+        // SAFETY: the buffers hold `bytes` dense bytes of `b` (checked),
+        // valid for the blocking call.
+        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), read) }.map(Some)
     })
 }
 
