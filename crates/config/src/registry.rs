@@ -417,10 +417,10 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GRIDMPI_COLL_REDUCE_SCATTER",
-        kind: Kind::Choice(&["auto", "recursive_halving", "ring", "reduce_scatterv", "wan"]),
+        kind: Kind::Choice(&["auto", "recursive_halving", "ring", "reduce_scatterv", "wan", "host"]),
         default: "auto",
         scope: Scope::Library,
-        help: "reduce_scatter(_block) algorithm (auto: wan across clusters, else recursive_halving below 512k, else ring; non-commutative ops always reduce_scatterv)",
+        help: "reduce_scatter(_block) algorithm (auto: wan across clusters, else host (the shared-memory area of ranks on one host) when the whole vector fits its slot, else recursive_halving below 512k, else ring; non-commutative ops reduce_scatterv there)",
     },
     Setting {
         name: "GRIDMPI_COLL_SCAN",

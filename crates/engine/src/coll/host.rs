@@ -327,6 +327,20 @@ pub fn bcast_pieces(bytes: u64, slot: u64) -> u64 {
     bytes.div_ceil(slot.max(1)).max(1)
 }
 
+/// Reduce_scatter: every member's whole `input` vector combined, and our
+/// part of the result, from byte `at` of it, into `recv`; `basic` from
+/// [`reduction_fits`]. `input` may overlap `recv` (in place): it is in our
+/// slot before anything is read.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_scatter(view: CommView, tag: i32, h: &Host, input: UserBuf, recv: UserBuf, at: u64, op: Arc<dyn Reducer>, basic: Arc<Datatype>) -> Schedule {
+    let mut step = base(&view, h);
+    let count = input.len() / basic.size().max(1);
+    step.write.push((input, 0));
+    step.combine = Some(Combine { op, count, dt: basic });
+    step.read.push((Source::Result, at, recv));
+    one_step(view, tag, step)
+}
+
 /// Bcast from `root`: `h.op` and the [`bcast_pieces`] - 1 operations after
 /// it (the caller took them all), each a slot's worth of the data. With
 /// more ranks than cores every piece costs about a barrier, still far less

@@ -110,7 +110,7 @@ algorithms!(
 );
 algorithms!(
     /// Reduce_scatter and reduce_scatter_block.
-    ReduceScatter { RecursiveHalving = "recursive_halving", Ring = "ring", ReduceScatterv = "reduce_scatterv", Wan = "wan" }
+    ReduceScatter { RecursiveHalving = "recursive_halving", Ring = "ring", ReduceScatterv = "reduce_scatterv", Wan = "wan", Host = "host" }
 );
 algorithms!(
     /// Scan and exscan.
@@ -253,6 +253,9 @@ fn allreduce_table(i: &Input) -> Allreduce {
 fn reduce_scatter_table(i: &Input) -> ReduceScatter {
     if i.clusters > 1 && i.commutative {
         return ReduceScatter::Wan;
+    }
+    if i.host_fits(i.bytes) {
+        return ReduceScatter::Host;
     }
     if !i.commutative {
         ReduceScatter::ReduceScatterv
@@ -449,6 +452,7 @@ impl Selector {
         match self.reduce_scatter {
             Some(ReduceScatter::Ring | ReduceScatter::RecursiveHalving) if !i.commutative => reduce_scatter_table(i),
             Some(ReduceScatter::Wan) if i.clusters < 2 || !i.commutative => reduce_scatter_table(i),
+            Some(ReduceScatter::Host) if !i.host_fits(i.bytes) => reduce_scatter_table(i),
             Some(a) => a,
             None => reduce_scatter_table(i),
         }

@@ -130,10 +130,13 @@ fn plan_reduce_scatter_counts(
     if c.remote.is_some() {
         return Ok(Box::new(move |e| inter::reduce_scatter(e.v(), e.local(), e.tag, input.clone(), recv.clone(), &counts, red.clone())));
     }
-    let sel_in = reduction_input(&c, total, &dt, &red).0;
+    let (sel_in, basic) = reduction_input(&c, total, &dt, &red);
+    // Where our part starts in the (packed) result.
+    let at = counts[..c.rank as usize].iter().sum::<u64>() * dt.size();
     Ok(Box::new(move |e| {
         let (v, t, i, r, o) = (e.v(), e.tag, input.clone(), recv.clone(), red.clone());
-        match e.sel.reduce_scatter(&sel_in) {
+        match e.sel.reduce_scatter(&e.fit(&sel_in)) {
+            ReduceScatter::Host => host::reduce_scatter(v, t, &e.host(), i, r, at, o, basic.clone().expect("chosen only when the data fits")),
             ReduceScatter::RecursiveHalving => reduce_scatter::recursive_halving(v, t, i, r, &counts, o),
             ReduceScatter::Ring => reduce_scatter::ring(v, t, i, r, &counts, o),
             ReduceScatter::ReduceScatterv => reduce_scatter::reduce_scatterv(v, t, i, r, &counts, o),
