@@ -512,6 +512,16 @@ mod tests {
     }
 
     #[test]
+    fn reduce_scatter_goes_through_the_area_when_the_vector_fits() {
+        let s = Selector::default();
+        let i = Input { host_slot: 16 * KIB, ..Input::new(8, 8 * KIB) };
+        assert_eq!(s.reduce_scatter(&i), ReduceScatter::Host);
+        assert_eq!(s.reduce_scatter(&Input { commutative: false, ..i }), ReduceScatter::Host, "rank order there");
+        assert_ne!(s.reduce_scatter(&Input { bytes: 16 * KIB + 1, ..i }), ReduceScatter::Host);
+        assert_ne!(s.reduce_scatter(&Input { clusters: 2, ..i }), ReduceScatter::Host);
+    }
+
+    #[test]
     fn bcast_goes_through_the_area_in_up_to_four_pieces() {
         let s = Selector::default();
         for bytes in [0, 8, 16 * KIB, 16 * KIB + 1, 64 * KIB] {
