@@ -59,14 +59,9 @@ pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mu
         if bytes > 0 && (recvbuf.is_null() || input.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf))) {
             return Ok(None);
         }
-        let Some(b) = st.dtype(datatype).ok().and_then(|dt| dt.basic_type()) else { return Ok(None) };
-        let Ok(red) = st.reducer(op, datatype) else { return Ok(None) };
-        let Ok(dt) = st.dtype(datatype) else { return Ok(None) };
-        let n = count as u64;
-        let fits = |c: &CommShape, sel: &Selector| {
-            let (i, basic) = super::reductions::reduction_input(c, n, &dt, &red);
-            basic.is_some() && sel.allreduce(&i) == sel::Allreduce::Host
-        };
+        let Some(r) = Reduction::of(st, datatype, op, count) else { return Ok(None) };
+        let (b, n) = (r.basic, r.count);
+        let fits = |c: &CommShape, sel: &Selector| r.on_host(c, |i| sel.allreduce(i) == sel::Allreduce::Host);
         let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
         // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
@@ -88,20 +83,40 @@ pub(crate) fn reduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c
         if (!at_root && in_place(sendbuf)) || (bytes > 0 && (input.is_null() || (at_root && (recvbuf.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf)))))) {
             return Ok(None);
         }
-        let Some(b) = st.dtype(datatype).ok().and_then(|dt| dt.basic_type()) else { return Ok(None) };
-        let Ok(red) = st.reducer(op, datatype) else { return Ok(None) };
-        let Ok(dt) = st.dtype(datatype) else { return Ok(None) };
-        let n = count as u64;
-        let fits = |c: &CommShape, sel: &Selector| {
-            let (i, basic) = super::reductions::reduction_input(c, n, &dt, &red);
-            (0..c.size).contains(&root) && basic.is_some() && sel.reduce(&i) == sel::Reduce::Host
-        };
+        let Some(r) = Reduction::of(st, datatype, op, count) else { return Ok(None) };
+        let (b, n) = (r.basic, r.count);
+        let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && r.on_host(c, |i| sel.reduce(i) == sel::Reduce::Host);
         let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
         let read = at_root.then_some((Source::Result, recvbuf as *mut u8, bytes));
         // SAFETY: the buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
         unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), read) }.map(Some)
     })
+}
+
+/// A reduction of a predefined type and operation the general road
+/// accepts: what its plan looks up.
+struct Reduction {
+    basic: BasicType,
+    count: u64,
+    dt: Arc<Datatype>,
+    red: Arc<dyn gridmpi_engine::sched::Reducer>,
+}
+
+impl Reduction {
+    fn of(st: &State, datatype: MPI_Datatype, op: MPI_Op, count: MPI_Count) -> Option<Reduction> {
+        let dt = st.dtype(datatype).ok()?;
+        let basic = dt.basic_type()?;
+        let red = st.reducer(op, datatype).ok()?;
+        Some(Reduction { basic, count: u64::try_from(count).ok()?, dt, red })
+    }
+
+    /// Whether the general road runs it on the area: its data fits a slot
+    /// and the table, asked by `choose` with the plan's input, says so.
+    fn on_host(&self, c: &CommShape, choose: impl FnOnce(&Input) -> bool) -> bool {
+        let (i, basic) = super::reductions::reduction_input(c, self.count, &self.dt, &self.red);
+        basic.is_some() && choose(&i)
+    }
 }
 
 /// Start under the lock (`start` gives None when the general road must
