@@ -113,12 +113,7 @@ impl Sim {
     }
 
     /// Let engine `i` hand out its actions and hear its links' unsent bytes,
-    /// until it has nothing more to say.
-    pub fn settle(&mut self, i: usize) {
-        self.settle_moved(i);
-    }
-
-    /// [`Sim::settle`]; whether a schedule of engine `i` moved.
+    /// until it has nothing more to say; whether a schedule of it moved.
     fn settle_moved(&mut self, i: usize) -> bool {
         let mut moved = false;
         if self.dead[i] {

@@ -417,6 +417,27 @@ mod tests {
         assert!(!inbox.reader(0).has_data());
     }
 
+    /// A writer that found the ring full learns from the probe, not from a
+    /// frame, that the reader made room.
+    #[test]
+    fn the_room_probe_sees_the_reader_make_room() {
+        let name = format!("/gridmpi-test-ring-room-{}", std::process::id());
+        let mut inbox = Inbox::create(&name, 1, 4096).unwrap();
+        let mut peer = PeerInbox::open(&name, 0).unwrap();
+        let b = Header::new(Frame::Eager { env: Envelope { ctx: 0, src: 0, tag: 0 }, sync: None }, 1000).encode();
+        let fill = |s: &mut [u8]| s[..HEADER_LEN].copy_from_slice(&b);
+        while peer.writer().try_write(HEADER_LEN + 1000, fill) {}
+        let probe = peer.room_watch();
+        assert!(!probe.freed(), "nothing read yet");
+        assert!(!peer.writer().try_write(HEADER_LEN + 1000, fill));
+        let r = inbox.reader(0);
+        let len = r.peek().unwrap().expect("a frame").len();
+        r.consume(len);
+        assert!(probe.freed());
+        assert!(peer.writer().try_write(HEADER_LEN + 1000, fill), "room again");
+        inbox.unlink();
+    }
+
     #[test]
     fn corrupt_rings_are_errors_not_crashes() {
         let name = format!("/gridmpi-test-ring-bad-{}", std::process::id());
