@@ -1,6 +1,6 @@
 /* gridmpi-test: ranks=2,3,4,8 timeout=120 */
 /*
- * Small MPI_Allreduce, MPI_Reduce, MPI_Bcast and MPI_Barrier where some ranks pass a
+ * Small MPI_Allreduce, MPI_Reduce, MPI_Bcast, MPI_Alltoall and MPI_Barrier where some ranks pass a
  * predefined datatype and the others a derived one of the same type
  * signature (a contiguous type; for the allreduce only under GridMPI,
  * which lets predefined operations reduce a derived type whose elements
@@ -26,6 +26,7 @@ int main(int argc, char **argv)
     MPI_Type_commit(&four);
     const int counts[] = {4, 64, 1024, 4096}; /* doubles: 32 B to 32 KiB */
     double *in = tu_malloc(sizeof(double) * 4096), *out = tu_malloc(sizeof(double) * 4096);
+    double *a2a_in = tu_malloc(sizeof(double) * 1024 * size), *a2a_out = tu_malloc(sizeof(double) * 1024 * size);
     int derived = rank % 2 == 1;
 
     for (int it = 0; it < ITERS; it++) {
@@ -65,6 +66,19 @@ int main(int argc, char **argv)
             if (!CHECK(out[i] == 1000.0 * it + i, "iteration %d: bcast[%d] from %d = %g", it, i, root, out[i]))
                 break;
 
+        /* Alltoall: odd ranks receive through the derived type. */
+        int bk = n / 4 < 4 ? 4 : n / 4;
+        for (int d = 0; d < size; d++)
+            for (int i = 0; i < bk; i++)
+                a2a_in[d * bk + i] = 10000.0 * rank + 100.0 * d + i + it;
+        CHECK_MPI(MPI_Alltoall(a2a_in, bk, MPI_DOUBLE, a2a_out, derived ? bk / 4 : bk, derived ? four : MPI_DOUBLE, comm));
+        for (int s = 0; s < size; s++)
+            for (int i = 0; i < bk; i++)
+                if (!CHECK(a2a_out[s * bk + i] == 10000.0 * s + 100.0 * rank + i + it, "iteration %d: alltoall from %d [%d] = %g", it, s, i, a2a_out[s * bk + i])) {
+                    s = size;
+                    break;
+                }
+
         CHECK_MPI(MPI_Barrier(comm));
         if (it % 7 == 0) {
             /* Another collective on the area between them. */
@@ -76,6 +90,8 @@ int main(int argc, char **argv)
     }
     free(in);
     free(out);
+    free(a2a_in);
+    free(a2a_out);
     MPI_Type_free(&four);
     MPI_Finalize();
     return test_finish();

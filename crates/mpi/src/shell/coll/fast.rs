@@ -1,7 +1,7 @@
 //! The quick road of the commonest blocking collectives among the ranks of
-//! one host: MPI_Barrier, and MPI_Bcast, MPI_Reduce and MPI_Allreduce of a predefined
-//! datatype whose data fits one slot of the communicator's shared-memory
-//! area (coll/host.rs in the engine).
+//! one host: MPI_Barrier, and MPI_Bcast, MPI_Reduce, MPI_Allreduce and
+//! MPI_Alltoall of a predefined datatype whose data fits one slot of the
+//! communicator's shared-memory area (coll/host.rs in the engine).
 //!
 //! The general road plans the call (a boxed closure over checked
 //! arguments), builds a schedule of one host step and runs the step
@@ -18,7 +18,7 @@
 use super::*;
 use crate::state::{spin_for_arrivals, SpinPolicy};
 use gridmpi_datatype::BasicType;
-use gridmpi_engine::coll::host::{Few, HostArea, HostOp, HostStep, Source};
+use gridmpi_engine::coll::host::{Few, Gather, HostArea, HostOp, HostStep, Source};
 use gridmpi_engine::rma::Op;
 use gridmpi_transport::progress::Arrivals;
 use gridmpi_wire::Pid;
@@ -28,7 +28,7 @@ pub(crate) fn barrier(name: &'static str, comm: MPI_Comm) -> Option<c_int> {
     run(name, comm, |st| {
         let Some(t) = Turn::take(st, comm, |c, sel| sel.barrier(&c.input(0)) == sel::Barrier::Host)? else { return Ok(None) };
         // SAFETY: nothing is written or read.
-        unsafe { t.arrive(st, None, None, None) }.map(Some)
+        unsafe { t.arrive(st, None, None, Read::Nothing) }.map(Some)
     })
 }
 
@@ -39,9 +39,9 @@ pub(crate) fn bcast(name: &'static str, buffer: *mut c_void, count: MPI_Count, d
         let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && bytes as u64 <= c.host_slot && sel.bcast(&c.input(bytes as u64)) == sel::Bcast::Host;
         let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
         let (write, read) = if t.member == root as usize {
-            (Some((buffer as *const u8, bytes)), None)
+            (Some((buffer as *const u8, bytes)), Read::Nothing)
         } else {
-            (None, Some((Source::Member(root as usize), buffer as *mut u8, bytes)))
+            (None, Read::One(Source::Member(root as usize), buffer as *mut u8, bytes))
         };
         // SAFETY: the caller's buffer holds `bytes` dense bytes (checked
         // type and count), valid for the blocking call.
@@ -65,7 +65,7 @@ pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mu
         let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
         // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
-        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Some((Source::Result, recvbuf as *mut u8, bytes))) }.map(Some)
+        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Read::One(Source::Result, recvbuf as *mut u8, bytes)) }.map(Some)
     })
 }
 
@@ -87,10 +87,36 @@ pub(crate) fn reduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c
         let (b, n) = (r.basic, r.count);
         let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && r.on_host(c, |i| sel.reduce(i) == sel::Reduce::Host);
         let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
-        let read = at_root.then_some((Source::Result, recvbuf as *mut u8, bytes));
+        let read = if at_root { Read::One(Source::Result, recvbuf as *mut u8, bytes) } else { Read::Nothing };
         // SAFETY: the buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
         unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), read) }.map(Some)
+    })
+}
+
+/// MPI_Alltoall (not in place).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn alltoall(
+    name: &'static str, sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count,
+    recvtype: MPI_Datatype, comm: MPI_Comm,
+) -> Option<c_int> {
+    if in_place(sendbuf) {
+        return None;
+    }
+    run(name, comm, |st| {
+        let (Some(block), Some(sent)) = (dense_bytes(st, recvtype, recvcount), dense_bytes(st, sendtype, sendcount)) else { return Ok(None) };
+        // Blocks of another length, missing or aliased buffers: the
+        // general road says what is wrong.
+        if sent != block || (block > 0 && (sendbuf.is_null() || recvbuf.is_null() || std::ptr::eq(sendbuf, recvbuf))) {
+            return Ok(None);
+        }
+        let fits = |c: &CommShape, sel: &Selector| sel.alltoall(&c.input(block as u64)) == sel::Alltoall::Host;
+        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let (me, members) = (t.member, t.members);
+        // SAFETY: each buffer holds `members` blocks of `block` dense bytes
+        // (checked types and counts), valid for the blocking call; the
+        // table chose the area, so they fit a slot.
+        unsafe { t.arrive(st, Some((sendbuf as *const u8, block * members)), None, Read::Gather { to: recvbuf as *mut u8, at: me * block, block }) }.map(Some)
     })
 }
 
@@ -178,7 +204,7 @@ impl Turn {
     /// # Safety
     /// `write` and `read` are valid for their lengths until the call
     /// returns; they fit a slot.
-    unsafe fn arrive(self, st: &mut State, write: Option<(*const u8, usize)>, combine: Option<(Op, BasicType, usize)>, read: Option<(Source, *mut u8, usize)>) -> R<Arrived> {
+    unsafe fn arrive(self, st: &mut State, write: Option<(*const u8, usize)>, combine: Option<(Op, BasicType, usize)>, read: Read) -> R<Arrived> {
         let (area, op) = (&self.area, self.op);
         if let Some((from, n)) = write.filter(|w| w.1 > 0) {
             std::ptr::copy_nonoverlapping(from, area.contribution(self.member, op), n);
@@ -207,11 +233,22 @@ impl Turn {
     }
 }
 
+/// What a member reads once an operation is released.
+#[derive(Clone, Copy)]
+enum Read {
+    Nothing,
+    /// `len` bytes from the start of a slot to `to`.
+    One(Source, *mut u8, usize),
+    /// From every member's slot, the `block` bytes at `at`, one after the
+    /// other into `to` (an alltoall).
+    Gather { to: *mut u8, at: usize, block: usize },
+}
+
 /// An operation this process arrived at.
 struct Arrived {
     turn: Turn,
     /// What to read once it is released, and where to.
-    read: Option<(Source, *mut u8, usize)>,
+    read: Read,
     spin: Option<(Arc<Arrivals>, SpinPolicy)>,
     /// We combined, and the reduction failed.
     error: Option<String>,
@@ -225,15 +262,23 @@ impl Arrived {
         let (area, op) = (turn.area.clone(), turn.op);
         let released = area.released(op) || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], None, policy) && area.released(op));
         if released {
-            if let Some((from, to, n)) = read.filter(|r| r.2 > 0) {
-                let base = match from {
-                    Source::Member(m) => area.contribution(m, op),
-                    Source::Result => area.result(op),
-                };
-                // SAFETY: released: the slot holds the operation's bytes
-                // until every member started the operation two after it,
-                // which needs us; `to` holds `n` bytes (arrive).
-                unsafe { std::ptr::copy_nonoverlapping(base, to, n) };
+            // SAFETY: released: the slots hold the operation's bytes until
+            // every member started the operation two after it, which needs
+            // us; `to` holds what is read into it (arrive).
+            match read {
+                Read::Nothing => {}
+                Read::One(from, to, n) => {
+                    let base = match from {
+                        Source::Member(m) => area.contribution(m, op),
+                        Source::Result => area.result(op),
+                    };
+                    unsafe { std::ptr::copy_nonoverlapping(base, to, n) };
+                }
+                Read::Gather { to, at, block } => {
+                    for m in 0..turn.members {
+                        unsafe { std::ptr::copy_nonoverlapping(area.contribution(m, op).add(at), to.add(m * block), block) };
+                    }
+                }
             }
             area.set_turn(op + 1);
         } else {
@@ -248,9 +293,14 @@ impl Arrived {
                 part: 0,
                 pids: turn.pids,
             };
-            if let Some((from, to, n)) = read {
-                // SAFETY: as above; the blocking call waits for the step.
-                step.read.push((from, 0, unsafe { UserBuf::new(to, n as u64, gridmpi_engine::sched::byte_type()) }));
+            // SAFETY (both): as above; the blocking call waits for the step.
+            let bytes = |to: *mut u8, n: usize| unsafe { UserBuf::new(to, n as u64, gridmpi_engine::sched::byte_type()) };
+            match read {
+                Read::Nothing => {}
+                Read::One(from, to, n) => step.read.push((from, 0, bytes(to, n))),
+                Read::Gather { to, at, block } => {
+                    step.gather = Some(Gather { buf: bytes(to, block * turn.members), at: at as u64, block: block as u64 })
+                }
             }
             let r = state::with(|st| {
                 let r = st.rt.engine.host_adopt(Box::new(step));
