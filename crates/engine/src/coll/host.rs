@@ -199,16 +199,8 @@ impl HostStep {
         }
         let mut result = Ok(());
         if let Some(c) = &self.combine {
-            // Rank order: result = c0 op (c1 op (... op c_{n-1})).
             let bytes = (c.count * c.dt.size()) as usize;
-            let res = area.result(op);
-            std::ptr::copy_nonoverlapping(area.contribution(self.members - 1, op), res, bytes);
-            for m in (0..self.members - 1).rev() {
-                if let Err(e) = c.op.reduce(area.contribution(m, op), res, c.count, &c.dt) {
-                    result = Err(e);
-                    break;
-                }
-            }
+            result = combine_in_rank_order(area.as_ref(), op, self.members, bytes, |left, inout| c.op.reduce(left, inout, c.count, &c.dt));
         }
         // Release even after a failed reduction: the others must not wait
         // forever (each reports its own error from the same reduction).
@@ -247,6 +239,24 @@ impl HostStep {
             }
         }
     }
+}
+
+/// The last member's combination of operation `op`'s contributions of
+/// `bytes` each into its result slot, in rank order: result = c0 op (c1 op
+/// (... op c_{n-1})), so it does not depend on who was last. `reduce`
+/// does `inout = left op inout`; its first error ends the combination.
+///
+/// # Safety
+/// Every member has arrived at `op`; its slots hold `bytes` each.
+pub unsafe fn combine_in_rank_order(
+    area: &dyn HostArea, op: u64, members: usize, bytes: usize, mut reduce: impl FnMut(*const u8, *mut u8) -> Result<(), String>,
+) -> Result<(), String> {
+    let res = area.result(op);
+    std::ptr::copy_nonoverlapping(area.contribution(members - 1, op), res, bytes);
+    for m in (0..members - 1).rev() {
+        reduce(area.contribution(m, op), res)?;
+    }
+    Ok(())
 }
 
 /// What an algorithm needs to use a communicator's area.

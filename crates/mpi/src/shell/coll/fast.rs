@@ -209,17 +209,11 @@ impl Turn {
         if let Some((from, n)) = write.filter(|w| w.1 > 0) {
             std::ptr::copy_nonoverlapping(from, area.contribution(self.member, op), n);
         }
-        let mut error = None;
+        let mut error: Option<String> = None;
         if area.arrive(op) {
             if let Some((o, b, count)) = combine.filter(|c| c.2 > 0) {
-                let res = area.result(op);
-                std::ptr::copy_nonoverlapping(area.contribution(self.members - 1, op), res, count * b.size());
-                for m in (0..self.members - 1).rev() {
-                    if let Err(e) = gridmpi_reduce::reduce(o, b, area.contribution(m, op), res, count) {
-                        error = Some(e.to_string());
-                        break;
-                    }
-                }
+                let reduce = |left: *const u8, inout: *mut u8| gridmpi_reduce::reduce(o, b, left, inout, count).map_err(|e| e.to_string());
+                error = host::combine_in_rank_order(area.as_ref(), op, self.members, count * b.size(), reduce).err();
             }
             // Released even after a failed reduction (as HostStep::arrive).
             area.release(op);
