@@ -112,6 +112,11 @@ pub struct Round {
     /// the send of chunk j, then overlaps the sends of chunk j+1 instead of
     /// holding them back until chunk j has crossed the WAN.
     pub carry: Vec<Step>,
+    /// The receives carried into this round are carried on into the next
+    /// instead of being awaited here, so receives posted early can wait
+    /// through a sequence of rounds (a WAN phase whose sends go one after
+    /// another, coll/wan.rs).
+    pub hold_carried: bool,
     /// Pacing whose rates are known only when the round starts (added to
     /// `pace` then), see [`PaceByBurst`].
     pub pace_by_burst: Option<PaceByBurst>,
@@ -318,7 +323,7 @@ impl Schedule {
                 p.flows.iter_mut().for_each(|f| f.0 = m(f.0));
                 p
             });
-            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain, carry: carry.collect(), pace_by_burst });
+            self.rounds.push(Round { local: round.local, comm, pace, drain: round.drain, carry: carry.collect(), hold_carried: round.hold_carried, pace_by_burst });
         }
         self.temps.extend(other.temps);
     }
@@ -452,8 +457,9 @@ pub(crate) struct Running {
     /// Receives the current round carries into the next.
     carried: Vec<ReqId>,
     /// Receives the previous round carried into the current one, awaited
-    /// with its communication.
+    /// with its communication (or carried on: Round::hold_carried).
     carried_in: Vec<ReqId>,
+    hold_carried: bool,
     /// Sends an abandoned schedule left to go on alone (detached): they
     /// may still read its scratch memory, so the schedule outlives its
     /// request until they are gone (Executor::lingering).
@@ -527,6 +533,7 @@ impl Engine {
             carry: Vec::new(),
             carried: Vec::new(),
             carried_in: Vec::new(),
+            hold_carried: false,
             detached_sends: Vec::new(),
         });
         self.advance(&mut ex, id);
@@ -703,7 +710,11 @@ impl Engine {
                 // the previous round carried; its carried receives wait for
                 // the next round.
                 run.carried = started.split_off(carry_from);
-                started.append(&mut run.carried_in);
+                if run.hold_carried {
+                    run.carried.append(&mut run.carried_in);
+                } else {
+                    started.append(&mut run.carried_in);
+                }
                 run.pending = started;
                 continue;
             }
@@ -741,6 +752,7 @@ impl Engine {
             run.pace_by_burst = round.pace_by_burst;
             run.drain = round.drain;
             run.carry = round.carry;
+            run.hold_carried = round.hold_carried;
             run.carried_in = std::mem::take(&mut run.carried);
         }
     }

@@ -56,6 +56,9 @@ fn outside(sites: &Sites, c: u32) -> usize {
 /// members first tell each other how much they send across, so a rank with
 /// more to send gets more of the bandwidth and all finish together.
 pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf], equal: bool) -> Schedule {
+    if equal && crosses_by_forwarders(sites) {
+        return alltoall_forwarded(view, sites, tag, send, recv);
+    }
     let (rank, size) = (view.rank, view.size);
     let mine = sites.cluster(rank);
     let members = sites.members(mine);
@@ -78,6 +81,11 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
             round.comm.push(Step::Recv { from: m, buf: slot(i) });
         }
         burst = Some(totals);
+    }
+    if !equal && sites.pacing() && crosses_by_forwarders(sites) {
+        one_wan_flow_at_a_time(&mut s, sites, send, recv, ours, burst);
+        s.prune();
+        return s;
     }
     let round = s.round();
     round.drain = true;
@@ -105,6 +113,160 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
         None => {
             let burst = members.len() as u64 * ours;
             round.pace = flows.into_iter().filter_map(|(to, b)| sites.pace_rate(burst, b).map(|r| (to, r))).collect();
+        }
+    }
+    s.prune();
+    s
+}
+
+/// At most this many flows cross the WAN from one cluster to another in a
+/// direct alltoall (every member to every member: 16 for two clusters of
+/// four); above it the exchange goes through forwarders.
+///
+/// Each paced flow still sends its first packet at once, and no flow is
+/// paced below [`crate::sched::MIN_PACE_RATE`] (3 Mbit/s). With two
+/// clusters of 16, 256 flows per direction put 256 packets into the
+/// bottleneck's queue at the start of every call and add up to 770
+/// Mbit/s: on the testbed's 100 Mbit/s, 40-packet WAN that was 200-780
+/// retransmission timeouts per 10 calls of the IS and FT kernels.
+pub const DIRECT_WAN_FLOWS_MAX: usize = 16;
+
+/// Whether some pair of clusters would exchange more than
+/// [`DIRECT_WAN_FLOWS_MAX`] flows in a direct alltoall.
+fn crosses_by_forwarders(sites: &Sites) -> bool {
+    let sizes: Vec<usize> = (0..sites.count).map(|c| sites.of_rank.iter().filter(|&&x| x == c).count()).collect();
+    sizes.iter().enumerate().any(|(a, &na)| sizes.iter().enumerate().any(|(b, &nb)| a != b && na * nb > DIRECT_WAN_FLOWS_MAX))
+}
+
+/// Alltoallv/w of large clusters: the forwarders of MPI_Alltoall would
+/// need every block's length before the schedule is built, which only its
+/// sender and its receiver know. So each rank sends to one other cluster's
+/// rank at a time instead, in rank order from its own, each send paced at
+/// the rank's part of the cluster's burst and the next one started once
+/// its data has left the host: at most one flow per member leaves the
+/// cluster, and the cluster's flows still add up to the share and end
+/// together. Every receive is posted in the first round and awaited after
+/// the last (Round::hold_carried), so no sender waits for a receiver.
+///
+/// A send above the eager limit waits a round trip for its clear-to-send
+/// before its data goes, and here they go one after another.
+fn one_wan_flow_at_a_time(s: &mut Schedule, sites: &Sites, send: &[UserBuf], recv: &[UserBuf], ours: u64, totals: Option<UserBuf>) {
+    let (rank, size) = (s.view.rank, s.view.size);
+    let mine = sites.cluster(rank);
+    let round = s.round();
+    for k in 1..size {
+        let from = (rank - k).rem_euclid(size);
+        if !recv[from as usize].is_empty() {
+            round.carry.push(Step::Recv { from, buf: recv[from as usize].clone() });
+        }
+    }
+    for k in 1..size {
+        let to = (rank + k) % size;
+        if sites.cluster(to) == mine && !send[to as usize].is_empty() {
+            round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
+        }
+    }
+    let wan: Vec<i32> = (1..size).map(|k| (rank + k) % size).filter(|&to| sites.cluster(to) != mine && !send[to as usize].is_empty()).collect();
+    for (i, &to) in wan.iter().enumerate() {
+        let round = if i == 0 { s.last_round() } else { s.round() };
+        round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
+        round.drain = true;
+        round.hold_carried = i + 1 < wan.len();
+        match &totals {
+            Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst: burst.clone(), flows: vec![(to, ours)] }),
+            None => round.pace.extend(sites.pace_rate(ours, ours).map(|r| (to, r))),
+        }
+    }
+}
+
+/// MPI_Alltoall across clusters through forwarders: each block crosses
+/// the WAN once, but packed with the blocks of the sender's cluster mates
+/// for the same destination, so only one flow per destination rank leaves
+/// a cluster (`n_B` flows from cluster A to cluster B instead of
+/// `n_A * n_B`).
+///
+/// Member j of cluster B is served in cluster A by the forwarder
+/// `members_A[j % n_A]`. Round 1 (inside the cluster): every member sends
+/// its block for j to that forwarder, which lays the blocks out in member
+/// order; the receives of the packed blocks from the other clusters are
+/// posted here too (carried to the end of round 2). Round 2: each
+/// forwarder sends its packed buffers across the WAN, paced at their part
+/// of all the bytes leaving the cluster, and the members exchange their
+/// own blocks inside the cluster meanwhile. Round 3: the packed buffers
+/// received are copied out to their blocks.
+///
+/// Messages between two members keep one order on both sides (the blocks
+/// for forwarding, by destination rank, then the direct block), as MPI
+/// matches messages of one tag in the order they were sent.
+fn alltoall_forwarded(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf]) -> Schedule {
+    let (rank, size) = (view.rank, view.size);
+    let mine = sites.cluster(rank);
+    let members = sites.members(mine);
+    let (na, me) = (members.len(), members.iter().position(|&m| m == rank).expect("a rank is in its cluster"));
+    // MPI_Alltoall: every block has the same length.
+    let block = send[rank as usize].len();
+    let mut s = Schedule::new(view, tag);
+    if block == 0 {
+        return s;
+    }
+    let others: Vec<Vec<i32>> = (0..sites.count).filter(|&c| c != mine).map(|c| sites.members(c)).collect();
+    // Scratch first: (destination, its pack) for the destinations we
+    // forward for, and (cluster's members, packed buffer from there).
+    let mut packs = Vec::new();
+    let mut unpack = Vec::new();
+    for there in &others {
+        for (j, &dest) in there.iter().enumerate() {
+            if members[j % na] == rank {
+                packs.push((dest, s.temp_bytes(na as u64 * block)));
+            }
+        }
+        unpack.push((there.clone(), s.temp_bytes(there.len() as u64 * block)));
+    }
+    // Round 1: blocks to their forwarders; packed blocks from elsewhere.
+    let round = s.round();
+    round.local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
+    let mut our_packs = packs.iter();
+    for there in &others {
+        for (j, &dest) in there.iter().enumerate() {
+            let forwarder = members[j % na];
+            if forwarder != rank {
+                round.comm.push(Step::Send { to: forwarder, buf: send[dest as usize].clone() });
+                continue;
+            }
+            let (d, pack) = our_packs.next().expect("a pack per destination forwarded");
+            debug_assert_eq!(*d, dest);
+            for (k, &m) in members.iter().enumerate() {
+                let slot = bytes(pack, k as u64 * block, block);
+                if m == rank {
+                    round.local.push(Step::Copy { from: send[dest as usize].clone(), to: slot });
+                } else {
+                    round.comm.push(Step::Recv { from: m, buf: slot });
+                }
+            }
+        }
+    }
+    for (there, packed) in &unpack {
+        round.carry.push(Step::Recv { from: there[me % there.len()], buf: packed.clone() });
+    }
+    // Round 2: the packed blocks across the WAN; our cluster's own blocks.
+    let burst = (na * (size as usize - na)) as u64 * block;
+    let round = s.round();
+    round.drain = true;
+    for &m in members.iter().filter(|&&m| m != rank) {
+        round.comm.push(Step::Recv { from: m, buf: recv[m as usize].clone() });
+        round.comm.push(Step::Send { to: m, buf: send[m as usize].clone() });
+    }
+    for (dest, pack) in packs {
+        if let Some(rate) = sites.pace_rate(burst, pack.len()) {
+            round.pace.push((dest, rate));
+        }
+        round.comm.push(Step::Send { to: dest, buf: pack });
+    }
+    // Round 3: out of the packed buffers.
+    let round = s.round();
+    for (there, packed) in unpack {
+        for (k, &src) in there.iter().enumerate() {
+            round.local.push(Step::Copy { from: bytes(&packed, k as u64 * block, block), to: recv[src as usize].clone() });
         }
     }
     s.prune();
@@ -881,6 +1043,124 @@ mod tests {
                 }
                 check_paces(&sites, true);
             }
+        }
+    }
+
+    /// Large clusters: MPI_Alltoall crosses through forwarders, one flow per
+    /// destination rank leaves a cluster, every flow is paced at its part of
+    /// the cluster's burst, and every block still lands where it belongs
+    /// (equal and unequal clusters, three clusters, a cluster of one).
+    #[test]
+    fn alltoall_of_large_clusters_crosses_through_forwarders() {
+        let len = 24u64;
+        for of in [vec![0u32; 6].into_iter().chain(vec![1; 6]).collect::<Vec<_>>(), [vec![0; 5], vec![1; 4], vec![2; 3]].concat(),
+                   [vec![1; 9], vec![0; 2]].concat(), [vec![0], vec![1; 17]].concat(), (0..12).map(|r| r % 2).collect()] {
+            let n = of.len();
+            let count = of.iter().max().unwrap() + 1;
+            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+            assert!(crosses_by_forwarders(&sites), "{of:?}");
+            let mut sends: Vec<Vec<u8>> = (0..n).map(|r| (0..len as usize * n).map(|i| (i * 7 + r * 31) as u8).collect()).collect();
+            let mut recvs: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; len as usize * n]).collect();
+            let sb: Vec<UserBuf> = sends.iter_mut().map(|v| unsafe { UserBuf::new(v.as_mut_ptr(), v.len() as u64, crate::sched::byte_type()) }).collect();
+            let rb: Vec<UserBuf> = recvs.iter_mut().map(|v| unsafe { UserBuf::new(v.as_mut_ptr(), v.len() as u64, crate::sched::byte_type()) }).collect();
+            let build = |r: usize| {
+                let s: Vec<UserBuf> = (0..n).map(|p| byte_range(&sb[r], p as u64 * len, len)).collect();
+                let d: Vec<UserBuf> = (0..n).map(|p| byte_range(&rb[r], p as u64 * len, len)).collect();
+                alltoall(sim::view(r, n), &sites, 5, &s, &d, true)
+            };
+            // WAN flows: one per destination rank, each its cluster's blocks.
+            let mut wan = Vec::new();
+            for r in 0..n {
+                for st in build(r).rounds.iter().flat_map(|x| x.comm.iter()) {
+                    if let Step::Send { to, buf } = st {
+                        if sites.cluster(*to) != sites.cluster(r as i32) {
+                            wan.push((r, *to, buf.len()));
+                        }
+                    }
+                }
+            }
+            for dest in 0..n as i32 {
+                let into: Vec<_> = wan.iter().filter(|w| w.1 == dest).collect();
+                assert_eq!(into.len() as u32, count - 1, "{of:?}: flows into {dest}: {into:?}");
+                for w in into {
+                    assert_eq!(w.2, len * sites.members(sites.cluster(w.0 as i32)).len() as u64, "{of:?}: {w:?}");
+                }
+            }
+            PACES.with(|p| p.borrow_mut().clear());
+            let errs = sim::run(n, 3, build);
+            assert!(errs.iter().all(|e| e.is_none()), "{of:?}: {errs:?}");
+            for r in 0..n {
+                for p in 0..n {
+                    let got = &recvs[r][p * len as usize..(p + 1) * len as usize];
+                    let want = &sends[p][r * len as usize..(r + 1) * len as usize];
+                    assert_eq!(got, want, "{of:?}: block {p}->{r}");
+                }
+            }
+            // Every flow at its part of the bytes leaving its cluster.
+            let c = 100_000_000.0 / 8.0 * 0.9;
+            for &(r, to, bytes) in &wan {
+                let na = sites.members(sites.cluster(r as i32)).len() as u64;
+                let burst = na * (n as u64 - na) * len;
+                let want = ((c * bytes as f64 / burst as f64).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64;
+                assert!(PACES.with(|p| p.borrow().contains(&(r, to as Pid, Some(want)))), "{of:?}: flow {r}->{to} not paced at {want}");
+            }
+            check_paces(&sites, true);
+        }
+    }
+
+    /// Large clusters, alltoallv: each rank has one WAN send per round, paced
+    /// at its part of the cluster's burst, and every block lands (zeros,
+    /// uneven lengths, unequal and lone clusters).
+    #[test]
+    fn alltoallv_of_large_clusters_sends_one_wan_flow_at_a_time() {
+        let mut rng = Rng(23);
+        for of in [[vec![0u32; 6], vec![1; 6]].concat(), [vec![0; 5], vec![1; 4], vec![2; 3]].concat(), [vec![0], vec![1; 17]].concat()] {
+            let n = of.len();
+            let count = of.iter().max().unwrap() + 1;
+            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+            // lens[a][b]: bytes a sends to b (some zero).
+            let lens: Vec<Vec<u64>> = (0..n).map(|_| (0..n).map(|_| if rng.next() % 5 == 0 { 0 } else { rng.next() % 300 }).collect()).collect();
+            let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * 3 + a as u64) as u8).collect()).collect();
+            let mut recv: Vec<Vec<u8>> = (0..n).map(|b| vec![0u8; (0..n).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
+            let blocks = |mem: &mut Vec<u8>, sizes: Vec<u64>| -> Vec<UserBuf> {
+                let mut off = 0;
+                sizes.iter().map(|&k| {
+                    let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), k, crate::sched::byte_type()) };
+                    off += k as usize;
+                    b
+                }).collect()
+            };
+            let sb: Vec<Vec<UserBuf>> = (0..n).map(|a| blocks(&mut send[a], lens[a].clone())).collect();
+            let rb: Vec<Vec<UserBuf>> = (0..n).map(|b| blocks(&mut recv[b], (0..n).map(|a| lens[a][b]).collect())).collect();
+            for r in 0..n {
+                let s = alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], false);
+                for round in &s.rounds {
+                    let wan = round.comm.iter().filter(|st| matches!(st, Step::Send { to, .. } if sites.cluster(*to) != sites.cluster(r as i32))).count();
+                    assert!(wan <= 1, "{of:?}: rank {r} sends {wan} WAN flows in one round");
+                }
+            }
+            PACES.with(|p| p.borrow_mut().clear());
+            let errs = sim::run(n, rng.next() % 100, |r| alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], false));
+            assert!(errs.iter().all(|e| e.is_none()), "{of:?}: {errs:?}");
+            for b in 0..n {
+                let mut off = 0;
+                for a in 0..n {
+                    let k = lens[a][b] as usize;
+                    let from_a: u64 = lens[a][..b].iter().sum();
+                    assert_eq!(&recv[b][off..off + k], &send[a][from_a as usize..from_a as usize + k], "{of:?}: block {a}->{b}");
+                    off += k;
+                }
+            }
+            let c = 100_000_000.0 / 8.0 * 0.9;
+            for a in 0..n {
+                let wan_of = |x: usize| (0..n).filter(|&b| of[b] != of[x]).map(|b| lens[x][b]).sum::<u64>();
+                let burst: u64 = (0..n).filter(|&x| of[x] == of[a]).map(wan_of).sum();
+                for b in (0..n).filter(|&b| of[b] != of[a] && lens[a][b] > 0) {
+                    let want = ((c * wan_of(a) as f64 / burst as f64).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64;
+                    assert!(PACES.with(|p| p.borrow().contains(&(a, b as Pid, Some(want)))), "{of:?}: flow {a}->{b} not paced at {want}");
+                }
+            }
+            check_paces(&sites, true);
         }
     }
 

@@ -107,6 +107,8 @@ struct PeerLink {
     /// While the connection is paced: how many bytes the socket may hold
     /// unsent (see `Tcp::apply_pacing`).
     paced_unsent: Option<u32>,
+    /// What the pacing rate has not yet paid for of what was written.
+    ledger: sendq::PaceLedger,
     /// The link's streams, which outlive its connections.
     tx: Outgoing,
     rx: Incoming,
@@ -927,8 +929,13 @@ impl Tcp {
             return Ok(());
         }
         let mut out = std::mem::take(&mut link.out);
+        let before = link.pace.map(|_| sendq::queued_bytes(&out));
         let result = sendq::write_frames(&mut wire, &mut out, &mut self.runs, &mut link.tx, sink, budget);
-        self.peers[peer as usize].out = out;
+        let link = &mut self.peers[peer as usize];
+        if let (Some(rate), Some(before)) = (link.pace, before) {
+            link.ledger.wrote(before - sendq::queued_bytes(&out), rate, std::time::Instant::now());
+        }
+        link.out = out;
         if let Err(e) = result {
             return self.send_failed(idx, peer, e);
         }
@@ -1096,13 +1103,25 @@ impl Transport for Tcp {
     }
 
     fn set_pace(&mut self, peer: Pid, bytes_per_sec: Option<u64>, sink: &mut dyn Sink) {
-        self.peers[peer as usize].pace = bytes_per_sec;
+        let link = &mut self.peers[peer as usize];
+        let old = if bytes_per_sec.is_some() { link.pace } else { None };
+        link.ledger.rate_changes(old, std::time::Instant::now());
+        link.pace = bytes_per_sec;
         self.apply_pacing(peer);
         self.report(sink);
     }
 
     fn unsent(&self, peer: Pid) -> u64 {
-        self.unsent_bytes(peer).unwrap_or(0) as u64
+        // The socket's unsent bytes and the frames not yet written to it;
+        // while paced, at least what the rate has not paid for.
+        let link = &self.peers[peer as usize];
+        // (Frames queued for a closed connection never leave: not counted.)
+        let queued = if link.established && !link.closed { sendq::queued_bytes(&link.out) } else { 0 };
+        let held = self.unsent_bytes(peer).unwrap_or(0) as u64 + queued;
+        match link.pace {
+            Some(rate) => held.max(link.ledger.owed(rate, std::time::Instant::now())),
+            None => held,
+        }
     }
 
     fn backlog(&self) -> usize {

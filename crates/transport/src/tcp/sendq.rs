@@ -140,6 +140,55 @@ pub(super) fn paced_lowat(rate: u64, tuned: Option<u32>) -> u32 {
     tuned.map_or(v, |t| v.min(t))
 }
 
+/// Bytes queued and not yet written to the socket.
+pub(super) fn queued_bytes(out: &VecDeque<OutFrame>) -> u64 {
+    out.iter().map(|f| f.total() - f.done).sum()
+}
+
+/// The time a paced link's data is owed: the bytes written to its socket
+/// under a pacing cap, less what the rate has allowed since.
+///
+/// The kernel paces the packets of a socket after the first; after a
+/// pause that first one leaves at once. A WAN phase that sends short flows
+/// one after another on different connections, each once the last has
+/// drained (coll/wan.rs, alltoallv of large clusters), then ran at 1.5x
+/// its rate with three-packet flows (the first packet of each free), and
+/// its cluster's flows together overflowed the bottleneck. Counting a
+/// link drained only once the ledger is paid keeps the sequence at the
+/// rate; for one long flow the ledger and the kernel agree.
+#[derive(Default)]
+pub(super) struct PaceLedger {
+    owed: f64,
+    since: Option<std::time::Instant>,
+}
+
+impl PaceLedger {
+    /// Bytes still owed at `now` at `rate` bytes/s.
+    pub(super) fn owed(&self, rate: u64, now: std::time::Instant) -> u64 {
+        match self.since {
+            None => 0,
+            Some(t) => (self.owed - rate as f64 * now.saturating_duration_since(t).as_secs_f64()).max(0.0).ceil() as u64,
+        }
+    }
+
+    /// `bytes` were written under `rate` at `now`.
+    pub(super) fn wrote(&mut self, bytes: u64, rate: u64, now: std::time::Instant) {
+        self.owed = self.owed(rate, now) as f64 + bytes as f64;
+        self.since = Some(now);
+    }
+
+    /// The rate changes at `now` from `old` (None: unpaced, nothing owed).
+    pub(super) fn rate_changes(&mut self, old: Option<u64>, now: std::time::Instant) {
+        match old {
+            Some(rate) => {
+                self.owed = self.owed(rate, now) as f64;
+                self.since = Some(now);
+            }
+            None => *self = PaceLedger::default(),
+        }
+    }
+}
+
 /// A paced socket's write budget is stretched to the end of the frame it
 /// would cut when less than this would be left: a full-sized segment on a
 /// 1500-byte path.
@@ -264,6 +313,27 @@ pub(super) fn write_frames(
 mod tests {
     use super::*;
     use gridmpi_wire::Envelope;
+
+    /// The ledger pays for what was written at the rate, carries a debt
+    /// over a change of rate, and forgets it when the cap is lifted.
+    #[test]
+    fn the_pace_ledger_owes_what_the_rate_has_not_paid_for() {
+        let t0 = std::time::Instant::now();
+        let ms = |n: u64| t0 + std::time::Duration::from_millis(n);
+        let mut l = PaceLedger::default();
+        assert_eq!(l.owed(1_000_000, t0), 0);
+        l.wrote(4000, 1_000_000, t0); // 4 ms at 1 MB/s
+        assert_eq!(l.owed(1_000_000, ms(1)), 3000);
+        assert_eq!(l.owed(1_000_000, ms(4)), 0);
+        l.wrote(2000, 1_000_000, ms(2)); // 2000 left + 2000
+        assert_eq!(l.owed(1_000_000, ms(3)), 3000);
+        l.rate_changes(Some(1_000_000), ms(3)); // now 2 MB/s
+        assert_eq!(l.owed(2_000_000, ms(4)), 1000);
+        assert_eq!(l.owed(2_000_000, ms(5)), 0);
+        l.wrote(1000, 2_000_000, ms(5));
+        l.rate_changes(None, ms(5));
+        assert_eq!(l.owed(2_000_000, ms(5)), 0);
+    }
 
     fn frame(kind: Kind, done: u64) -> OutFrame {
         let env = Envelope { ctx: 0, src: 0, tag: 0 };
