@@ -123,15 +123,20 @@ pub struct Round {
 }
 
 /// Pace each flow at its part of a burst whose size an earlier round of
-/// the schedule wrote: the sum of the native-endian u64s in `burst` (e.g.
+/// the schedule wrote: sums of the native-endian u64s in `burst` (e.g.
 /// what every member of our cluster sends over the WAN in an alltoallv,
-/// which no rank knows alone).
+/// which no rank knows alone). `burst` is a table of `columns` u64s per
+/// member, one column per WAN link the flows leave by (1: one burst for
+/// all); a flow is paced at its part of its column's sum, on its link.
 pub struct PaceByBurst {
     pub sites: Sites,
     /// Dense bytes holding u64s.
     pub burst: UserBuf,
-    /// (rank, bytes it is sent).
-    pub flows: Vec<(i32, u64)>,
+    pub columns: usize,
+    /// (rank, bytes it is sent, column of its burst).
+    pub flows: Vec<(i32, u64, usize)>,
+    /// Our cluster (the links' end on this side).
+    pub from: u32,
 }
 
 impl PaceByBurst {
@@ -139,8 +144,12 @@ impl PaceByBurst {
         let n = (self.burst.len() / 8) as usize;
         // SAFETY: a dense scratch area of n u64s owned by the schedule.
         let words = unsafe { std::slice::from_raw_parts(self.burst.base() as *const u8, n * 8) };
-        let total: u64 = words.chunks_exact(8).map(|w| u64::from_ne_bytes(w.try_into().unwrap())).fold(0, u64::saturating_add);
-        self.flows.iter().filter_map(|&(to, bytes)| self.sites.pace_rate(total, bytes).map(|r| (to, r))).collect()
+        let word = |i: usize| u64::from_ne_bytes(words[8 * i..8 * i + 8].try_into().unwrap());
+        let total = |col: usize| (col..n).step_by(self.columns.max(1)).map(word).fold(0, u64::saturating_add);
+        self.flows
+            .iter()
+            .filter_map(|&(to, bytes, col)| self.sites.pace_rate_on(self.from, self.sites.cluster(to), total(col), bytes).map(|r| (to, r)))
+            .collect()
     }
 }
 
@@ -163,6 +172,10 @@ pub struct Sites {
     pub pace_share: f64,
     /// Bytes the bottleneck's queue is assumed to absorb (see `pace_rate`).
     pub wan_queue: u64,
+    /// Bandwidth (bits/s) of the WAN from cluster a to cluster b at
+    /// `a * count + b`, when the links differ and all are known; `wan_bps`
+    /// is the smallest of them.
+    pub link_bps: Option<Arc<[u64]>>,
 }
 
 impl Sites {
@@ -201,7 +214,20 @@ impl Sites {
     /// (a clear-to-send delayed by ~100 ms turned a 90 ms alltoallv into
     /// 180 ms). Such flows are small, so sending them faster costs nothing.
     pub fn pace_rate(&self, burst: u64, bytes: u64) -> Option<u64> {
-        let bw = self.wan_bps?;
+        self.rate_at(self.wan_bps?, burst, bytes)
+    }
+
+    /// [`Sites::pace_rate`] for a burst that leaves cluster `from` for
+    /// cluster `to` by their own link.
+    pub fn pace_rate_on(&self, from: u32, to: u32, burst: u64, bytes: u64) -> Option<u64> {
+        let bw = match &self.link_bps {
+            Some(l) => l[(from * self.count + to) as usize],
+            None => self.wan_bps?,
+        };
+        self.rate_at(bw, burst, bytes)
+    }
+
+    fn rate_at(&self, bw: u64, burst: u64, bytes: u64) -> Option<u64> {
         if !self.pacing() || burst <= self.wan_queue || bytes == 0 {
             return None;
         }
@@ -1043,7 +1069,7 @@ mod tests {
     use super::Sites;
 
     fn sites(queue: u64) -> Sites {
-        Sites { of_rank: vec![0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 1.0, wan_queue: queue }
+        Sites { of_rank: vec![0, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 1.0, wan_queue: queue, link_bps: None }
     }
 
     #[test]

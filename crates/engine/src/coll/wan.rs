@@ -62,7 +62,12 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
     let (rank, size) = (view.rank, view.size);
     let mine = sites.cluster(rank);
     let members = sites.members(mine);
-    let ours: u64 = (0..size).filter(|&r| sites.cluster(r) != mine).map(|r| send[r as usize].len()).sum();
+    // Our WAN bytes per burst (one, or one per link: `link_columns`).
+    let columns = link_columns(sites);
+    let mut ours = vec![0u64; columns];
+    for r in (0..size).filter(|&r| sites.cluster(r) != mine) {
+        ours[link_column(sites, r)] += send[r as usize].len();
+    }
     let mut s = Schedule::new(view, tag);
     if !recv[rank as usize].is_empty() {
         s.round().local.push(Step::Copy { from: send[rank as usize].clone(), to: recv[rank as usize].clone() });
@@ -71,10 +76,13 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
     if sites.pacing() && !equal && members.len() > 1 {
         // Every member's WAN bytes, ours written now, the others' received.
         let me = members.iter().position(|&m| m == rank).unwrap();
-        let totals = s.temp_bytes(8 * members.len() as u64);
-        // SAFETY: the temp holds a u64 per member.
-        unsafe { (totals.base() as *mut u64).add(me).write_unaligned(ours) };
-        let slot = |i: usize| bytes(&totals, 8 * i as u64, 8);
+        let row = 8 * columns as u64;
+        let totals = s.temp_bytes(row * members.len() as u64);
+        for (c, &b) in ours.iter().enumerate() {
+            // SAFETY: the temp holds `columns` u64s per member.
+            unsafe { (totals.base() as *mut u64).add(me * columns + c).write_unaligned(b) };
+        }
+        let slot = |i: usize| bytes(&totals, row * i as u64, row);
         let round = s.round();
         for (i, &m) in members.iter().enumerate().filter(|&(_, &m)| m != rank) {
             round.comm.push(Step::Send { to: m, buf: slot(me) });
@@ -83,7 +91,7 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
         burst = Some(totals);
     }
     if !equal && sites.pacing() && crosses_by_forwarders(sites) {
-        one_wan_flow_at_a_time(&mut s, sites, send, recv, ours, burst);
+        one_flow_per_link_at_a_time(&mut s, sites, send, recv, &ours, burst);
         s.prune();
         return s;
     }
@@ -105,18 +113,36 @@ pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv:
         }
         round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
         if sites.cluster(to) != mine {
-            flows.push((to, send[to as usize].len()));
+            flows.push((to, send[to as usize].len(), link_column(sites, to)));
         }
     }
     match burst {
-        Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst, flows }),
+        Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst, columns, flows, from: mine }),
         None => {
-            let burst = members.len() as u64 * ours;
-            round.pace = flows.into_iter().filter_map(|(to, b)| sites.pace_rate(burst, b).map(|r| (to, r))).collect();
+            let n = members.len() as u64;
+            round.pace = flows.into_iter().filter_map(|(to, b, c)| sites.pace_rate_on(mine, sites.cluster(to), n * ours[c], b).map(|r| (to, r))).collect();
         }
     }
     s.prune();
     s
+}
+
+/// How many bursts an alltoall's WAN phase paces: one for all the bytes
+/// leaving the cluster, or one per destination cluster when the links
+/// differ (`Sites::link_bps`).
+///
+/// Links of equal bandwidth are taken as one way out of the site (its
+/// uplink), which every WAN flow leaving it shares. Links measured or
+/// given with different bandwidths are taken as paths of their own, each
+/// paced at its bandwidth: pacing everything at the slowest link's rate
+/// would keep every faster link mostly idle.
+fn link_columns(sites: &Sites) -> usize {
+    if sites.link_bps.is_some() { sites.count as usize } else { 1 }
+}
+
+/// The burst column of rank `to`'s link (see [`link_columns`]).
+fn link_column(sites: &Sites, to: i32) -> usize {
+    if sites.link_bps.is_some() { sites.cluster(to) as usize } else { 0 }
 }
 
 /// At most this many flows cross the WAN from one cluster to another in a
@@ -140,17 +166,18 @@ fn crosses_by_forwarders(sites: &Sites) -> bool {
 
 /// Alltoallv/w of large clusters: the forwarders of MPI_Alltoall would
 /// need every block's length before the schedule is built, which only its
-/// sender and its receiver know. So each rank sends to one other cluster's
-/// rank at a time instead, in rank order from its own, each send paced at
-/// the rank's part of the cluster's burst and the next one started once
-/// its data has left the host: at most one flow per member leaves the
-/// cluster, and the cluster's flows still add up to the share and end
-/// together. Every receive is posted in the first round and awaited after
-/// the last (Round::hold_carried), so no sender waits for a receiver.
+/// sender and its receiver know. So each rank sends to one rank of each
+/// other cluster at a time instead, each send paced at the part of its
+/// link's burst that this rank sends that way, the next ones started once
+/// the round's data has left the host: at most one flow per member of
+/// ours crosses a link at a time, and a link's flows still add up to its
+/// share and end together. Every receive is posted in the first round and
+/// awaited after the last (Round::hold_carried), so no sender waits for a
+/// receiver.
 ///
 /// A send above the eager limit waits a round trip for its clear-to-send
 /// before its data goes, and here they go one after another.
-fn one_wan_flow_at_a_time(s: &mut Schedule, sites: &Sites, send: &[UserBuf], recv: &[UserBuf], ours: u64, totals: Option<UserBuf>) {
+fn one_flow_per_link_at_a_time(s: &mut Schedule, sites: &Sites, send: &[UserBuf], recv: &[UserBuf], ours: &[u64], totals: Option<UserBuf>) {
     let (rank, size) = (s.view.rank, s.view.size);
     let mine = sites.cluster(rank);
     let round = s.round();
@@ -166,15 +193,32 @@ fn one_wan_flow_at_a_time(s: &mut Schedule, sites: &Sites, send: &[UserBuf], rec
             round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
         }
     }
-    let wan: Vec<i32> = (1..size).map(|k| (rank + k) % size).filter(|&to| sites.cluster(to) != mine && !send[to as usize].is_empty()).collect();
-    for (i, &to) in wan.iter().enumerate() {
+    // Round r: to member (me + r) of every other cluster, so every link
+    // carries one flow per member of ours at a time.
+    let me = sites.members(mine).iter().position(|&m| m == rank).expect("a rank is in its cluster");
+    let others: Vec<Vec<i32>> = (0..sites.count).filter(|&c| c != mine).map(|c| sites.members(c)).collect();
+    let mut to_cluster = vec![0u64; sites.count as usize];
+    for r in 0..size {
+        to_cluster[sites.cluster(r) as usize] += send[r as usize].len();
+    }
+    let widest = others.iter().map(Vec::len).max().unwrap_or(0);
+    let rounds: Vec<Vec<i32>> = (0..widest)
+        .map(|r| others.iter().filter(|t| r < t.len()).map(|t| t[(me + r) % t.len()]).filter(|&to| !send[to as usize].is_empty()).collect::<Vec<_>>())
+        .filter(|dests| !dests.is_empty())
+        .collect();
+    for (i, dests) in rounds.iter().enumerate() {
         let round = if i == 0 { s.last_round() } else { s.round() };
-        round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
         round.drain = true;
-        round.hold_carried = i + 1 < wan.len();
+        round.hold_carried = i + 1 < rounds.len();
+        // Each flow at the part of its link's burst that we send that way.
+        let mut flows = Vec::new();
+        for &to in dests {
+            round.comm.push(Step::Send { to, buf: send[to as usize].clone() });
+            flows.push((to, to_cluster[sites.cluster(to) as usize], link_column(sites, to)));
+        }
         match &totals {
-            Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst: burst.clone(), flows: vec![(to, ours)] }),
-            None => round.pace.extend(sites.pace_rate(ours, ours).map(|r| (to, r))),
+            Some(burst) => round.pace_by_burst = Some(PaceByBurst { sites: sites.clone(), burst: burst.clone(), columns: ours.len(), flows, from: mine }),
+            None => round.pace.extend(flows.into_iter().filter_map(|(to, b, c)| sites.pace_rate_on(mine, sites.cluster(to), ours[c], b).map(|r| (to, r)))),
         }
     }
 }
@@ -249,7 +293,12 @@ fn alltoall_forwarded(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf],
         round.carry.push(Step::Recv { from: there[me % there.len()], buf: packed.clone() });
     }
     // Round 2: the packed blocks across the WAN; our cluster's own blocks.
-    let burst = (na * (size as usize - na)) as u64 * block;
+    // The burst on a flow's link: every WAN block of the cluster, or those
+    // for the flow's cluster when each link is paced on its own.
+    let burst = |dest: i32| match sites.link_bps {
+        Some(_) => (na * sites.members(sites.cluster(dest)).len()) as u64 * block,
+        None => (na * (size as usize - na)) as u64 * block,
+    };
     let round = s.round();
     round.drain = true;
     for &m in members.iter().filter(|&&m| m != rank) {
@@ -257,7 +306,7 @@ fn alltoall_forwarded(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf],
         round.comm.push(Step::Send { to: m, buf: send[m as usize].clone() });
     }
     for (dest, pack) in packs {
-        if let Some(rate) = sites.pace_rate(burst, pack.len()) {
+        if let Some(rate) = sites.pace_rate_on(mine, sites.cluster(dest), burst(dest), pack.len()) {
             round.pace.push((dest, rate));
         }
         round.comm.push(Step::Send { to: dest, buf: pack });
@@ -991,7 +1040,7 @@ mod tests {
                 }
             })
             .collect();
-        Sites { of_rank: of.into(), count: ids.len() as u32, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 }
+        Sites { of_rank: of.into(), count: ids.len() as u32, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None }
     }
 
     fn check_paces(sites: &Sites, pids_are_ranks: bool) {
@@ -1057,7 +1106,7 @@ mod tests {
                    [vec![1; 9], vec![0; 2]].concat(), [vec![0], vec![1; 17]].concat(), (0..12).map(|r| r % 2).collect()] {
             let n = of.len();
             let count = of.iter().max().unwrap() + 1;
-            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
             assert!(crosses_by_forwarders(&sites), "{of:?}");
             let mut sends: Vec<Vec<u8>> = (0..n).map(|r| (0..len as usize * n).map(|i| (i * 7 + r * 31) as u8).collect()).collect();
             let mut recvs: Vec<Vec<u8>> = (0..n).map(|_| vec![0u8; len as usize * n]).collect();
@@ -1108,16 +1157,17 @@ mod tests {
         }
     }
 
-    /// Large clusters, alltoallv: each rank has one WAN send per round, paced
-    /// at its part of the cluster's burst, and every block lands (zeros,
-    /// uneven lengths, unequal and lone clusters).
+    /// Large clusters, alltoallv: each rank has one WAN send per other
+    /// cluster per round, paced at the part of the cluster's burst it sends
+    /// that way, and every block lands (zeros, uneven lengths, unequal and
+    /// lone clusters).
     #[test]
-    fn alltoallv_of_large_clusters_sends_one_wan_flow_at_a_time() {
+    fn alltoallv_of_large_clusters_sends_one_flow_per_link_at_a_time() {
         let mut rng = Rng(23);
         for of in [[vec![0u32; 6], vec![1; 6]].concat(), [vec![0; 5], vec![1; 4], vec![2; 3]].concat(), [vec![0], vec![1; 17]].concat()] {
             let n = of.len();
             let count = of.iter().max().unwrap() + 1;
-            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+            let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
             // lens[a][b]: bytes a sends to b (some zero).
             let lens: Vec<Vec<u64>> = (0..n).map(|_| (0..n).map(|_| if rng.next() % 5 == 0 { 0 } else { rng.next() % 300 }).collect()).collect();
             let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * 3 + a as u64) as u8).collect()).collect();
@@ -1136,7 +1186,13 @@ mod tests {
                 let s = alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], false);
                 for round in &s.rounds {
                     let wan = round.comm.iter().filter(|st| matches!(st, Step::Send { to, .. } if sites.cluster(*to) != sites.cluster(r as i32))).count();
-                    assert!(wan <= 1, "{of:?}: rank {r} sends {wan} WAN flows in one round");
+                    assert!(wan <= count as usize - 1, "{of:?}: rank {r} sends {wan} WAN flows in one round");
+                    let mut links: Vec<u32> = round.comm.iter().filter_map(|st| match st {
+                        Step::Send { to, .. } if sites.cluster(*to) != sites.cluster(r as i32) => Some(sites.cluster(*to)),
+                        _ => None,
+                    }).collect();
+                    links.dedup();
+                    assert_eq!(links.len(), wan, "{of:?}: rank {r} sends twice to one cluster in a round");
                 }
             }
             PACES.with(|p| p.borrow_mut().clear());
@@ -1156,11 +1212,89 @@ mod tests {
                 let wan_of = |x: usize| (0..n).filter(|&b| of[b] != of[x]).map(|b| lens[x][b]).sum::<u64>();
                 let burst: u64 = (0..n).filter(|&x| of[x] == of[a]).map(wan_of).sum();
                 for b in (0..n).filter(|&b| of[b] != of[a] && lens[a][b] > 0) {
-                    let want = ((c * wan_of(a) as f64 / burst as f64).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64;
+                    let toward: u64 = (0..n).filter(|&y| of[y] == of[b]).map(|y| lens[a][y]).sum();
+                    let want = ((c * toward as f64 / burst as f64).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64;
                     assert!(PACES.with(|p| p.borrow().contains(&(a, b as Pid, Some(want)))), "{of:?}: flow {a}->{b} not paced at {want}");
                 }
             }
             check_paces(&sites, true);
+        }
+    }
+
+    /// Links of different bandwidths: an alltoall(v) paces each flow at its
+    /// part of the bytes its cluster sends by that flow's link, at that
+    /// link's bandwidth (direct with small clusters, through forwarders and
+    /// one flow at a time with large ones).
+    #[test]
+    fn alltoall_paces_each_link_at_its_own_bandwidth() {
+        let mut rng = Rng(5);
+        // 0<->1 100 Mbit/s, 0<->2 50, 1<->2 20 (one way 1->2: 10).
+        let bw = |a: u32, b: u32| -> u64 {
+            match (a.min(b), a.max(b), a < b) {
+                (0, 1, _) => 100_000_000,
+                (0, 2, _) => 50_000_000,
+                (1, 2, true) => 10_000_000,
+                _ => 20_000_000,
+            }
+        };
+        for per in [2usize, 6] {
+            let of: Vec<u32> = (0..3).flat_map(|c| std::iter::repeat(c).take(per)).collect();
+            let n = of.len();
+            let links: Vec<u64> = (0..3).flat_map(|a| (0..3).map(move |b| if a == b { 0 } else { bw(a, b) })).collect();
+            let sites = Sites { of_rank: of.clone().into(), count: 3, wan_bps: Some(10_000_000), pace_share: 0.9, wan_queue: 0, link_bps: Some(links.into()) };
+            for equal in [true, false] {
+                let lens: Vec<Vec<u64>> = (0..n).map(|_| (0..n).map(|_| if equal { 200 } else { 1 + rng.next() % 400 }).collect()).collect();
+                let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * 5 + a as u64) as u8).collect()).collect();
+                let mut recv: Vec<Vec<u8>> = (0..n).map(|b| vec![0u8; (0..n).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
+                let blocks = |mem: &mut Vec<u8>, sizes: Vec<u64>| -> Vec<UserBuf> {
+                    let mut off = 0;
+                    sizes.iter().map(|&k| {
+                        let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), k, crate::sched::byte_type()) };
+                        off += k as usize;
+                        b
+                    }).collect()
+                };
+                let sb: Vec<Vec<UserBuf>> = (0..n).map(|a| blocks(&mut send[a], lens[a].clone())).collect();
+                let rb: Vec<Vec<UserBuf>> = (0..n).map(|b| blocks(&mut recv[b], (0..n).map(|a| lens[a][b]).collect())).collect();
+                PACES.with(|p| p.borrow_mut().clear());
+                let errs = sim::run(n, rng.next() % 100, |r| alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], equal));
+                assert!(errs.iter().all(|e| e.is_none()), "per {per} equal {equal}: {errs:?}");
+                for b in 0..n {
+                    let mut off = 0;
+                    for a in 0..n {
+                        let k = lens[a][b] as usize;
+                        let from_a: u64 = lens[a][..b].iter().sum();
+                        assert_eq!(&recv[b][off..off + k], &send[a][from_a as usize..from_a as usize + k], "per {per} equal {equal}: block {a}->{b}");
+                        off += k;
+                    }
+                }
+                let log = PACES.with(|p| p.borrow().clone());
+                let rate = |a: usize, to: usize, bytes: u64, burst: u64| {
+                    let c = bw(of[a], of[to]) as f64 / 8.0 * 0.9;
+                    ((c * bytes as f64 / burst as f64).max(crate::sched::MIN_PACE_RATE as f64).min(c)) as u64
+                };
+                let to_cluster = |x: usize, c: u32| (0..n).filter(|&y| of[y] == c).map(|y| lens[x][y]).sum::<u64>();
+                for a in 0..n {
+                    for to in (0..n).filter(|&to| of[to] != of[a]) {
+                        let mates: Vec<usize> = (0..n).filter(|&x| of[x] == of[a]).collect();
+                        let burst: u64 = mates.iter().map(|&x| to_cluster(x, of[to])).sum();
+                        let want = if per * per <= DIRECT_WAN_FLOWS_MAX {
+                            rate(a, to, lens[a][to], burst)
+                        } else if equal {
+                            // Forwarders: the flows into `to` come from one member each.
+                            match log.iter().find(|e| e.0 == a && e.1 == to as Pid) {
+                                Some(_) => rate(a, to, per as u64 * lens[a][to], burst),
+                                None => continue,
+                            }
+                        } else {
+                            rate(a, to, to_cluster(a, of[to]), burst)
+                        };
+                        assert!(log.contains(&(a, to as Pid, Some(want))), "per {per} equal {equal}: flow {a}->{to} not paced at {want}: {:?}",
+                            log.iter().filter(|e| e.0 == a && e.1 == to as Pid).collect::<Vec<_>>());
+                    }
+                }
+                check_paces(&sites, true);
+            }
         }
     }
 
@@ -1259,7 +1393,7 @@ mod tests {
         for (of, count) in layouts {
             for seed in 0..3 {
                 let nc = of.iter().max().unwrap() + 1;
-                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
                 check_allreduce(&sites, count, seed, seed == 2);
                 let log = PACES.with(|p| p.borrow().clone());
                 assert!(log.iter().any(|e| e.2.is_some()), "the WAN swap was not paced");
@@ -1274,7 +1408,7 @@ mod tests {
         for of in layouts {
             for seed in 0..3u64 {
                 let nc = of.iter().max().unwrap() + 1;
-                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+                let sites = Sites { of_rank: of.to_vec().into(), count: nc, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
                 let root = (seed as usize * 3 % of.len()) as i32;
                 check_bcast(&sites, 120_000, seed % 2, root, seed);
                 assert!(paced_any(), "the WAN phase was not paced");
@@ -1289,7 +1423,7 @@ mod tests {
     /// add up to the share; MPI_Alltoall (equal) needs no such exchange.
     #[test]
     fn alltoallv_paces_each_flow_by_its_part_of_the_burst() {
-        let sites = Sites { of_rank: vec![0, 0, 1, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0 };
+        let sites = Sites { of_rank: vec![0, 0, 1, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
         // lens[a][b]: bytes rank a sends to rank b.
         let lens = [[0u64, 10, 1000, 3000], [10, 0, 500, 500], [7000, 100, 0, 5], [1, 2, 3, 0]];
         let mut send: Vec<Vec<u8>> = lens.iter().map(|l| (0..l.iter().sum::<u64>()).map(|i| i as u8).collect()).collect();

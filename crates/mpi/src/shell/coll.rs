@@ -215,6 +215,10 @@ fn set_up_host_area(st: &mut State, comm: MPI_Comm) -> R<()> {
     Ok(())
 }
 
+/// Links whose bandwidths differ by more than this factor are paced each
+/// at its own (`Sites::link_bps`).
+const LINKS_DIFFER: f64 = 1.5;
+
 /// The clusters of an intracommunicator's ranks (None within one cluster),
 /// with the WAN bandwidth between them (the smallest known) and the share
 /// of it paced WAN phases aim at.
@@ -230,16 +234,24 @@ fn comm_sites(st: &State, comm: MPI_Comm, tag: i32) -> Option<Arc<gridmpi_engine
     }
     let mut bw: Option<u64> = None;
     let mut unknown = false;
+    // Per ordered pair of the communicator's clusters (0 on the diagonal).
+    let mut links = Vec::with_capacity(ids.len() * ids.len());
     for &a in &ids {
         for &b in &ids {
-            if a != b {
-                match map.links[a as usize][b as usize].bandwidth_bps {
-                    Some(x) => bw = Some(bw.map_or(x, |y| y.min(x))),
-                    None => unknown = true,
-                }
+            let x = if a == b { None } else { map.links[a as usize][b as usize].bandwidth_bps };
+            match x {
+                Some(x) => bw = Some(bw.map_or(x, |y| y.min(x))),
+                None if a != b => unknown = true,
+                None => {}
             }
+            links.push(x.unwrap_or(0));
         }
     }
+    // Links that differ are paced each at its own bandwidth (coll/wan.rs);
+    // "differ" as the start-up measurement tells a wrong topology file from
+    // its own noise (15% between runs on the testbed).
+    let widest = links.iter().copied().max().unwrap_or(0);
+    let differ = !unknown && bw.is_some_and(|b| widest as f64 > LINKS_DIFFER * b as f64);
     let pace_share = st.rt.config.float("GRIDMPI_PACE_SHARE").unwrap_or(0.95).clamp(0.0, 1.0);
     Some(Arc::new(gridmpi_engine::sched::Sites {
         of_rank: of_rank.into(),
@@ -247,6 +259,7 @@ fn comm_sites(st: &State, comm: MPI_Comm, tag: i32) -> Option<Arc<gridmpi_engine
         wan_bps: if unknown { None } else { bw },
         pace_share,
         wan_queue: st.rt.config.size("GRIDMPI_WAN_QUEUE").unwrap_or(0),
+        link_bps: differ.then(|| links.into()),
     }))
 }
 
