@@ -1157,6 +1157,50 @@ mod tests {
         }
     }
 
+    /// An alltoallv's memory: `lens[a][b]` bytes from rank a to rank b,
+    /// the send data numbered by `salt`, and every rank's blocks over it.
+    struct VExchange {
+        lens: Vec<Vec<u64>>,
+        send: Vec<Vec<u8>>,
+        recv: Vec<Vec<u8>>,
+        sb: Vec<Vec<UserBuf>>,
+        rb: Vec<Vec<UserBuf>>,
+    }
+
+    impl VExchange {
+        fn new(lens: Vec<Vec<u64>>, salt: u64) -> VExchange {
+            let n = lens.len();
+            let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * salt + a as u64) as u8).collect()).collect();
+            let mut recv: Vec<Vec<u8>> = (0..n).map(|b| vec![0u8; (0..n).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
+            let blocks = |mem: &mut Vec<u8>, sizes: Vec<u64>| -> Vec<UserBuf> {
+                let mut off = 0;
+                sizes.iter().map(|&k| {
+                    // SAFETY: consecutive ranges of the vector's heap memory, which moving the vector keeps.
+                    let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), k, crate::sched::byte_type()) };
+                    off += k as usize;
+                    b
+                }).collect()
+            };
+            let sb = (0..n).map(|a| blocks(&mut send[a], lens[a].clone())).collect();
+            let rb = (0..n).map(|b| blocks(&mut recv[b], (0..n).map(|a| lens[a][b]).collect())).collect();
+            VExchange { lens, send, recv, sb, rb }
+        }
+
+        /// Every block landed where it belongs.
+        fn check(&self, what: &str) {
+            let n = self.lens.len();
+            for b in 0..n {
+                let mut off = 0;
+                for a in 0..n {
+                    let k = self.lens[a][b] as usize;
+                    let from_a: u64 = self.lens[a][..b].iter().sum();
+                    assert_eq!(&self.recv[b][off..off + k], &self.send[a][from_a as usize..from_a as usize + k], "{what}: block {a}->{b}");
+                    off += k;
+                }
+            }
+        }
+    }
+
     /// Large clusters, alltoallv: each rank has one WAN send per other
     /// cluster per round, paced at the part of the cluster's burst it sends
     /// that way, and every block lands (zeros, uneven lengths, unequal and
@@ -1170,18 +1214,8 @@ mod tests {
             let sites = Sites { of_rank: of.clone().into(), count, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
             // lens[a][b]: bytes a sends to b (some zero).
             let lens: Vec<Vec<u64>> = (0..n).map(|_| (0..n).map(|_| if rng.next() % 5 == 0 { 0 } else { rng.next() % 300 }).collect()).collect();
-            let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * 3 + a as u64) as u8).collect()).collect();
-            let mut recv: Vec<Vec<u8>> = (0..n).map(|b| vec![0u8; (0..n).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
-            let blocks = |mem: &mut Vec<u8>, sizes: Vec<u64>| -> Vec<UserBuf> {
-                let mut off = 0;
-                sizes.iter().map(|&k| {
-                    let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), k, crate::sched::byte_type()) };
-                    off += k as usize;
-                    b
-                }).collect()
-            };
-            let sb: Vec<Vec<UserBuf>> = (0..n).map(|a| blocks(&mut send[a], lens[a].clone())).collect();
-            let rb: Vec<Vec<UserBuf>> = (0..n).map(|b| blocks(&mut recv[b], (0..n).map(|a| lens[a][b]).collect())).collect();
+            let x = VExchange::new(lens, 3);
+            let (lens, sb, rb) = (&x.lens, &x.sb, &x.rb);
             for r in 0..n {
                 let s = alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], false);
                 for round in &s.rounds {
@@ -1198,15 +1232,7 @@ mod tests {
             PACES.with(|p| p.borrow_mut().clear());
             let errs = sim::run(n, rng.next() % 100, |r| alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], false));
             assert!(errs.iter().all(|e| e.is_none()), "{of:?}: {errs:?}");
-            for b in 0..n {
-                let mut off = 0;
-                for a in 0..n {
-                    let k = lens[a][b] as usize;
-                    let from_a: u64 = lens[a][..b].iter().sum();
-                    assert_eq!(&recv[b][off..off + k], &send[a][from_a as usize..from_a as usize + k], "{of:?}: block {a}->{b}");
-                    off += k;
-                }
-            }
+            x.check(&format!("{of:?}"));
             let c = 100_000_000.0 / 8.0 * 0.9;
             for a in 0..n {
                 let wan_of = |x: usize| (0..n).filter(|&b| of[b] != of[x]).map(|b| lens[x][b]).sum::<u64>();
@@ -1244,30 +1270,12 @@ mod tests {
             let sites = Sites { of_rank: of.clone().into(), count: 3, wan_bps: Some(10_000_000), pace_share: 0.9, wan_queue: 0, link_bps: Some(links.into()) };
             for equal in [true, false] {
                 let lens: Vec<Vec<u64>> = (0..n).map(|_| (0..n).map(|_| if equal { 200 } else { 1 + rng.next() % 400 }).collect()).collect();
-                let mut send: Vec<Vec<u8>> = (0..n).map(|a| (0..lens[a].iter().sum::<u64>()).map(|i| (i * 5 + a as u64) as u8).collect()).collect();
-                let mut recv: Vec<Vec<u8>> = (0..n).map(|b| vec![0u8; (0..n).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
-                let blocks = |mem: &mut Vec<u8>, sizes: Vec<u64>| -> Vec<UserBuf> {
-                    let mut off = 0;
-                    sizes.iter().map(|&k| {
-                        let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), k, crate::sched::byte_type()) };
-                        off += k as usize;
-                        b
-                    }).collect()
-                };
-                let sb: Vec<Vec<UserBuf>> = (0..n).map(|a| blocks(&mut send[a], lens[a].clone())).collect();
-                let rb: Vec<Vec<UserBuf>> = (0..n).map(|b| blocks(&mut recv[b], (0..n).map(|a| lens[a][b]).collect())).collect();
+                let x = VExchange::new(lens, 5);
+                let (lens, sb, rb) = (&x.lens, &x.sb, &x.rb);
                 PACES.with(|p| p.borrow_mut().clear());
                 let errs = sim::run(n, rng.next() % 100, |r| alltoall(sim::view(r, n), &sites, 7, &sb[r], &rb[r], equal));
                 assert!(errs.iter().all(|e| e.is_none()), "per {per} equal {equal}: {errs:?}");
-                for b in 0..n {
-                    let mut off = 0;
-                    for a in 0..n {
-                        let k = lens[a][b] as usize;
-                        let from_a: u64 = lens[a][..b].iter().sum();
-                        assert_eq!(&recv[b][off..off + k], &send[a][from_a as usize..from_a as usize + k], "per {per} equal {equal}: block {a}->{b}");
-                        off += k;
-                    }
-                }
+                x.check(&format!("per {per} equal {equal}"));
                 let log = PACES.with(|p| p.borrow().clone());
                 let rate = |a: usize, to: usize, bytes: u64, burst: u64| {
                     let c = bw(of[a], of[to]) as f64 / 8.0 * 0.9;
@@ -1426,30 +1434,11 @@ mod tests {
         let sites = Sites { of_rank: vec![0, 0, 1, 1].into(), count: 2, wan_bps: Some(100_000_000), pace_share: 0.9, wan_queue: 0, link_bps: None };
         // lens[a][b]: bytes rank a sends to rank b.
         let lens = [[0u64, 10, 1000, 3000], [10, 0, 500, 500], [7000, 100, 0, 5], [1, 2, 3, 0]];
-        let mut send: Vec<Vec<u8>> = lens.iter().map(|l| (0..l.iter().sum::<u64>()).map(|i| i as u8).collect()).collect();
-        let mut recv: Vec<Vec<u8>> = (0..4).map(|b| vec![0u8; (0..4).map(|a| lens[a][b]).sum::<u64>() as usize]).collect();
-        let blocks = |mem: &mut Vec<u8>, sizes: [u64; 4]| -> Vec<UserBuf> {
-            let mut off = 0;
-            sizes.iter().map(|&n| {
-                let b = unsafe { UserBuf::new(mem.as_mut_ptr().add(off), n, crate::sched::byte_type()) };
-                off += n as usize;
-                b
-            }).collect()
-        };
-        let sb: Vec<Vec<UserBuf>> = (0..4).map(|a| blocks(&mut send[a], lens[a])).collect();
-        let rb: Vec<Vec<UserBuf>> = (0..4).map(|b| blocks(&mut recv[b], [lens[0][b], lens[1][b], lens[2][b], lens[3][b]])).collect();
+        let x = VExchange::new(lens.iter().map(|l| l.to_vec()).collect(), 1);
         PACES.with(|p| p.borrow_mut().clear());
-        let errs = sim::run(4, 5, |r| alltoall(sim::view(r, 4), &sites, 7, &sb[r], &rb[r], false));
+        let errs = sim::run(4, 5, |r| alltoall(sim::view(r, 4), &sites, 7, &x.sb[r], &x.rb[r], false));
         assert!(errs.iter().all(|e| e.is_none()));
-        for b in 0..4 {
-            let mut off = 0;
-            for a in 0..4 {
-                let n = lens[a][b] as usize;
-                let from_a: u64 = lens[a][..b].iter().sum();
-                assert_eq!(&recv[b][off..off + n], &send[a][from_a as usize..from_a as usize + n], "block {a}->{b}");
-                off += n;
-            }
-        }
+        x.check("2+2");
         let c = 100_000_000.0 / 8.0 * 0.9;
         let total = |x: &[usize], y: &[usize]| x.iter().flat_map(|&a| y.iter().map(move |&b| lens[a][b])).sum::<u64>() as f64;
         let (out0, out1) = (total(&[0, 1], &[2, 3]), total(&[2, 3], &[0, 1]));
