@@ -14,10 +14,7 @@
 
 int main(int argc, char **argv)
 {
-    const char *r = getenv("PMI_RANK");
-    char cl[32];
-    snprintf(cl, sizeof cl, "site%d", r ? atoi(r) % 2 : 0);
-    setenv("GRIDMPI_CLUSTER", cl, 1);
+    test_sites_by_rank_parity();
     int size;
     int rank = test_init(&argc, &argv, &size);
     MPI_Comm comm = MPI_COMM_WORLD;

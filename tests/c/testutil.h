@@ -158,6 +158,18 @@ static int test_finish(void)
 }
 
 /* MPI_Init plus errors-are-fatal sanity; returns world rank, sets *size. */
+/* Before MPI_Init: name this process's cluster "site0" or "site1" by the
+ * parity of its rank (PMI_RANK), so a job on one host spans two clusters
+ * whose members are not rank ranges (GridMPI's GRIDMPI_CLUSTER; other MPIs
+ * ignore it). */
+static void test_sites_by_rank_parity(void)
+{
+    const char *r = getenv("PMI_RANK");
+    char cl[32];
+    snprintf(cl, sizeof cl, "site%d", r ? atoi(r) % 2 : 0);
+    setenv("GRIDMPI_CLUSTER", cl, 1);
+}
+
 static int test_init(int *argc, char ***argv, int *size)
 {
     MPI_Init(argc, argv);
