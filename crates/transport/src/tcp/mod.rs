@@ -929,15 +929,16 @@ impl Tcp {
             return Ok(());
         }
         let mut out = std::mem::take(&mut link.out);
-        let before = link.pace.map(|_| sendq::queued_bytes(&out));
         let result = sendq::write_frames(&mut wire, &mut out, &mut self.runs, &mut link.tx, sink, budget);
         let link = &mut self.peers[peer as usize];
-        if let (Some(rate), Some(before)) = (link.pace, before) {
-            link.ledger.wrote(before - sendq::queued_bytes(&out), rate, std::time::Instant::now());
-        }
         link.out = out;
-        if let Err(e) = result {
-            return self.send_failed(idx, peer, e);
+        match result {
+            Ok(written) => {
+                if let Some(rate) = link.pace {
+                    link.ledger.wrote(written, rate, std::time::Instant::now());
+                }
+            }
+            Err(e) => return self.send_failed(idx, peer, e),
         }
         self.update_interest(idx);
         Ok(())

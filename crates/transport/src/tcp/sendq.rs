@@ -218,6 +218,7 @@ pub(super) fn stretch_to_frame_end(out: &VecDeque<OutFrame>, room: u64) -> u64 {
 /// Write frames from the front of `out` until the socket would block or
 /// `budget` bytes are written, keeping a copy of what was written in
 /// `kept`. Completed frames are popped and their senders notified.
+/// Returns the bytes written.
 pub(super) fn write_frames(
     wire: &mut Wire<'_>,
     out: &mut VecDeque<OutFrame>,
@@ -225,9 +226,10 @@ pub(super) fn write_frames(
     kept: &mut Outgoing,
     sink: &mut dyn Sink,
     mut budget: u64,
-) -> io::Result<()> {
+) -> io::Result<u64> {
     const MAX_IOV: usize = 256;
     let mut iov: Vec<libc::iovec> = Vec::with_capacity(MAX_IOV);
+    let mut written = 0u64;
     while !out.is_empty() && budget > 0 {
         iov.clear();
         'frames: for f in out.iter() {
@@ -284,8 +286,9 @@ pub(super) fn write_frames(
         iov.truncate(keep);
         // SAFETY: the iovecs point into memory owned by queued frames or
         // into user buffers of pending sends.
-        let Some(n) = (unsafe { wire.send(&iov)? }) else { return Ok(()) };
+        let Some(n) = (unsafe { wire.send(&iov)? }) else { return Ok(written) };
         let mut n = n as u64;
+        written += n;
         budget -= n.min(budget);
         while n > 0 {
             let f = out.front_mut().expect("wrote more than was queued");
@@ -306,7 +309,7 @@ pub(super) fn write_frames(
             }
         }
     }
-    Ok(())
+    Ok(written)
 }
 
 #[cfg(test)]
