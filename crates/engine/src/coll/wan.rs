@@ -55,6 +55,11 @@ fn outside(sites: &Sites, c: u32) -> usize {
 /// every member sends as much as we do; otherwise (alltoallv/w) the
 /// members first tell each other how much they send across, so a rank with
 /// more to send gets more of the bandwidth and all finish together.
+///
+/// Above [`DIRECT_WAN_FLOWS_MAX`] flows between two clusters the exchange
+/// is not posted at once: MPI_Alltoall goes through forwarders
+/// (`alltoall_forwarded`), alltoallv/w sends one flow per link at a time
+/// (`one_flow_per_link_at_a_time`).
 pub fn alltoall(view: CommView, sites: &Sites, tag: i32, send: &[UserBuf], recv: &[UserBuf], equal: bool) -> Schedule {
     if equal && crosses_by_forwarders(sites) {
         return alltoall_forwarded(view, sites, tag, send, recv);
