@@ -40,9 +40,21 @@ fn random_traffic_is_matched_in_order_and_intact() {
         }
         let mut rng = Rng(seed * 0x9e37_79b9 + 7);
         let n = 2 + rng.below(3) as usize;
-        let params = PeerParams { eager_limit: 4096, max_data_frame: 3000, single_copy: seed % 2 == 0, single_copy_min: 4097 };
+        // On a quarter of the seeds every link is paced, at a rate that
+        // cuts payloads into 4 KiB pieces, and eager messages go up to
+        // 20000 bytes, so they travel in pieces too.
+        let paced = seed % 4 == 1;
+        let eager_limit = if paced { 20_000 } else { 4096 };
+        let params = PeerParams { eager_limit, max_data_frame: 3000, single_copy: seed % 2 == 0, single_copy_min: 4097 };
         let credit = [HEADER_LEN as u32 + 64, 10_000, 1 << 20][rng.below(3) as usize];
         let mut net = Sim::new(n, seed, params, credit);
+        if paced {
+            for a in 0..n {
+                for b in (0..n).filter(|&b| b != a) {
+                    net.engines[a].pace(b as Pid, Some(1_000_000));
+                }
+            }
+        }
         // Plan: every rank sends some messages to random peers (including itself).
         struct Msg {
             src: usize,
@@ -316,6 +328,104 @@ fn hostile_frames_get_the_right_error() {
     assert!(reason(e.handle_frame(0, &cts(100_000), &[])).contains("unexpected clear-to-send"));
 }
 
+/// An eager message to a paced peer goes in pieces of what the link may
+/// hold unsent; only the last piece completes the send, and the receiver
+/// matches the message once it is whole, in order with the sender's other
+/// messages.
+#[test]
+fn eager_messages_to_a_paced_peer_go_in_pieces() {
+    let bt = bytes_type();
+    let params = PeerParams { eager_limit: 64 * 1024, max_data_frame: 1 << 20, single_copy: false, single_copy_min: u64::MAX };
+    for sync in [false, true] {
+        let mut net = Sim::new(2, 5, params, 1 << 20);
+        // 1 MB/s: 4 ms of it is under the 4096-byte smallest piece.
+        net.engines[0].pace(1, Some(1_000_000));
+        let big = payload(0, 1, 10_000);
+        let small = payload(0, 2, 100);
+        let send = |net: &mut Sim, d: &Vec<u8>, mode| {
+            let buf = unsafe { UserBuf::new(d.as_ptr() as *mut u8, d.len() as u64, bt.clone()) };
+            net.engines[0].isend(SendArgs { ctx: 0, src: 0, dest: 1, tag: 3, buf, mode })
+        };
+        let mode = if sync { SendMode::Sync } else { SendMode::Standard };
+        let s1 = send(&mut net, &big, mode);
+        let s2 = send(&mut net, &small, SendMode::Standard);
+        // The frames as the engine queues them.
+        let mut frames = Vec::new();
+        while let Some(a) = net.engines[0].poll_action() {
+            if let crate::Action::Transmit(t) = a {
+                frames.push((t.header.frame, t.header.payload_len, t.notify.is_some()));
+                net.send_now(0, t);
+            }
+        }
+        let sreq = sync.then_some(s1.0);
+        assert_eq!(
+            frames,
+            [
+                (Frame::EagerHead { env: Envelope { ctx: 0, src: 0, tag: 3 }, sync: sreq, len: 10_000 }, 4096, false),
+                (Frame::EagerRest { offset: 4096 }, 4096, false),
+                (Frame::EagerRest { offset: 8192 }, 1808, true),
+                (Frame::Eager { env: Envelope { ctx: 0, src: 0, tag: 3 }, sync: None }, 100, true),
+            ]
+        );
+        // Received in order, whole, the large one first.
+        let mut b1 = vec![0u8; 10_000];
+        let mut b2 = vec![0u8; 10_000];
+        let recv = |net: &mut Sim, b: &mut Vec<u8>| {
+            let buf = unsafe { UserBuf::new(b.as_mut_ptr(), b.len() as u64, bt.clone()) };
+            net.engines[1].irecv(RecvArgs { ctx: 0, src: Some(0), tag: Some(3), buf })
+        };
+        let r1 = recv(&mut net, &mut b1);
+        net.run();
+        let r2 = recv(&mut net, &mut b2);
+        net.run();
+        assert_eq!(net.engines[1].take(r1).map(|s| s.count), Some(10_000));
+        assert_eq!(net.engines[1].take(r2).map(|s| s.count), Some(100));
+        assert_eq!(b1, big);
+        assert_eq!(&b2[..100], &small[..]);
+        assert!(net.engines[0].take(s1).is_some() && net.engines[0].take(s2).is_some());
+        // Unpaced, the same message is one frame again.
+        net.engines[0].pace(1, None);
+        net.run();
+        let s3 = send(&mut net, &big, SendMode::Standard);
+        let Some(crate::Action::Transmit(t)) = net.engines[0].poll_action() else { panic!("no frame") };
+        assert_eq!((t.header.frame.kind(), t.header.payload_len), (gridmpi_wire::Kind::Eager, 10_000));
+        net.send_now(0, t);
+        let r3 = recv(&mut net, &mut b1);
+        net.run();
+        assert!(net.engines[1].take(r3).is_some() && net.engines[0].take(s3).is_some());
+    }
+}
+
+/// The pieces of an eager message from a hostile peer: each rule broken
+/// gets its error, and an honest message still arrives whole afterwards.
+#[test]
+fn hostile_eager_pieces_get_the_right_error() {
+    let bt = bytes_type();
+    let mut e = Engine::new(1, 3, EngineConfig { eager_credit: 1 << 16 });
+    let env = Envelope { ctx: 0, src: 0, tag: 1 };
+    let reason = |r: Result<(), ProtocolError>| r.expect_err("a hostile frame was accepted").reason;
+    let head = |len| Header::new(Frame::EagerHead { env, sync: None, len }, 4);
+    let rest = |offset, plen| Header::new(Frame::EagerRest { offset }, plen);
+    assert!(reason(e.handle_frame(0, &rest(4, 4), &[0; 4])).contains("of no eager message"));
+    assert!(reason(e.handle_frame(0, &head(1 << 16), &[0; 4])).contains("exceeds the 65536-byte credit"));
+    e.handle_frame(0, &head(10), &[1; 4]).unwrap();
+    assert!(reason(e.handle_frame(0, &rest(5, 4), &[0; 4])).contains("at offset 5 (+4) does not continue a 10-byte message at 4"));
+    assert!(reason(e.handle_frame(0, &rest(4, 7), &[0; 7])).contains("(+7)"));
+    let eager = Header::new(Frame::Eager { env, sync: None }, 1);
+    assert!(reason(e.handle_frame(0, &eager, &[0])).contains("Eager frame inside the pieces"));
+    assert!(reason(e.handle_frame(0, &head(10), &[0; 4])).contains("EagerHead frame inside the pieces"));
+    // Another peer's message is not held up by it.
+    let eager2 = Header::new(Frame::Eager { env: Envelope { src: 2, ..env }, sync: None }, 1);
+    e.handle_frame(2, &eager2, &[9]).unwrap();
+    // The honest rest; the message is matched whole.
+    e.handle_frame(0, &rest(4, 6), &[2; 6]).unwrap();
+    let mut b = vec![0u8; 10];
+    let r = e.irecv(RecvArgs { ctx: 0, src: Some(0), tag: Some(1), buf: unsafe { UserBuf::new(b.as_mut_ptr(), 10, bt.clone()) } });
+    assert_eq!(e.take(r).map(|s| s.count), Some(10));
+    assert_eq!(b, [1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
+    assert!(reason(e.handle_frame(0, &rest(10, 1), &[0])).contains("of no eager message"));
+}
+
 /// Random frames (valid headers with random ids and lengths) from several
 /// peers: errors are fine, panics are not.
 #[test]
@@ -325,7 +435,9 @@ fn random_frames_are_errors_not_crashes() {
     for _ in 0..20000 {
         let env = Envelope { ctx: 0, src: 0, tag: rng.below(3) as i32 };
         let (sreq, rreq, len) = (rng.below(8) as u32, rng.below(8) as u32, rng.below(100));
-        let (frame, plen) = match rng.below(6) {
+        let (frame, plen) = match rng.below(8) {
+            6 => (Frame::EagerHead { env, sync: (rng.below(2) == 0).then_some(sreq), len: len + 2 }, 1 + len as u32),
+            7 => (Frame::EagerRest { offset: len }, 1 + rng.below(50) as u32),
             0 => (Frame::Cts { sreq, rreq, accepted: len }, 0),
             1 => (Frame::Data { rreq, offset: len }, 1 + rng.below(50) as u32),
             2 => (Frame::Fin { sreq }, 0),

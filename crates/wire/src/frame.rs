@@ -37,6 +37,15 @@ pub enum Frame {
     /// A whole message; the payload is its data. With `sync`, the sender's
     /// request waits for a [`Frame::SyncAck`] (MPI_Ssend).
     Eager { env: Envelope, sync: Option<u32> },
+    /// The first piece of an eager message of `len` bytes (more than the
+    /// payload); the rest follows in [`Frame::EagerRest`] frames, before
+    /// any other message frame of the sender. Sent on paced links, so that
+    /// a control frame waits for one piece, not for the whole message to
+    /// leave at the paced rate.
+    EagerHead { env: Envelope, sync: Option<u32>, len: u64 },
+    /// The piece at byte `offset` of the eager message the sender's last
+    /// [`Frame::EagerHead`] began.
+    EagerRest { offset: u64 },
     /// Request to send `len` bytes (rendezvous). With `single_copy`, the
     /// payload is the 8-byte address of the sender's contiguous buffer, for
     /// a receiver on the same host to read itself.
@@ -161,6 +170,8 @@ pub enum Kind {
     Ack = 10,
     Revoke = 11,
     Agree = 12,
+    EagerHead = 13,
+    EagerRest = 14,
 }
 
 impl Kind {
@@ -178,6 +189,8 @@ impl Kind {
             10 => Kind::Ack,
             11 => Kind::Revoke,
             12 => Kind::Agree,
+            13 => Kind::EagerHead,
+            14 => Kind::EagerRest,
             _ => return None,
         })
     }
@@ -188,7 +201,9 @@ impl Kind {
             // One-sided operations and their synchronization keep their
             // order among themselves and with messages: a flush, unlock or
             // complete must not pass the operations it closes.
-            Kind::Eager | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
+            // The pieces of an eager message are in order with the other
+            // messages: it is matched once its last piece is in.
+            Kind::Eager | Kind::EagerHead | Kind::EagerRest | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
             // Fault-tolerance frames are about the whole communicator: any order is right.
             Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack | Kind::Revoke | Kind::Agree => Urgency::Control,
         }
@@ -225,6 +240,8 @@ impl Frame {
     pub fn kind(&self) -> Kind {
         match self {
             Frame::Eager { .. } => Kind::Eager,
+            Frame::EagerHead { .. } => Kind::EagerHead,
+            Frame::EagerRest { .. } => Kind::EagerRest,
             Frame::Rts { .. } => Kind::Rts,
             Frame::Cts { .. } => Kind::Cts,
             Frame::Data { .. } => Kind::Data,
@@ -296,6 +313,15 @@ impl Header {
                     f.sreq = *s;
                 }
             }
+            Frame::EagerHead { env: e, sync, len } => {
+                env(&mut f, e);
+                f.len = *len;
+                if let Some(s) = sync {
+                    f.flags = flags::SYNC;
+                    f.sreq = *s;
+                }
+            }
+            Frame::EagerRest { offset } => f.len = *offset,
             Frame::Rts { env: e, len, sreq, single_copy } => {
                 env(&mut f, e);
                 f.len = *len;
@@ -376,7 +402,7 @@ impl Header {
             return Err(FrameError::TooLong(payload_len));
         }
         let allowed_flags = match kind {
-            Kind::Eager => flags::SYNC,
+            Kind::Eager | Kind::EagerHead => flags::SYNC,
             Kind::Rts => flags::SINGLE_COPY,
             Kind::RmaOp => flags::REPLY,
             _ => 0,
@@ -406,6 +432,29 @@ impl Header {
                     None
                 };
                 Frame::Eager { env, sync }
+            }
+            Kind::EagerHead => {
+                // A head is a piece: something must be left for the rest.
+                if payload_len == 0 || f.len <= payload_len as u64 {
+                    return Err(bad_len());
+                }
+                unused("rreq", f.rreq as u64)?;
+                let sync = if f.flags & flags::SYNC != 0 {
+                    Some(f.sreq)
+                } else {
+                    unused("sreq", f.sreq as u64)?;
+                    None
+                };
+                Frame::EagerHead { env, sync, len: f.len }
+            }
+            Kind::EagerRest => {
+                no_envelope(&f)?;
+                unused("sreq", f.sreq as u64)?;
+                unused("rreq", f.rreq as u64)?;
+                if payload_len == 0 || f.len.checked_add(payload_len as u64).is_none() {
+                    return Err(bad_len());
+                }
+                Frame::EagerRest { offset: f.len }
             }
             Kind::Rts => {
                 let single_copy = f.flags & flags::SINGLE_COPY != 0;
@@ -500,7 +549,7 @@ impl Header {
                 Frame::Agree { ctx: f.ctx, seq: f.sreq, step, flag: f.rreq, max: f.len }
             }
         };
-        if let Frame::Eager { env, .. } | Frame::Rts { env, .. } = &frame {
+        if let Frame::Eager { env, .. } | Frame::EagerHead { env, .. } | Frame::Rts { env, .. } = &frame {
             if env.tag < 0 {
                 return Err(FrameError::BadTag(env.tag));
             }
@@ -559,6 +608,9 @@ mod tests {
         vec![
             Header { frame: Frame::Eager { env: env(), sync: Some(0xdead_beef) }, payload_len: 5, credit: 77 },
             Header::new(Frame::Eager { env: env(), sync: None }, 0),
+            Header { frame: Frame::EagerHead { env: env(), sync: Some(3), len: 1 << 16 }, payload_len: 4096, credit: 5 },
+            Header::new(Frame::EagerHead { env: env(), sync: None, len: 2 }, 1),
+            Header::new(Frame::EagerRest { offset: 4096 }, 4096),
             Header::new(Frame::Rts { env: env(), len: 1 << 40, sreq: 4, single_copy: true }, 8),
             Header::new(Frame::Rts { env: env(), len: 3, sreq: 4, single_copy: false }, 0),
             Header::new(Frame::Cts { sreq: 1, rreq: 2, accepted: 1 << 33 }, 0),
@@ -615,7 +667,7 @@ mod tests {
                 *byte = x as u8;
             }
             // Mostly valid kinds and zero reserved bytes, so deeper checks run.
-            b[0] %= 11;
+            b[0] %= 15;
             b[2] = 0;
             b[3] = 0;
             if let Ok(h) = Header::decode(&b) {
@@ -647,6 +699,14 @@ mod tests {
         let mut b = Header::new(Frame::Eager { env: env(), sync: None }, 4).encode();
         b[24] = 8; // len 8 with a 4-byte payload
         assert!(matches!(Header::decode(&b), Err(FrameError::BadLength { .. })));
+        let mut b = Header::new(Frame::EagerHead { env: env(), sync: None, len: 8 }, 4).encode();
+        b[24] = 4; // a head that is the whole message
+        assert!(matches!(Header::decode(&b), Err(FrameError::BadLength { .. })));
+        let b = Header::new(Frame::EagerRest { offset: 8 }, 0).encode();
+        assert!(matches!(Header::decode(&b), Err(FrameError::BadLength { .. })), "an empty piece");
+        let mut b = Header::new(Frame::EagerRest { offset: 8 }, 4).encode();
+        b[12] = 1;
+        assert_eq!(Header::decode(&b), Err(FrameError::Unused { kind: Kind::EagerRest, field: "ctx" }));
         let mut b = Header::new(Frame::Cts { sreq: 0, rreq: 0, accepted: 0 }, 0).encode();
         b[1] = flags::SYNC;
         assert!(matches!(Header::decode(&b), Err(FrameError::BadFlags { .. })));

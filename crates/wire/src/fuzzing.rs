@@ -47,7 +47,7 @@ fn described(data: &[u8]) -> Header {
         2 => MAX_PAYLOAD + 1 + (u32_at(32) % 3),
         _ => u32_at(32),
     };
-    let frame = match bytes[0] % 10 {
+    let frame = match bytes[0] % 12 {
         0 => Frame::Eager { env, sync: (bytes[2] & 1 != 0).then_some(a) },
         1 => Frame::Rts { env, len, sreq: a, single_copy: bytes[2] & 1 != 0 },
         2 => Frame::Cts { sreq: a, rreq: b, accepted: len },
@@ -60,6 +60,8 @@ fn described(data: &[u8]) -> Header {
             let step = [crate::AgreeStep::Contribute, crate::AgreeStep::Decided, crate::AgreeStep::Decide][bytes[2] as usize % 3];
             Frame::Agree { ctx: env.ctx, seq: a, step, flag: b, max: len }
         }
+        9 => Frame::EagerHead { env, sync: (bytes[2] & 1 != 0).then_some(a), len },
+        10 => Frame::EagerRest { offset: if bytes[2] & 1 != 0 { u64::MAX - (len % 4096) } else { len } },
         _ => Frame::Credit,
     };
     Header { frame, payload_len, credit: u32_at(36) }
@@ -72,6 +74,8 @@ fn valid(h: &Header) -> bool {
     }
     match h.frame {
         Frame::Eager { env, .. } => env.tag >= 0,
+        Frame::EagerHead { env, len, .. } => env.tag >= 0 && h.payload_len > 0 && len > h.payload_len as u64,
+        Frame::EagerRest { offset } => h.payload_len > 0 && offset.checked_add(h.payload_len as u64).is_some(),
         Frame::Rts { env, single_copy, .. } => env.tag >= 0 && h.payload_len == if single_copy { 8 } else { 0 },
         Frame::Data { offset, .. } => h.payload_len > 0 && offset.checked_add(h.payload_len as u64).is_some(),
         Frame::Cts { .. } | Frame::Fin { .. } | Frame::SyncAck { .. } | Frame::Credit => h.payload_len == 0,
@@ -90,6 +94,8 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let headers = [
         Header { frame: Frame::Eager { env, sync: Some(7) }, payload_len: 5, credit: 77 },
         Header::new(Frame::Eager { env, sync: None }, 0),
+        Header::new(Frame::EagerHead { env, sync: Some(2), len: 1 << 16 }, 4096),
+        Header::new(Frame::EagerRest { offset: 4096 }, 4096),
         Header::new(Frame::Rts { env, len: 1 << 40, sreq: 4, single_copy: true }, 8),
         Header::new(Frame::Rts { env, len: 3, sreq: 4, single_copy: false }, 0),
         Header::new(Frame::Cts { sreq: 1, rreq: 2, accepted: 1 << 33 }, 0),
@@ -103,7 +109,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
     ];
     let mut seeds: Vec<Vec<u8>> = headers.iter().map(|h| h.encode().to_vec()).collect();
     seeds.push(headers.iter().flat_map(|h| h.encode()).collect());
-    let mut bad = headers[5].encode();
+    let mut bad = headers[7].encode();
     bad[2] = 1;
     seeds.push(bad.to_vec());
     seeds

@@ -31,8 +31,9 @@ pub use transmit::{Payload, SentToken, Transmit};
 /// handshake ends with the acceptor's authenticated verdict. 4: a
 /// connection can resume a broken one (the handshake exchanges how much
 /// each side received; Ack frames). 5: processes are named by world and
-/// rank in the handshake (processes of joined jobs connect).
-pub const WIRE_VERSION: u32 = 5;
+/// rank in the handshake (processes of joined jobs connect). 6: eager
+/// messages to paced peers travel in pieces (EagerHead, EagerRest).
+pub const WIRE_VERSION: u32 = 6;
 
 /// A process of the job (its rank in MPI_COMM_WORLD).
 pub type Pid = u32;
@@ -41,7 +42,8 @@ pub type Pid = u32;
 /// Whatever is queued there leaves at the paced rate, so a protocol reply
 /// written after it waits that long: the TCP transport bounds a paced
 /// socket's unsent bytes by `rate x PACED_UNSENT`, and the engine cuts
-/// rendezvous payloads to paced peers into pieces of that size.
+/// rendezvous payloads and eager messages to paced peers into pieces of
+/// that size.
 pub const PACED_UNSENT: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// The smallest piece a paced connection holds unsent (and the engine cuts

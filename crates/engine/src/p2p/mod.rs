@@ -4,7 +4,11 @@
 //! Protocols, per message of `len` packed bytes from S to R:
 //! - eager (len <= eager limit and S holds enough credit from R): one
 //!   `Eager` frame; S's request completes once the transport has taken the
-//!   payload (or, for MPI_Ssend, when R's `SyncAck` comes back).
+//!   payload (or, for MPI_Ssend, when R's `SyncAck` comes back). While the
+//!   link to R is paced, a message larger than what the link may hold
+//!   unsent goes as an `EagerHead` and `EagerRest` pieces of that size, so
+//!   that replies to R wait for one piece, not for the whole message; R
+//!   matches it once the last piece is in.
 //! - rendezvous: S sends `Rts`; when R matches it, R answers `Cts` with the
 //!   number of bytes it accepts and S streams `Data` frames; or, with
 //!   single-copy (same host), R reads S's buffer itself and answers `Fin`.
@@ -22,7 +26,8 @@ pub(crate) mod send;
 use crate::engine::{PeerParams, ProtocolError};
 use crate::Engine;
 use gridmpi_datatype::UserBuf;
-use gridmpi_wire::{Frame, Header, Pid};
+use gridmpi_wire::{Envelope, Frame, Header, Pid, Urgency};
+use std::borrow::Cow;
 
 pub(crate) use matching::Unexpected;
 
@@ -61,12 +66,24 @@ pub struct RecvArgs {
 pub(crate) struct Peer {
     pub(crate) credit: credit::Credit,
     pub(crate) params: PeerParams,
+    /// The eager message the peer is sending in pieces, until its last
+    /// piece is in.
+    pub(crate) eager_in_pieces: Option<EagerInPieces>,
 }
 
 impl Peer {
     pub(crate) fn new(grant: u32) -> Peer {
-        Peer { credit: credit::Credit::new(grant), params: PeerParams::default() }
+        Peer { credit: credit::Credit::new(grant), params: PeerParams::default(), eager_in_pieces: None }
     }
+}
+
+/// An eager message arriving in pieces (`EagerHead`, then `EagerRest`).
+pub(crate) struct EagerInPieces {
+    env: Envelope,
+    sync: Option<u32>,
+    len: u64,
+    /// The pieces so far (capacity `len`).
+    data: Vec<u8>,
 }
 
 pub(crate) enum SendStage {
@@ -119,12 +136,23 @@ impl Engine {
             return Ok(());
         }
         self.peers[from as usize].credit.returned(h.credit);
+        // The pieces of an eager message are sent back to back among the
+        // sender's messages; anything else in between would be matched
+        // ahead of a message sent before it.
+        if self.peers[from as usize].eager_in_pieces.is_some()
+            && h.frame.urgency() == Urgency::Message
+            && !matches!(h.frame, Frame::EagerRest { .. })
+        {
+            return Err(ProtocolError { peer: from, reason: format!("a {:?} frame inside the pieces of an eager message", h.kind()) });
+        }
         match h.frame {
             Frame::Credit => Ok(()),
             Frame::Eager { env, sync } => {
-                self.eager_arrived(from, env, sync, payload);
+                self.eager_arrived(from, env, sync, Cow::Borrowed(payload));
                 Ok(())
             }
+            Frame::EagerHead { env, sync, len } => self.eager_head_arrived(from, env, sync, len, payload),
+            Frame::EagerRest { offset } => self.eager_rest_arrived(from, offset, payload),
             Frame::Rts { env, len, sreq, single_copy } => {
                 // Reading another process's memory is only for peers the
                 // driver said share this host (and an address from anyone

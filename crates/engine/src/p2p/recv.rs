@@ -2,7 +2,9 @@
 //! happens when an eager message or a request-to-send arrives.
 
 use crate::p2p::matching::{UnexBody, Unexpected};
-use crate::p2p::{RecvArgs, RecvOp, RecvStage};
+use crate::engine::ProtocolError;
+use crate::p2p::{EagerInPieces, RecvArgs, RecvOp, RecvStage};
+use std::borrow::Cow;
 use crate::request::{ErrorKind, ReqId, ReqOp, Status};
 use crate::Engine;
 use gridmpi_datatype::UserBuf;
@@ -57,7 +59,7 @@ impl Engine {
         self.finish_with(r, status);
     }
 
-    pub(crate) fn eager_arrived(&mut self, from: Pid, env: Envelope, sync: Option<u32>, payload: &[u8]) {
+    pub(crate) fn eager_arrived(&mut self, from: Pid, env: Envelope, sync: Option<u32>, payload: Cow<'_, [u8]>) {
         let len = payload.len() as u64;
         if self.ft.is_revoked(env.ctx) {
             return self.release_revoked(from, len, UnexBody::Eager { data: Vec::new(), sync_sreq: sync });
@@ -65,7 +67,7 @@ impl Engine {
         match self.take_posted_match(env.ctx, env.src, env.tag) {
             Some(r) => {
                 // SAFETY: the receive buffer is valid while the request is pending.
-                let n = unsafe { self.recv_buf(r).write_packed(0, payload) };
+                let n = unsafe { self.recv_buf(r).write_packed(0, &payload) };
                 self.owe_credit(from, len + HEADER_LEN as u64);
                 if let Some(sreq) = sync {
                     self.transmit(from, Header::new(Frame::SyncAck { sreq }, 0), Payload::None, None);
@@ -77,9 +79,53 @@ impl Engine {
                 src: env.src,
                 tag: env.tag,
                 len,
-                body: UnexBody::Eager { data: payload.to_vec(), sync_sreq: sync },
+                body: UnexBody::Eager { data: payload.into_owned(), sync_sreq: sync },
             }),
         }
+    }
+
+    /// The first piece of an eager message sent in pieces
+    /// ([`Frame::EagerHead`]). The message is matched once its last piece
+    /// is in: no other message of the sender comes between its pieces, so
+    /// it is still matched in the order the sender sent it.
+    pub(crate) fn eager_head_arrived(
+        &mut self,
+        from: Pid,
+        env: Envelope,
+        sync: Option<u32>,
+        len: u64,
+        payload: &[u8],
+    ) -> Result<(), ProtocolError> {
+        let err = |reason: String| ProtocolError { peer: from, reason };
+        // A sender spends credit for the whole message at once, so no
+        // honest one sends more than the grant; the bound keeps a hostile
+        // header from making us reserve its length.
+        if len + HEADER_LEN as u64 > self.config.eager_credit as u64 {
+            return Err(err(format!("an eager message of {len} bytes exceeds the {}-byte credit granted", self.config.eager_credit)));
+        }
+        let mut data = Vec::with_capacity(len as usize);
+        data.extend_from_slice(payload);
+        self.peers[from as usize].eager_in_pieces = Some(EagerInPieces { env, sync, len, data });
+        Ok(())
+    }
+
+    /// A further piece ([`Frame::EagerRest`]) of the eager message in pieces
+    /// from `from`; the last one delivers it.
+    pub(crate) fn eager_rest_arrived(&mut self, from: Pid, offset: u64, payload: &[u8]) -> Result<(), ProtocolError> {
+        let err = |reason: String| ProtocolError { peer: from, reason };
+        let Some(m) = self.peers[from as usize].eager_in_pieces.as_mut() else {
+            return Err(err(format!("a piece at offset {offset} of no eager message")));
+        };
+        let got = m.data.len() as u64;
+        if offset != got || got + payload.len() as u64 > m.len {
+            return Err(err(format!("an eager piece at offset {offset} (+{}) does not continue a {}-byte message at {got}", payload.len(), m.len)));
+        }
+        m.data.extend_from_slice(payload);
+        if m.data.len() as u64 == m.len {
+            let m = self.peers[from as usize].eager_in_pieces.take().expect("checked above");
+            self.eager_arrived(from, m.env, m.sync, Cow::Owned(m.data));
+        }
+        Ok(())
     }
 
     pub(crate) fn rts_arrived(&mut self, from: Pid, env: Envelope, len: u64, sreq: u32, addr: Option<u64>) {

@@ -55,10 +55,14 @@ impl Engine {
     /// at the paced rate.
     fn data_piece(&self, peer: Pid) -> u64 {
         let max = self.peers[peer as usize].params.max_data_frame.max(1) as u64;
-        match self.pacing.rate(peer) {
-            Some(rate) => max.min(paced_unsent_bytes(rate)),
-            None => max,
-        }
+        self.paced_piece(peer).map_or(max, |p| max.min(p))
+    }
+
+    /// While the link to `peer` is paced, what it may hold unsent: payloads
+    /// to it (rendezvous Data, eager messages) travel in pieces of at most
+    /// this size.
+    pub(crate) fn paced_piece(&self, peer: Pid) -> Option<u64> {
+        self.pacing.rate(peer).map(paced_unsent_bytes)
     }
 
     pub(crate) fn cts_arrived(&mut self, from: Pid, sreq: u32, rreq: u32, total: u64) -> Result<(), ProtocolError> {

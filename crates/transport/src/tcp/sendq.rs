@@ -342,6 +342,8 @@ mod tests {
         let env = Envelope { ctx: 0, src: 0, tag: 0 };
         let f = match kind {
             Kind::Eager => Frame::Eager { env, sync: None },
+            Kind::EagerHead => Frame::EagerHead { env, sync: None, len: 2 },
+            Kind::EagerRest => Frame::EagerRest { offset: 1 },
             Kind::Rts => Frame::Rts { env, len: 1, sreq: 0, single_copy: false },
             Kind::Cts => Frame::Cts { sreq: 0, rreq: 0, accepted: 0 },
             Kind::Data => Frame::Data { rreq: 0, offset: 0 },
@@ -380,6 +382,16 @@ mod tests {
         enqueue(&mut out, frame(Kind::Rts, 0));
         enqueue(&mut out, frame(Kind::Fin, 0));
         assert_eq!(kinds(&out), vec![c, Kind::Fin as u8, e, r]);
+        // An eager message in pieces: a reply waits for the piece being
+        // written only; a message waits for all of them.
+        let (h, rest) = (Kind::EagerHead as u8, Kind::EagerRest as u8);
+        let mut out = VecDeque::new();
+        enqueue(&mut out, frame(Kind::EagerHead, 10));
+        enqueue(&mut out, frame(Kind::EagerRest, 0));
+        enqueue(&mut out, frame(Kind::EagerRest, 0));
+        enqueue(&mut out, frame(Kind::Rts, 0));
+        enqueue(&mut out, frame(Kind::Cts, 0));
+        assert_eq!(kinds(&out), vec![h, c, rest, rest, r]);
     }
 
     #[test]
