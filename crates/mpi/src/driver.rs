@@ -702,5 +702,9 @@ fn wan_counters(fd: RawFd) -> Option<Counters> {
         let i = field_index(name);
         (avail >> i & 1 == 1).then_some(v[i])
     };
-    Some(Counters { bytes_sent: field("bytes_sent")?, bytes_retrans: field("bytes_retrans")?, busy_us: field("busy_time").unwrap_or(0) })
+    let queue_us = match (field("rtt"), field("min_rtt")) {
+        (Some(rtt), Some(least)) if least > 0 => Some(rtt.saturating_sub(least)),
+        _ => None,
+    };
+    Some(Counters { bytes_sent: field("bytes_sent")?, bytes_retrans: field("bytes_retrans")?, busy_us: field("busy_time").unwrap_or(0), queue_us })
 }

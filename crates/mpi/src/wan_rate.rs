@@ -13,6 +13,18 @@
 //! a few round trips), and per remote cluster a factor is kept that the
 //! driver applies to every rate the engine asks for:
 //!
+//! - **by the queue** (whenever the kernel reports RTTs, so on Linux): a
+//!   slice whose packets waited more than [`QUEUE_HIGH`] in queues on the
+//!   way (smoothed RTT over the least, less the packet interval of a
+//!   paced flow, which delayed acknowledgments add) found a standing queue
+//!   at the bottleneck: the factor takes a step down ([`QUEUE_CUT`]); under
+//!   [`QUEUE_LOW`], a step up ([`QUEUE_GAIN`]), to the start-up bandwidth
+//!   at most. One step a slice, judged only by slices paced wholly at the
+//!   factor as it is (and [`QUEUE_SLICE`] long), and a new factor applies
+//!   to every connection at once. The queue is the one signal every rank
+//!   of a cluster sees alike (losses of a drop-tail queue fall on some
+//!   flows and not others), so ranks step together. The loss rules below
+//!   then only apply where RTTs are not known.
 //! - **down**: a slice that lost data (it retransmitted more than
 //!   [`LOSS`] of what it sent, and [`LOST_BYTES`] at least) and reached
 //!   less than [`DOWN_BELOW`] of its rate: the WAN carries no more than
@@ -28,10 +40,13 @@
 //!   the next probe waits twice as long (up to [`LONGEST_WAIT`]).
 //!
 //! Off by default (`GRIDMPI_WAN_FOLLOW`): measured on the testbed
-//! (bench/wan/rate_change.py), ranks judging from their own connections
-//! over a drop-tail queue that shares losses unevenly cut at different
-//! times and by different amounts, and their factors wandered below the
-//! bottleneck; docs/grid.md has the numbers.
+//! (bench/wan/rate_change.py), by losses, ranks judging from their own
+//! connections over a drop-tail queue that shares losses unevenly cut at
+//! different times and by different amounts, and their factors wandered
+//! below the bottleneck (74% of a halved WAN); by the queue, with no
+//! timeout, the factor swings around the bottleneck's share and the calls
+//! move 79-86% of it, where pacing by the start-up figure lets the flows'
+//! windows fill it (90%) at a timeout a job; docs/grid.md has the numbers.
 //!
 //! Each rank judges from its own connections and the factor is its own:
 //! schedules (which flows are paced, rounds, algorithms) never depend on it,
@@ -78,6 +93,29 @@ pub const MIN_FACTOR: f64 = 1.0 / 64.0;
 /// given (paced at its full measure, the rest of a WAN's capacity is TCP's
 /// to find).
 pub const MAX_FACTOR: f64 = 1.0;
+/// A slice whose connections waited longer than this in queues on the
+/// way (RTT over the connection's least) found a standing queue at the
+/// bottleneck: the cluster sends more than the WAN carries. Measured on
+/// the testbed (10 ms one-way, 40-packet queue, 1 MiB alltoalls): 2.5-5
+/// ms at 100 Mbit/s paced by a start-up figure that read over it, 9-12
+/// ms once the WAN was halved; every rank's connections see the same
+/// queue, so all ranks cut in the same slices, where losses hit some
+/// ranks' flows and not others'.
+pub const QUEUE_HIGH: Duration = Duration::from_millis(2);
+/// ... and below this the queue is empty enough to send faster.
+pub const QUEUE_LOW: Duration = Duration::from_millis(1);
+/// The factor's step down on a standing queue, and up on an empty one.
+/// (Steps of 0.85 and 1.1 swung it between 0.37 and 0.53 of the start-up
+/// rate on the halved testbed WAN; a cut in proportion to the queue delay
+/// swung it further.)
+pub const QUEUE_CUT: f64 = 0.9;
+pub const QUEUE_GAIN: f64 = 1.05;
+/// Queue samples a slice needs to be judged by them, and how long it
+/// must be: a queue takes a round trip or two to show a step.
+pub const QUEUE_SAMPLES: u32 = 3;
+pub const QUEUE_SLICE: Duration = Duration::from_millis(150);
+/// A full packet's payload, for a paced flow's packet interval.
+const PACKET: u64 = 1448;
 
 /// What the kernel counted on one connection (TCP_INFO), at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -89,6 +127,10 @@ pub struct Counters {
     /// Microseconds with data outstanding (`tcpi_busy_time`); 0 if the
     /// kernel does not say.
     pub busy_us: u64,
+    /// Microseconds the connection's packets now wait in queues on the
+    /// way: smoothed RTT less the least seen (`tcpi_rtt - tcpi_min_rtt`);
+    /// None if the kernel does not say.
+    pub queue_us: Option<u64>,
 }
 
 /// A change of one link's factor, for the debug channel.
@@ -122,6 +164,9 @@ struct Episode {
     factor: f64,
     /// The probe it belongs to.
     probe: Option<u64>,
+    /// Queue delays sampled during the slice (µs), and how many.
+    queue_sum: u64,
+    queue_n: u32,
 }
 
 /// A probe under way: its slices, and what they did.
@@ -145,6 +190,11 @@ struct Link {
     quiet_since: Instant,
     wait: Duration,
     probe: Option<Probe>,
+    /// Once slices carry queue delays, they steer the factor (and no
+    /// probes start).
+    by_queue: bool,
+    /// When the queue delay last moved the factor.
+    decided: Instant,
 }
 
 /// Per remote cluster, the factor WAN rates are scaled by.
@@ -169,6 +219,8 @@ struct Outcome {
     lossy: bool,
     loss: f64,
     sent: u64,
+    /// The slice's mean queue delay, if sampled enough.
+    queue: Option<Duration>,
 }
 
 impl WanRate {
@@ -176,7 +228,7 @@ impl WanRate {
     /// rank's. Only peers in other clusters are watched.
     pub fn new(cluster_of: &[u32], me_cluster: u32, now: Instant) -> WanRate {
         let n = cluster_of.iter().copied().max().map_or(0, |m| m as usize + 1);
-        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None }).collect();
+        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None, by_queue: false, decided: now }).collect();
         WanRate {
             cluster_of: cluster_of.iter().map(|&c| (c != me_cluster).then_some(c)).collect(),
             links,
@@ -220,7 +272,7 @@ impl WanRate {
             (Some(r), None) => {
                 let (factor, probe) = self.slice_factor(cluster, now);
                 let rate = scale(r, factor);
-                self.episodes[p] = Some(Episode { cluster, started: now, requested: r, since: now, rate, allowed: 0.0, base: counters, factor, probe });
+                self.episodes[p] = Some(Episode::new(cluster, now, r, rate, counters, factor, probe));
                 Some(rate)
             }
             (None, Some(_)) => {
@@ -256,7 +308,21 @@ impl WanRate {
     /// factor moved, or a probe starts or ends).
     pub fn tick(&mut self, peer: Pid, now: Instant, counters: Option<Counters>) -> Option<u64> {
         let ep = self.episodes.get_mut(peer as usize)?.as_mut()?;
-        if now.saturating_duration_since(ep.started) < SLICE {
+        if let Some(q) = counters.and_then(|c| c.queue_us) {
+            // A paced flow's packets leave one per interval, and a receiver
+            // acknowledges every second one: the first of two waits an
+            // interval for its acknowledgment, which is no queue (at a
+            // sixteenth of 100 Mbit/s that is 2 ms; counted as queue, it
+            // cut the factor further the lower it went).
+            let interval_us = (PACKET as f64 / ep.rate.max(1) as f64 * 1e6) as u64;
+            ep.queue_sum += q.saturating_sub(interval_us);
+            ep.queue_n += 1;
+        }
+        // A factor moved by the queue applies at once: a slice paced by the
+        // old one would show the old queue and cut again.
+        let link = &self.links[ep.cluster as usize];
+        let moved = link.by_queue && ep.probe.is_none() && ep.factor != link.factor;
+        if now.saturating_duration_since(ep.started) < SLICE && !moved {
             return None;
         }
         let (cluster, requested, applied) = (ep.cluster, ep.requested, ep.rate);
@@ -264,7 +330,7 @@ impl WanRate {
         self.end_slice(ended, now, counters);
         let (factor, probe) = self.slice_factor(cluster, now);
         let rate = scale(requested, factor);
-        self.episodes[peer as usize] = Some(Episode { cluster, started: now, requested, since: now, rate, allowed: 0.0, base: counters, factor, probe });
+        self.episodes[peer as usize] = Some(Episode::new(cluster, now, requested, rate, counters, factor, probe));
         (rate != applied).then_some(rate)
     }
 
@@ -295,7 +361,7 @@ impl WanRate {
             }
             return (pr.factor, None);
         }
-        if now.saturating_duration_since(link.quiet_since) >= link.wait && link.factor < MAX_FACTOR {
+        if !link.by_queue && now.saturating_duration_since(link.quiet_since) >= link.wait && link.factor < MAX_FACTOR {
             let id = self.next_probe;
             self.next_probe += 1;
             link.probe = Some(Probe { id, started: now, open: 1, judged: 0, ratios: 0.0, lossy: false, factor: link.factor });
@@ -334,6 +400,9 @@ impl WanRate {
             return;
         }
         let Some(o) = outcome else { return };
+        if let Some(q) = o.queue {
+            return self.follow_queue(cluster, q, ep.started, now);
+        }
         if !o.lossy {
             return;
         }
@@ -355,6 +424,42 @@ impl WanRate {
             let why = format!("a paced slice lost {:.1}% of {} KB and reached {:.2} of its rate", o.loss * 100.0, o.sent / 1000, o.ratio);
             self.changes.push(Change { cluster, from, to, why });
         }
+    }
+}
+
+impl WanRate {
+    /// A slice toward `cluster`, begun at `started`, saw queue delay `q`:
+    /// a standing queue cuts the factor a step, an empty one raises it a
+    /// step. Only slices paced wholly by the factor as it is now count (a
+    /// rank's connections to a cluster share the queue, and the queue needs
+    /// a slice to show a step), so it moves at most one step a slice.
+    fn follow_queue(&mut self, cluster: u32, q: Duration, started: Instant, now: Instant) {
+        let link = &mut self.links[cluster as usize];
+        link.by_queue = true;
+        if started < link.decided {
+            return;
+        }
+        let (to, why) = if q > QUEUE_HIGH {
+            ((link.factor * QUEUE_CUT).max(MIN_FACTOR), "a standing queue")
+        } else if q < QUEUE_LOW {
+            ((link.factor * QUEUE_GAIN).min(MAX_FACTOR), "an empty queue")
+        } else {
+            return;
+        };
+        if to == link.factor {
+            return;
+        }
+        let from = link.factor;
+        link.factor = to;
+        link.decided = now;
+        let why = format!("{why}: a paced slice's packets waited {:.1} ms on the way", q.as_secs_f64() * 1e3);
+        self.changes.push(Change { cluster, from, to, why });
+    }
+}
+
+impl Episode {
+    fn new(cluster: u32, now: Instant, requested: u64, rate: u64, base: Option<Counters>, factor: f64, probe: Option<u64>) -> Episode {
+        Episode { cluster, started: now, requested, since: now, rate, allowed: 0.0, base, factor, probe, queue_sum: 0, queue_n: 0 }
     }
 }
 
@@ -383,7 +488,8 @@ fn judge(ep: &Episode, a: Counters, b: Counters, now: Instant) -> Option<Outcome
     let mean_rate = ep.allowed / wall.as_secs_f64();
     let reached = fresh as f64 / span.as_secs_f64();
     let loss = retrans as f64 / sent as f64;
-    Some(Outcome { ratio: reached / mean_rate, lossy: loss > LOSS && retrans >= LOST_BYTES, loss, sent })
+    let queue = (ep.queue_n >= QUEUE_SAMPLES && wall >= QUEUE_SLICE).then(|| Duration::from_micros(ep.queue_sum / ep.queue_n as u64));
+    Some(Outcome { ratio: reached / mean_rate, lossy: loss > LOSS && retrans >= LOST_BYTES, loss, sent, queue })
 }
 
 #[cfg(test)]
@@ -627,10 +733,71 @@ mod tests {
     #[test]
     fn a_replaced_connection_is_not_judged() {
         let (mut w, t0) = rank();
-        let base = Counters { bytes_sent: 10 * MB, bytes_retrans: 0, busy_us: 0 };
+        let base = Counters { bytes_sent: 10 * MB, bytes_retrans: 0, busy_us: 0, queue_us: None };
         w.pace(2, Some(6 * MB), t0, Some(base));
         // Reconnected: the new socket counts from 0.
-        w.pace(2, None, t0 + ms(300), Some(Counters { bytes_sent: 100_000, bytes_retrans: 50_000, busy_us: 1000 }));
+        w.pace(2, None, t0 + ms(300), Some(Counters { bytes_sent: 100_000, bytes_retrans: 50_000, busy_us: 1000, queue_us: None }));
         assert_eq!(w.factor(1), 1.0);
+    }
+
+    /// A long paced episode toward peer 2 at the rate applied `rate`,
+    /// ticked every TICK from `from` to `to`, its packets waiting
+    /// `queue_ms` (plus the packet interval a paced flow's RTT carries).
+    fn queued(w: &mut WanRate, c: &mut Counters, rate: &mut u64, from: Instant, to: Instant, queue_ms: f64) {
+        let mut t = from;
+        while t < to {
+            t += TICK;
+            c.bytes_sent += *rate * TICK.as_millis() as u64 / 1000;
+            c.busy_us += TICK.as_micros() as u64;
+            let interval_us = PACKET * 1_000_000 / *rate;
+            c.queue_us = Some((queue_ms * 1e3) as u64 + interval_us);
+            if w.due(t) {
+                if let Some(r) = w.tick(2, t, Some(*c)) {
+                    *rate = r;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_standing_queue_cuts_the_factor_a_step_a_slice_and_an_empty_one_raises_it() {
+        let (mut w, t0) = rank();
+        let mut c = Counters { queue_us: Some(0), ..Default::default() };
+        let mut rate = MB;
+        assert_eq!(w.pace(2, Some(MB), t0, Some(c)), Some(MB));
+        // The queue stands (10 ms) for a second: one cut per slice (four),
+        // applied at once.
+        queued(&mut w, &mut c, &mut rate, t0, t0 + ms(1000), 10.0);
+        let f = w.factor(1);
+        assert!((f - QUEUE_CUT.powi(4)).abs() < 1e-9, "{f}");
+        assert_eq!(rate, scale(MB, f));
+        // Within the band (the packet interval does not count), the
+        // factor stays.
+        let t1 = t0 + ms(1000);
+        queued(&mut w, &mut c, &mut rate, t1, t1 + ms(1000), 1.5);
+        assert_eq!(w.factor(1), f);
+        // Empty: back up a step a slice, never above the start-up rate.
+        let t2 = t1 + ms(1000);
+        queued(&mut w, &mut c, &mut rate, t2, t2 + ms(10_000), 0.2);
+        assert_eq!(w.factor(1), MAX_FACTOR);
+        assert_eq!(rate, MB);
+        // Probes are the loss rule's: none was started.
+        assert!(w.links[1].probe.is_none());
+    }
+
+    #[test]
+    fn a_queue_right_after_a_cut_is_the_old_rates_and_does_not_cut_again() {
+        let (mut w, t0) = rank();
+        let mut c = Counters { queue_us: Some(0), ..Default::default() };
+        let mut rate = MB;
+        w.pace(2, Some(MB), t0, Some(c));
+        queued(&mut w, &mut c, &mut rate, t0, t0 + SLICE + TICK, 10.0);
+        assert_eq!(w.factor(1), QUEUE_CUT);
+        // The episode ends 50 ms after the cut: too short to show the
+        // queue the cut left, so no second cut.
+        let t1 = t0 + SLICE + TICK;
+        queued(&mut w, &mut c, &mut rate, t1, t1 + ms(50), 10.0);
+        w.pace(2, None, t1 + ms(50), Some(c));
+        assert_eq!(w.factor(1), QUEUE_CUT);
     }
 }
