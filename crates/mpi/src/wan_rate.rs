@@ -16,7 +16,8 @@
 //! - **by the queue** (whenever the kernel reports RTTs, so on Linux): a
 //!   slice whose packets waited more than [`QUEUE_HIGH`] in queues on the
 //!   way (smoothed RTT over the least, less the packet interval of a
-//!   paced flow, which delayed acknowledgments add) found a standing queue
+//!   paced flow, which delayed acknowledgments add; the queue at the
+//!   slice's end, [`QUEUE_WEIGHT`]) found a standing queue
 //!   at the bottleneck: the factor takes a step down ([`QUEUE_CUT`]); under
 //!   [`QUEUE_LOW`], a step up ([`QUEUE_GAIN`]), to the start-up bandwidth
 //!   at most. One step a slice, judged only by slices paced wholly at the
@@ -45,8 +46,9 @@
 //! different times and by different amounts, and their factors wandered
 //! below the bottleneck (74% of a halved WAN); by the queue, with no
 //! timeout, the factor swings around the bottleneck's share and the calls
-//! move 79-86% of it, where pacing by the start-up figure lets the flows'
-//! windows fill it (90%) at a timeout a job; docs/grid.md has the numbers.
+//! move 82-86% of it, where pacing by the start-up figure lets the flows'
+//! windows fill it (87-90%) at up to a timeout a job; docs/grid.md has
+//! the numbers.
 //!
 //! Each rank judges from its own connections and the factor is its own:
 //! schedules (which flows are paced, rounds, algorithms) never depend on it,
@@ -114,6 +116,10 @@ pub const QUEUE_GAIN: f64 = 1.05;
 /// must be: a queue takes a round trip or two to show a step.
 pub const QUEUE_SAMPLES: u32 = 3;
 pub const QUEUE_SLICE: Duration = Duration::from_millis(150);
+/// A slice is judged by its queue at the end, an average of its samples
+/// that weighs each new one by this (the last 50 ms or so): a queue
+/// still draining from before a cut is not a reason to cut again.
+pub const QUEUE_WEIGHT: f64 = 0.2;
 /// A full packet's payload, for a paced flow's packet interval.
 const PACKET: u64 = 1448;
 
@@ -165,7 +171,7 @@ struct Episode {
     /// The probe it belongs to.
     probe: Option<u64>,
     /// Queue delays sampled during the slice (µs), and how many.
-    queue_sum: u64,
+    queue_now: f64,
     queue_n: u32,
 }
 
@@ -315,7 +321,8 @@ impl WanRate {
             // sixteenth of 100 Mbit/s that is 2 ms; counted as queue, it
             // cut the factor further the lower it went).
             let interval_us = (PACKET as f64 / ep.rate.max(1) as f64 * 1e6) as u64;
-            ep.queue_sum += q.saturating_sub(interval_us);
+            let q = q.saturating_sub(interval_us) as f64;
+            ep.queue_now = if ep.queue_n == 0 { q } else { ep.queue_now + QUEUE_WEIGHT * (q - ep.queue_now) };
             ep.queue_n += 1;
         }
         // A factor moved by the queue applies at once: a slice paced by the
@@ -459,7 +466,7 @@ impl WanRate {
 
 impl Episode {
     fn new(cluster: u32, now: Instant, requested: u64, rate: u64, base: Option<Counters>, factor: f64, probe: Option<u64>) -> Episode {
-        Episode { cluster, started: now, requested, since: now, rate, allowed: 0.0, base, factor, probe, queue_sum: 0, queue_n: 0 }
+        Episode { cluster, started: now, requested, since: now, rate, allowed: 0.0, base, factor, probe, queue_now: 0.0, queue_n: 0 }
     }
 }
 
@@ -488,7 +495,7 @@ fn judge(ep: &Episode, a: Counters, b: Counters, now: Instant) -> Option<Outcome
     let mean_rate = ep.allowed / wall.as_secs_f64();
     let reached = fresh as f64 / span.as_secs_f64();
     let loss = retrans as f64 / sent as f64;
-    let queue = (ep.queue_n >= QUEUE_SAMPLES && wall >= QUEUE_SLICE).then(|| Duration::from_micros(ep.queue_sum / ep.queue_n as u64));
+    let queue = (ep.queue_n >= QUEUE_SAMPLES && wall >= QUEUE_SLICE).then(|| Duration::from_micros(ep.queue_now as u64));
     Some(Outcome { ratio: reached / mean_rate, lossy: loss > LOSS && retrans >= LOST_BYTES, loss, sent, queue })
 }
 
