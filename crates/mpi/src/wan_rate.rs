@@ -170,7 +170,8 @@ struct Episode {
     factor: f64,
     /// The probe it belongs to.
     probe: Option<u64>,
-    /// Queue delays sampled during the slice (µs), and how many.
+    /// The queue delay by the slice's samples so far (µs, weighted
+    /// toward the latest by [`QUEUE_WEIGHT`]), and how many were taken.
     queue_now: f64,
     queue_n: u32,
 }
@@ -225,7 +226,7 @@ struct Outcome {
     lossy: bool,
     loss: f64,
     sent: u64,
-    /// The slice's mean queue delay, if sampled enough.
+    /// The queue delay at the slice's end, if sampled enough.
     queue: Option<Duration>,
 }
 
