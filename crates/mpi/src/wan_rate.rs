@@ -112,6 +112,8 @@ pub const QUEUE_LOW: Duration = Duration::from_millis(1);
 /// swung it further.)
 pub const QUEUE_CUT: f64 = 0.9;
 pub const QUEUE_GAIN: f64 = 1.05;
+/// The n-th step up in a row is QUEUE_GAIN^n, n at most this.
+pub const QUEUE_GAIN_STEPS: u32 = 4;
 /// Queue samples a slice needs to be judged by them, and how long it
 /// must be: a queue takes a round trip or two to show a step.
 pub const QUEUE_SAMPLES: u32 = 3;
@@ -202,6 +204,8 @@ struct Link {
     by_queue: bool,
     /// When the queue delay last moved the factor.
     decided: Instant,
+    /// Steps up in a row.
+    ups: u32,
 }
 
 /// Per remote cluster, the factor WAN rates are scaled by.
@@ -235,7 +239,7 @@ impl WanRate {
     /// rank's. Only peers in other clusters are watched.
     pub fn new(cluster_of: &[u32], me_cluster: u32, now: Instant) -> WanRate {
         let n = cluster_of.iter().copied().max().map_or(0, |m| m as usize + 1);
-        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None, by_queue: false, decided: now }).collect();
+        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None, by_queue: false, decided: now, ups: 0 }).collect();
         WanRate {
             cluster_of: cluster_of.iter().map(|&c| (c != me_cluster).then_some(c)).collect(),
             links,
@@ -448,10 +452,15 @@ impl WanRate {
             return;
         }
         let (to, why) = if q > QUEUE_HIGH {
+            link.ups = 0;
             ((link.factor * QUEUE_CUT).max(MIN_FACTOR), "a standing queue")
         } else if q < QUEUE_LOW {
-            ((link.factor * QUEUE_GAIN).min(MAX_FACTOR), "an empty queue")
+            // Each step up in a row is larger: a WAN given back its rate is
+            // found in a few slices, one near the rate in small steps.
+            link.ups = (link.ups + 1).min(QUEUE_GAIN_STEPS);
+            ((link.factor * QUEUE_GAIN.powi(link.ups as i32)).min(MAX_FACTOR), "an empty queue")
         } else {
+            link.ups = 0;
             return;
         };
         if to == link.factor {
