@@ -419,33 +419,28 @@ impl Header {
         };
         let bad_len = || FrameError::BadLength { kind, payload_len, len: f.len };
         let env = Envelope { ctx: f.ctx, src: f.src, tag: f.tag };
+        // An eager message's sender request, there only for MPI_Ssend.
+        let eager_sync = |f: &Fields| -> Result<Option<u32>, FrameError> {
+            unused("rreq", f.rreq as u64)?;
+            if f.flags & flags::SYNC != 0 {
+                return Ok(Some(f.sreq));
+            }
+            unused("sreq", f.sreq as u64)?;
+            Ok(None)
+        };
         let frame = match kind {
             Kind::Eager => {
                 if f.len != payload_len as u64 {
                     return Err(bad_len());
                 }
-                unused("rreq", f.rreq as u64)?;
-                let sync = if f.flags & flags::SYNC != 0 {
-                    Some(f.sreq)
-                } else {
-                    unused("sreq", f.sreq as u64)?;
-                    None
-                };
-                Frame::Eager { env, sync }
+                Frame::Eager { env, sync: eager_sync(&f)? }
             }
             Kind::EagerHead => {
                 // A head is a piece: something must be left for the rest.
                 if payload_len == 0 || f.len <= payload_len as u64 {
                     return Err(bad_len());
                 }
-                unused("rreq", f.rreq as u64)?;
-                let sync = if f.flags & flags::SYNC != 0 {
-                    Some(f.sreq)
-                } else {
-                    unused("sreq", f.sreq as u64)?;
-                    None
-                };
-                Frame::EagerHead { env, sync, len: f.len }
+                Frame::EagerHead { env, sync: eager_sync(&f)?, len: f.len }
             }
             Kind::EagerRest => {
                 no_envelope(&f)?;
