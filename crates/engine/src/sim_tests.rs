@@ -408,6 +408,9 @@ fn hostile_eager_pieces_get_the_right_error() {
     let rest = |offset, plen| Header::new(Frame::EagerRest { offset }, plen);
     assert!(reason(e.handle_frame(0, &rest(4, 4), &[0; 4])).contains("of no eager message"));
     assert!(reason(e.handle_frame(0, &head(1 << 16), &[0; 4])).contains("exceeds the 65536-byte credit"));
+    // A length that would wrap with the header added is refused too (not
+    // reserved: that would abort the process).
+    assert!(reason(e.handle_frame(0, &head(u64::MAX - 8), &[0; 4])).contains("exceeds the 65536-byte credit"));
     e.handle_frame(0, &head(10), &[1; 4]).unwrap();
     assert!(reason(e.handle_frame(0, &rest(5, 4), &[0; 4])).contains("at offset 5 (+4) does not continue a 10-byte message at 4"));
     assert!(reason(e.handle_frame(0, &rest(4, 7), &[0; 7])).contains("(+7)"));

@@ -4,11 +4,11 @@
 use crate::p2p::matching::{UnexBody, Unexpected};
 use crate::engine::ProtocolError;
 use crate::p2p::{EagerInPieces, RecvArgs, RecvOp, RecvStage};
-use std::borrow::Cow;
 use crate::request::{ErrorKind, ReqId, ReqOp, Status};
 use crate::Engine;
 use gridmpi_datatype::UserBuf;
 use gridmpi_wire::{Envelope, Frame, Header, Payload, Pid, HEADER_LEN};
+use std::borrow::Cow;
 
 impl Engine {
     pub fn irecv(&mut self, a: RecvArgs) -> ReqId {
@@ -100,7 +100,7 @@ impl Engine {
         // A sender spends credit for the whole message at once, so no
         // honest one sends more than the grant; the bound keeps a hostile
         // header from making us reserve its length.
-        if len + HEADER_LEN as u64 > self.config.eager_credit as u64 {
+        if len.saturating_add(HEADER_LEN as u64) > self.config.eager_credit as u64 {
             return Err(err(format!("an eager message of {len} bytes exceeds the {}-byte credit granted", self.config.eager_credit)));
         }
         let mut data = Vec::with_capacity(len as usize);
