@@ -418,7 +418,10 @@ impl WanRate {
         if let Some(q) = o.queue {
             return self.follow_queue(cluster, q, ep.started, now);
         }
-        if !o.lossy {
+        // Where the queue steers, a slice too short to show it says
+        // nothing (its losses included: the loss rules are for where RTTs
+        // are not known).
+        if link.by_queue || !o.lossy {
             return;
         }
         // Loss puts probing off.
@@ -822,6 +825,15 @@ mod tests {
         let t1 = t0 + SLICE + TICK;
         queued(&mut w, &mut c, &mut rate, t1, t1 + ms(50), 10.0);
         w.pace(2, None, t1 + ms(50), Some(c));
+        assert_eq!(w.factor(1), QUEUE_CUT);
+        // Nor do its losses: a short lossy slice far below its rate leaves
+        // the factor to the queue.
+        let t2 = t1 + ms(60);
+        w.pace(2, Some(MB), t2, Some(c));
+        c.bytes_sent += 60_000;
+        c.bytes_retrans += 20_000;
+        c.busy_us += 100_000;
+        w.pace(2, None, t2 + ms(100), Some(c));
         assert_eq!(w.factor(1), QUEUE_CUT);
     }
 }
