@@ -44,9 +44,9 @@
 //! (bench/wan/rate_change.py), by losses, ranks judging from their own
 //! connections over a drop-tail queue that shares losses unevenly cut at
 //! different times and by different amounts, and their factors wandered
-//! below the bottleneck (74% of a halved WAN); by the queue, with no
-//! timeout, the factor swings around the bottleneck's share and the calls
-//! move 82-86% of it, where pacing by the start-up figure lets the flows'
+//! below the bottleneck (74% of a halved WAN); by the queue, with one
+//! timeout in four jobs, the factor swings around the bottleneck's share
+//! and the calls move 79-86% of it, where pacing by the start-up figure lets the flows'
 //! windows fill it (87-90%) at up to a timeout a job; docs/grid.md has
 //! the numbers.
 //!
