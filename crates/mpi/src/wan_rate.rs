@@ -18,9 +18,11 @@
 //!   way (smoothed RTT over the least, less the packet interval of a
 //!   paced flow, which delayed acknowledgments add; the queue at the
 //!   slice's end, [`QUEUE_WEIGHT`]) found a standing queue
-//!   at the bottleneck: the factor takes a step down ([`QUEUE_CUT`]); under
-//!   [`QUEUE_LOW`], a step up ([`QUEUE_GAIN`]), to the start-up bandwidth
-//!   at most. One step a slice, judged only by slices paced wholly at the
+//!   at the bottleneck: the factor takes a step down ([`QUEUE_CUT`], or
+//!   a smaller [`QUEUE_TRIM`] where its last step up ran into the queue);
+//!   under [`QUEUE_LOW`], a step up, small at first ([`QUEUE_CREEP`]) and
+//!   growing while they come in a row ([`QUEUE_GAIN`]), to the start-up
+//!   bandwidth at most. One step a slice, judged only by slices paced wholly at the
 //!   factor as it is (and [`QUEUE_SLICE`] long), and a new factor applies
 //!   to every connection at once. The queue is the one signal every rank
 //!   of a cluster sees alike (losses of a drop-tail queue fall on some
@@ -44,9 +46,10 @@
 //! (bench/wan/rate_change.py), by losses, ranks judging from their own
 //! connections over a drop-tail queue that shares losses unevenly cut at
 //! different times and by different amounts, and their factors wandered
-//! below the bottleneck (74% of a halved WAN); by the queue, with one
-//! timeout in four jobs, the factor swings around the bottleneck's share
-//! and the calls move 79-86% of it, where pacing by the start-up figure lets the flows'
+//! below the bottleneck (74% of a halved WAN); by the queue, with no
+//! timeout after the first 2 s in four jobs, the ranks' factors swing
+//! around the bottleneck's share, each on its own, and the calls move
+//! 76-85% of it, where pacing by the start-up figure lets the flows'
 //! windows fill it (87-90%) at up to a timeout a job; docs/grid.md has
 //! the numbers.
 //!
@@ -106,16 +109,24 @@ pub const MAX_FACTOR: f64 = 1.0;
 pub const QUEUE_HIGH: Duration = Duration::from_millis(2);
 /// ... and below this the queue is empty enough to send faster.
 pub const QUEUE_LOW: Duration = Duration::from_millis(1);
-/// The factor's step down on a standing queue, and the first step up on
-/// an empty one. (Steps of 0.85 and 1.1 swung it between 0.37 and 0.53 of
-/// the start-up rate on the halved testbed WAN; a cut in proportion to
-/// the queue delay swung it further.)
+/// The factor's step down on a standing queue. (Steps of 0.85 and 1.1
+/// swung it between 0.37 and 0.53 of the start-up rate on the halved
+/// testbed WAN; a cut in proportion to the queue delay swung it further.)
 pub const QUEUE_CUT: f64 = 0.9;
+/// The step down on a queue the last step up ran into: the WAN's capacity
+/// is then known to within that step, and a full cut would leave it a
+/// tenth idle until the steps up found it again (with full cuts the
+/// factor swung between 0.47 and 0.54 of the start-up rate on the halved
+/// testbed WAN, and calls at the bottom moved under 85% of it).
+pub const QUEUE_TRIM: f64 = 0.95;
+/// The first step up after a step down: the WAN was full just above.
+pub const QUEUE_CREEP: f64 = 1.02;
+/// The steps up after it: the n-th in a row (counting the creep) is
+/// QUEUE_GAIN^(n-1), n-1 at most [`QUEUE_GAIN_STEPS`]: given back its
+/// rate after a halving, the WAN was full again by the first call after
+/// the change (87% of it from then on) where steps of 1.05 took 4-10 s
+/// (85%).
 pub const QUEUE_GAIN: f64 = 1.05;
-/// The n-th step up in a row is QUEUE_GAIN^n, n at most this: given back
-/// its rate after a halving, the WAN was full again by the first call
-/// after the change (87% of it from then on) where steps of 1.05 took
-/// 4-10 s (85%).
 pub const QUEUE_GAIN_STEPS: u32 = 4;
 /// Queue samples a slice needs to be judged by them, and how long it
 /// must be: a queue takes a round trip or two to show a step.
@@ -209,6 +220,9 @@ struct Link {
     decided: Instant,
     /// Steps up in a row.
     ups: u32,
+    /// The queue's last move of the factor was up: a standing queue now
+    /// is the step's doing, not a WAN that carries less.
+    climbed: bool,
 }
 
 /// Per remote cluster, the factor WAN rates are scaled by.
@@ -242,7 +256,7 @@ impl WanRate {
     /// rank's. Only peers in other clusters are watched.
     pub fn new(cluster_of: &[u32], me_cluster: u32, now: Instant) -> WanRate {
         let n = cluster_of.iter().copied().max().map_or(0, |m| m as usize + 1);
-        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None, by_queue: false, decided: now, ups: 0 }).collect();
+        let links = (0..n).map(|_| Link { factor: 1.0, quiet_since: now, wait: FIRST_WAIT, probe: None, by_queue: false, decided: now, ups: 0, climbed: false }).collect();
         WanRate {
             cluster_of: cluster_of.iter().map(|&c| (c != me_cluster).then_some(c)).collect(),
             links,
@@ -459,12 +473,14 @@ impl WanRate {
         }
         let (to, why) = if q > QUEUE_HIGH {
             link.ups = 0;
-            ((link.factor * QUEUE_CUT).max(MIN_FACTOR), "a standing queue")
+            let cut = if link.climbed { QUEUE_TRIM } else { QUEUE_CUT };
+            ((link.factor * cut).max(MIN_FACTOR), "a standing queue")
         } else if q < QUEUE_LOW {
             // Each step up in a row is larger: a WAN given back its rate is
             // found in a few slices, one near the rate in small steps.
-            link.ups = (link.ups + 1).min(QUEUE_GAIN_STEPS);
-            ((link.factor * QUEUE_GAIN.powi(link.ups as i32)).min(MAX_FACTOR), "an empty queue")
+            link.ups = (link.ups + 1).min(QUEUE_GAIN_STEPS + 1);
+            let step = if link.ups == 1 { QUEUE_CREEP } else { QUEUE_GAIN.powi(link.ups as i32 - 1) };
+            ((link.factor * step).min(MAX_FACTOR), "an empty queue")
         } else {
             link.ups = 0;
             return;
@@ -472,6 +488,7 @@ impl WanRate {
         if to == link.factor {
             return;
         }
+        link.climbed = to > link.factor;
         let from = link.factor;
         link.factor = to;
         link.decided = now;
@@ -799,17 +816,43 @@ mod tests {
         let t1 = t0 + ms(1000);
         queued(&mut w, &mut c, &mut rate, t1, t1 + ms(1000), 1.5);
         assert_eq!(w.factor(1), f);
-        // Empty: back up a step a slice, each step in a row larger (four
-        // slices from 0.66, where steps of 1.05 would take nine), never
-        // above the start-up rate.
+        // Empty: back up a step a slice, a creep and then each step in a
+        // row larger (five slices from 0.66, where steps of 1.05 would
+        // take nine), never above the start-up rate.
         let t2 = t1 + ms(1000);
-        queued(&mut w, &mut c, &mut rate, t2, t2 + ms(1050), 0.2);
+        queued(&mut w, &mut c, &mut rate, t2, t2 + SLICE * 4 + ms(50), 0.2);
+        let f4 = f * QUEUE_CREEP * QUEUE_GAIN.powi(1 + 2 + 3);
+        assert!((w.factor(1) - f4).abs() < 1e-9, "{} {f4}", w.factor(1));
+        queued(&mut w, &mut c, &mut rate, t2 + SLICE * 4 + ms(50), t2 + SLICE * 5 + ms(50), 0.2);
         assert_eq!(w.factor(1), MAX_FACTOR);
         assert_eq!(rate, MB);
-        queued(&mut w, &mut c, &mut rate, t2 + ms(1050), t2 + ms(3000), 0.2);
+        queued(&mut w, &mut c, &mut rate, t2 + SLICE * 5 + ms(50), t2 + ms(3000), 0.2);
         assert_eq!(w.factor(1), MAX_FACTOR);
         // Probes are the loss rule's: none was started.
         assert!(w.links[1].probe.is_none());
+    }
+
+    /// Where the last step up ran into a standing queue, the WAN's
+    /// capacity lies within that step: a trim, not a cut; a queue that
+    /// stands on after it is a WAN that carries less: full cuts.
+    #[test]
+    fn a_queue_the_last_step_up_ran_into_is_trimmed() {
+        let (mut w, t0) = rank();
+        let mut c = Counters { queue_us: Some(0), ..Default::default() };
+        let mut rate = MB;
+        w.pace(2, Some(MB), t0, Some(c));
+        let slice = |i: u32| t0 + (SLICE + TICK) * i;
+        queued(&mut w, &mut c, &mut rate, slice(0), slice(1), 10.0);
+        assert_eq!(w.factor(1), QUEUE_CUT, "the first queue: a cut");
+        queued(&mut w, &mut c, &mut rate, slice(1), slice(2), 0.2);
+        let up = QUEUE_CUT * QUEUE_CREEP;
+        assert!((w.factor(1) - up).abs() < 1e-9, "then a creep up: {}", w.factor(1));
+        queued(&mut w, &mut c, &mut rate, slice(2), slice(3), 10.0);
+        let trimmed = up * QUEUE_TRIM;
+        assert!((w.factor(1) - trimmed).abs() < 1e-9, "the creep ran into the queue: a trim: {}", w.factor(1));
+        queued(&mut w, &mut c, &mut rate, slice(3), slice(4), 10.0);
+        assert!((w.factor(1) - trimmed * QUEUE_CUT).abs() < 1e-9, "the queue stands on: a cut: {}", w.factor(1));
+        assert_eq!(rate, scale(MB, w.factor(1)));
     }
 
     #[test]
