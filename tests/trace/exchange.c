@@ -6,7 +6,10 @@
  * a first call succeeds), else with one MPI_Isend/MPI_Irecv per peer and
  * MPI_Waitall ("p2p"). Data is checked after the last iteration.
  *
- *   exchange [-s SIZE] [-n ITERS] [-m auto|alltoall|p2p] [-r REPS] [-q]
+ *   exchange [-s SIZE] [-n ITERS] [-m auto|alltoall|p2p] [-r REPS] [-q] [-w FILE]
+ *
+ * -w FILE: before MPI_Finalize, print "WAITING rank N" and wait (at most
+ * two minutes) until FILE exists.
  *
  * Prints one line per rep (rank 0):
  *   RESULT mode=p2p ranks=2 size=1048576 iters=50 seconds=0.123 us_per_iter=2460.0
@@ -16,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static int rank, size;
 
@@ -67,7 +72,7 @@ int main(int argc, char **argv)
 {
     long n = 1 << 20, iters = 50;
     int reps = 1, quiet = 0;
-    const char *mode = "auto";
+    const char *mode = "auto", *wait_for = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             char *end;
@@ -78,7 +83,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-m") && i + 1 < argc) mode = argv[++i];
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-q")) quiet = 1;
-        else { fprintf(stderr, "usage: exchange [-s SIZE] [-n ITERS] [-m auto|alltoall|p2p] [-r REPS] [-q]\n"); return 2; }
+        else if (!strcmp(argv[i], "-w") && i + 1 < argc) wait_for = argv[++i];
+        else { fprintf(stderr, "usage: exchange [-s SIZE] [-n ITERS] [-m auto|alltoall|p2p] [-r REPS] [-q] [-w FILE]\n"); return 2; }
     }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -145,6 +151,16 @@ int main(int argc, char **argv)
     free(send);
     free(recv);
     free(req);
+    if (wait_for) {
+        /* -w: say so and wait for FILE before MPI_Finalize (a test changes
+         * the network meanwhile: tests/trace/run.sh stops the loss, so that
+         * nothing is lost after the trace's final samples). */
+        printf("WAITING rank %d\n", rank);
+        fflush(stdout);
+        struct timespec tick = {0, 10 * 1000 * 1000};
+        for (int i = 0; i < 12000 && access(wait_for, F_OK) != 0; i++)
+            nanosleep(&tick, NULL);
+    }
     MPI_Finalize();
     return 0;
 }

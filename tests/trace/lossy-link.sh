@@ -7,12 +7,15 @@
 #                                each drops PERCENT% of the TCP packets that
 #                                arrive on its side (nftables, netdev ingress)
 #   lossy_link_dropped NS        packets dropped so far on arrival in NS
+#   lossy_link_loss on|off       drop again / stop dropping (both sides)
 #   lossy_link_down              end what runs inside, delete the namespaces
 #
 # TSO/GSO/GRO are off on the veths, so a drop is one real segment, not a
 # 64 KiB super-packet.
 
 LOSSY_NS=()
+LOSSY_SIDES=() # "NS DEVICE" of each side
+LOSSY_PERMILLE=0
 
 lossy_link_reason() {
     if [ "$(id -u)" != 0 ]; then
@@ -32,6 +35,7 @@ lossy_link_reason() {
 lossy_link_up() { # NS_A NS_B PERCENT
     local a=$1 b=$2 permille
     permille=$(awk -v p="$3" 'BEGIN { printf "%d", p * 10 + 0.5 }')
+    LOSSY_PERMILLE=$permille
     ip netns add "$a" || return 1
     LOSSY_NS+=("$a")
     ip netns add "$b" || return 1
@@ -44,11 +48,22 @@ lossy_link_up() { # NS_A NS_B PERCENT
         ip -n "$1" addr add "$3/24" dev "$2" || return 1
         ip -n "$1" link set "$2" up || return 1
         ip netns exec "$1" ethtool -K "$2" tso off gso off gro off >/dev/null 2>&1
+        LOSSY_SIDES+=("$1 $2")
+    done
+    lossy_link_loss on
+}
+
+lossy_link_loss() { # on|off
+    local what=$1 side
+    for side in "${LOSSY_SIDES[@]}"; do
+        set -- $side
+        ip netns exec "$1" nft delete table netdev gtrloss 2>/dev/null
+        [ "$what" = off ] && continue
         ip netns exec "$1" nft -f - <<NFT || return 1
 table netdev gtrloss {
     chain in {
         type filter hook ingress device "$2" priority 0;
-        meta protocol ip ip protocol tcp numgen random mod 1000 < $permille counter drop
+        meta protocol ip ip protocol tcp numgen random mod 1000 < $LOSSY_PERMILLE counter drop
     }
 }
 NFT
@@ -66,4 +81,5 @@ lossy_link_down() {
         ip netns delete "$ns" 2>/dev/null
     done
     LOSSY_NS=()
+    LOSSY_SIDES=()
 }
