@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gridmpi_pmi::rendezvous::{self, Join, Placed};
 use gridmpi_pmi::server::{Event as PmiEvent, JobInfo, Server};
@@ -34,6 +34,13 @@ const HANDSHAKE_TIME: Duration = Duration::from_secs(10);
 const MAX_HANDSHAKES: usize = 512;
 /// While the job forms, say what it still waits for this often.
 const WAITING_NOTE: Duration = Duration::from_secs(30);
+/// After a rank leaves without finalizing, how long an abort may still
+/// arrive and name the job's real end. A rank that calls MPI_Abort writes
+/// its abort here first and then has its own launcher kill its group; the
+/// abort is in our socket before the killed ranks' ends are, but each
+/// connection has its own reader thread, so the ends can reach the loop
+/// first.
+const ABORT_GRACE: Duration = Duration::from_millis(500);
 
 /// What the command line asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -275,8 +282,17 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
     let mut finalized = 0u32;
     let mut outages = crate::outages::Outages::default();
     let mut closed: HashMap<u32, bool> = HashMap::new();
+    // The first rank that left without finalizing, and until when an abort
+    // may still take its place as the reason the job ends.
+    let mut left: Option<(String, Instant)> = None;
     loop {
-        let Ok(ev) = events.recv() else { return Err("every connection ended without a verdict".into()) };
+        let ev = match &left {
+            None => events.recv().map_err(|_| "every connection ended without a verdict".to_string())?,
+            Some((why, until)) => match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(ev) => ev,
+                Err(_) => return Ok(end_job(&members, &closed, None, 1, why)),
+            },
+        };
         match ev {
             Event::Joined { stream, .. } => {
                 let _ = (&stream).write_all(b"refused the job is formed already\n");
@@ -284,11 +300,12 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
             Event::Bytes { rank, bytes } => server.receive(rank, &bytes),
             Event::Closed { rank } => {
                 closed.insert(rank, true);
-                if !server.is_finalized(rank) {
+                if server.is_finalized(rank) {
+                    server.disconnected(rank);
+                } else if left.is_none() {
                     let why = format!("{} left the job without MPI_Finalize", describe(rank));
-                    return Ok(end_job(&members, &closed, None, 1, &why));
+                    left = Some((why, Instant::now() + ABORT_GRACE));
                 }
-                server.disconnected(rank);
             }
         }
         while let Some(ev) = server.poll_event() {
@@ -316,7 +333,7 @@ fn serve_job(members: Vec<Member>, tx: mpsc::Sender<Event>, events: &mpsc::Recei
                     eprintln!("gridmpirun: rendezvous: {} asked for {command:?}, which a rendezvous does not serve", describe(rank));
                 }
                 PmiEvent::Outage { rank, from, to, back, secs, budget } => {
-                    if let Some(line) = outages.report(rank, &from, &to, back, secs, budget, std::time::Instant::now()) {
+                    if let Some(line) = outages.report(rank, &from, &to, back, secs, budget, Instant::now()) {
                         eprintln!("gridmpirun: rendezvous: {line}");
                     }
                 }
@@ -363,4 +380,62 @@ fn end_job(members: &[Member], closed: &HashMap<u32, bool>, source: Option<u32>,
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four members on loopback connections (ranks 0-1 group A, 2-3 group
+    /// B); the far ends, to read what the server tells each rank.
+    fn members() -> (Vec<Member>, Vec<TcpStream>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut members, mut far) = (Vec::new(), Vec::new());
+        for rank in 0..4u32 {
+            far.push(TcpStream::connect(addr).unwrap());
+            let (stream, peer) = listener.accept().unwrap();
+            members.push(Member { stream, peer, group: ["A", "B"][rank as usize / 2].into(), group_rank: rank % 2 });
+        }
+        (members, far)
+    }
+
+    /// The end the server sent to a rank, its escaped spaces plain.
+    fn ended_with(far: &mut TcpStream) -> String {
+        far.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut line = String::new();
+        BufReader::new(far).read_line(&mut line).unwrap();
+        line.replace("\\ ", " ")
+    }
+
+    /// The race CI once lost: rank 3 aborts, its launcher kills rank 2,
+    /// and rank 2's end reaches the loop before rank 3's abort does.
+    #[test]
+    fn an_abort_just_after_a_rank_left_names_the_end() {
+        let (members, mut far) = members();
+        let (tx, rx) = mpsc::channel();
+        tx.send(Event::Closed { rank: 2 }).unwrap();
+        tx.send(Event::Bytes { rank: 3, bytes: b"cmd=abort exitcode=7 message=it broke\n".to_vec() }).unwrap();
+        assert_eq!(serve_job(members, tx, &rx).unwrap(), 7);
+        let line = ended_with(&mut far[0]);
+        assert!(line.contains("code=7") && line.contains("rank 3 (rank 1 of group B") && line.contains("aborted"), "{line}");
+    }
+
+    /// Without an abort, a rank that left ends the job with code 1 once
+    /// the grace is over, naming that rank.
+    #[test]
+    fn a_rank_that_left_ends_the_job_after_the_grace() {
+        let (members, mut far) = members();
+        let (tx, rx) = mpsc::channel();
+        tx.send(Event::Closed { rank: 1 }).unwrap();
+        // Another rank's requests in the grace change nothing.
+        tx.send(Event::Bytes { rank: 0, bytes: b"cmd=init pmi_version=1 pmi_subversion=1\n".to_vec() }).unwrap();
+        let keep = tx.clone();
+        let start = Instant::now();
+        assert_eq!(serve_job(members, tx, &rx).unwrap(), 1);
+        assert!(start.elapsed() >= ABORT_GRACE);
+        drop(keep);
+        let line = ended_with(&mut far[2]);
+        assert!(line.contains("code=1") && line.contains("rank 1 (rank 1 of group A") && line.contains("without MPI_Finalize"), "{line}");
+    }
 }
