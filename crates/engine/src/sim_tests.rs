@@ -456,3 +456,60 @@ fn random_frames_are_errors_not_crashes() {
         while e.poll_action().is_some() {}
     }
 }
+
+/// MPI_Recv's quick road takes a frame straight from the ring only where a
+/// posted receive would have matched it at once, and books it as the usual
+/// road does: the credit the frame returns, and the credit owed for it.
+#[test]
+fn a_lone_receive_takes_only_what_a_posted_one_would() {
+    let bt = bytes_type();
+    let mut e = Engine::new(1, 3, EngineConfig { eager_credit: 1 << 16 });
+    let eager = |tag, len, sync| Header::new(Frame::Eager { env: Envelope { ctx: 0, src: 0, tag }, sync }, len);
+    // What a posted receive of (ctx 0, rank 0, tag 1, 8 bytes) takes.
+    let mut h = eager(1, 8, None);
+    h.credit = 100;
+    let st = e.take_lone_eager(0, &h, 0, 0, Some(1), 8).expect("taken");
+    assert_eq!((st.source, st.tag, st.count, st.error), (0, 1, 8, None));
+    assert!(e.peers[0].credit.try_spend((1 << 16) + 100), "the credit the frame returned");
+    assert_eq!(e.peers[0].owes(), 8 + HEADER_LEN as u64, "the credit owed for it");
+    assert!(e.take_lone_eager(0, &eager(7, 8, None), 0, 0, None, 8).is_some(), "MPI_ANY_TAG");
+    // What it leaves to the usual road: a synchronous send (it needs its
+    // acknowledgment), another context, source or tag, a message longer
+    // than the buffer (a truncation is reported there), one from ourselves,
+    // and any other kind of frame.
+    assert!(e.take_lone_eager(0, &eager(1, 8, Some(3)), 0, 0, Some(1), 8).is_none());
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 4, 0, Some(1), 8).is_none());
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 0, 2, Some(1), 8).is_none());
+    assert!(e.take_lone_eager(0, &eager(2, 8, None), 0, 0, Some(1), 8).is_none());
+    assert!(e.take_lone_eager(0, &eager(1, 9, None), 0, 0, Some(1), 8).is_none());
+    assert!(e.take_lone_eager(1, &eager(1, 8, None), 0, 0, Some(1), 8).is_none());
+    let rts = Header::new(Frame::Rts { env: Envelope { ctx: 0, src: 0, tag: 1 }, len: 8, sreq: 1, single_copy: false }, 0);
+    assert!(e.take_lone_eager(0, &rts, 0, 0, Some(1), 8).is_none());
+    // A message waiting unmatched on the context comes first.
+    e.handle_frame(0, &eager(9, 2, None), &[5, 6]).unwrap();
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 0, 0, Some(1), 8).is_none());
+    let mut b = [0u8; 2];
+    let r = e.irecv(RecvArgs { ctx: 0, src: Some(0), tag: Some(9), buf: unsafe { UserBuf::new(b.as_mut_ptr(), 2, bt.clone()) } });
+    assert!(e.take(r).is_some() && b == [5, 6]);
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 0, 0, Some(1), 8).is_some(), "nothing waits any more");
+    // So does a receive posted before.
+    let mut b = [0u8; 8];
+    let r = e.irecv(RecvArgs { ctx: 0, src: None, tag: None, buf: unsafe { UserBuf::new(b.as_mut_ptr(), 8, bt.clone()) } });
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 0, 0, Some(1), 8).is_none());
+    e.handle_frame(0, &eager(1, 8, None), &[1; 8]).unwrap();
+    assert!(e.take(r).is_some());
+    // And the pieces of an eager message from that peer.
+    let head = Header::new(Frame::EagerHead { env: Envelope { ctx: 0, src: 0, tag: 1 }, sync: None, len: 16 }, 8);
+    e.handle_frame(0, &head, &[0; 8]).unwrap();
+    assert!(e.take_lone_eager(0, &eager(1, 8, None), 0, 0, Some(1), 8).is_none());
+    // Taken messages' credit goes back once a quarter of the grant is owed.
+    let mut e = Engine::new(1, 3, EngineConfig { eager_credit: 1 << 16 });
+    for _ in 0..4 {
+        assert!(e.poll_action().is_none());
+        e.take_lone_eager(0, &eager(1, 4096, None), 0, 0, Some(1), 4096).expect("taken");
+    }
+    match e.poll_action() {
+        Some(crate::Action::Transmit(t)) => assert!(matches!(t.header.frame, Frame::Credit) && t.peer == 0),
+        _ => panic!("no credit frame"),
+    }
+}

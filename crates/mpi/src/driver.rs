@@ -26,6 +26,17 @@ pub enum Route {
     Tcp,
 }
 
+/// What a blocking receive found at the head of its peer's ring
+/// ([`Driver::take_lone_eager`]).
+pub enum Lone {
+    /// Its message, copied into its buffer.
+    Took(gridmpi_engine::Status),
+    /// Nothing yet.
+    Nothing,
+    /// A frame it does not take: the usual road reads it.
+    Other,
+}
+
 /// Fatal runtime error: a peer or the network failed. The job ends.
 #[derive(Debug)]
 pub struct Fatal(pub String);
@@ -452,6 +463,37 @@ impl Driver {
             p => p,
         };
         engine.transmit_later(Transmit { payload, ..t });
+    }
+
+    /// Whether a blocking receive from `peer` may take its message straight
+    /// from the ring ([`Driver::take_lone_eager`]): `peer` writes to us
+    /// through shared memory, and nothing of ours waits to go out (what we
+    /// owe may be what the peer waits for before it sends).
+    pub fn lone_road(&self, peer: Pid, engine: &Engine) -> bool {
+        self.routes.get(peer as usize) == Some(&Route::Shm) && !engine.has_actions() && self.shm.as_ref().is_some_and(|s| s.backlog() == 0)
+    }
+
+    /// A blocking receive's quick road: if `peer`'s next frame is an eager
+    /// message the receive takes ([`Engine::take_lone_eager`]), copy its
+    /// payload to `dst` (which holds `room` bytes), consume the frame and
+    /// return its status. Any other frame stays in the ring for the next
+    /// progress (which also reports a corrupt ring).
+    pub fn take_lone_eager(&mut self, engine: &mut Engine, peer: Pid, want: (u32, i32, Option<i32>), dst: *mut u8, room: u64) -> Lone {
+        let Some(shm) = self.shm.as_mut() else { return Lone::Other };
+        let (h, payload) = match shm.peek_next(peer) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Lone::Nothing,
+            Err(_) => return Lone::Other,
+        };
+        let (ctx, src, tag) = want;
+        let Some(st) = engine.take_lone_eager(peer, &h, ctx, src, tag, room) else { return Lone::Other };
+        if !payload.is_empty() {
+            // SAFETY: the caller's buffer holds `room` bytes, and the
+            // engine took the message only if its payload fits them.
+            unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), dst, payload.len()) };
+        }
+        shm.consume_next(peer, &h);
+        Lone::Took(st)
     }
 
     /// Judge the paced WAN connections' slices that are due (wan_rate.rs)

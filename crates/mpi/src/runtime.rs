@@ -432,6 +432,19 @@ impl Runtime {
         Ok(())
     }
 
+    /// Whether a blocking receive from `peer` may look for its message in
+    /// `peer`'s ring itself (see [`Driver::lone_road`]).
+    pub fn lone_road(&self, peer: Pid) -> bool {
+        self.driver.lone_road(peer, &self.engine)
+    }
+
+    /// A blocking receive's look at `peer`'s ring (see
+    /// [`Driver::take_lone_eager`]): `want` is its (context, source rank,
+    /// tag), `dst` its contiguous buffer of `room` bytes.
+    pub fn take_lone_eager(&mut self, peer: Pid, want: (u32, i32, Option<i32>), dst: *mut u8, room: u64) -> crate::driver::Lone {
+        self.driver.take_lone_eager(&mut self.engine, peer, want, dst, room)
+    }
+
     /// The fd to sleep on without holding the lock.
     pub fn sleep_fd(&self) -> RawFd {
         self.driver.sleep_fd()

@@ -62,6 +62,13 @@ pub struct Waiting {
     pub stop_progress_thread: bool,
 }
 
+impl Waiting {
+    /// No other thread waits in MPI.
+    pub fn nobody(&self) -> bool {
+        !self.poller && self.followers == 0 && self.spinners == 0 && self.copiers == 0
+    }
+}
+
 pub struct State {
     pub rt: Runtime,
     pub world: Comm,
@@ -300,6 +307,49 @@ fn wait_from(spin: bool, check_first: bool, mut done: impl FnMut(&mut State) -> 
             if st.waiting.followers > 0 {
                 WAITERS.notify_all();
             }
+        }
+    }
+}
+
+/// What a [`wait_looking`] look found.
+pub enum Look<T> {
+    Found(T),
+    /// Nothing yet: wait for a sign of work and look again.
+    Wait,
+    /// Give up: the caller goes the usual road.
+    Stop,
+}
+
+/// Look with `look` until it finds what it waits for, stops, or `budget`
+/// is spent, waiting for signs of work between looks without the lock as
+/// [`wait_until`] does but with no progress passes: for a caller that
+/// reads the one frame it waits for itself (a blocking receive's quick
+/// road). None when it stopped or ran out of time. Only a lone waiter on a
+/// core of its own spins; anyone else looks once.
+pub fn wait_looking<T>(budget: std::time::Duration, mut look: impl FnMut(&mut State) -> R<Look<T>>) -> R<Option<T>> {
+    let start = Instant::now();
+    let mut g = lock();
+    loop {
+        let st = g.as_mut().ok_or_else(not_running)?;
+        match look(st)? {
+            Look::Found(t) => return Ok(Some(t)),
+            Look::Stop => return Ok(None),
+            Look::Wait => {}
+        }
+        let left = budget.saturating_sub(start.elapsed());
+        if left.is_zero() || !st.waiting.nobody() || st.rt.oversubscribed || st.rt.spin_alone.is_zero() {
+            return Ok(None);
+        }
+        let policy = SpinPolicy { spin: left, yield_for: std::time::Duration::ZERO, yielding: false };
+        let arrivals = st.rt.arrivals.clone();
+        st.waiting.spinners += 1;
+        drop(g);
+        let found = spin_for_arrivals(&arrivals, &[], None, policy);
+        g = lock();
+        let st = g.as_mut().ok_or_else(not_running)?;
+        st.waiting.spinners -= 1;
+        if !found {
+            return Ok(None);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Receiving: posting receives, delivering matched messages, and what
 //! happens when an eager message or a request-to-send arrives.
 
-use crate::p2p::matching::{UnexBody, Unexpected};
+use crate::p2p::matching::{matches, UnexBody, Unexpected};
 use crate::engine::ProtocolError;
 use crate::p2p::{EagerInPieces, RecvArgs, RecvOp, RecvStage};
 use crate::request::{ErrorKind, ReqId, ReqOp, Status};
@@ -15,6 +15,36 @@ impl Engine {
         let r = self.new_req(ReqOp::Recv(RecvOp { ctx: a.ctx, src: a.src, tag: a.tag, buf: a.buf, stage: RecvStage::Posted }));
         self.post_recv(r, a.ctx, a.src, a.tag);
         r
+    }
+
+    /// A blocking receive's quick road: a receive of (`ctx`, `src`, `tag`)
+    /// from process `from`, not posted, looks at `from`'s next frame `h`
+    /// itself (the driver peeks it in the transport). If `h` is an eager
+    /// message it takes, the engine books it as received (credit returned
+    /// and owed, as [`Engine::handle_frame`] would) and returns its status;
+    /// the caller then copies the payload and consumes the frame, and must
+    /// not hand it to [`Engine::handle_frame`]. Otherwise None, and the
+    /// frame is read as usual.
+    ///
+    /// It takes only what a posted receive would: an eager message of a
+    /// standard-mode send (a synchronous one needs its acknowledgment) that
+    /// fits `room` bytes (a truncation is reported by the usual road), when
+    /// no receive is posted and no message waits unmatched on `ctx` (they
+    /// come first in MPI's order), no eager message of `from` is half in,
+    /// and no process has failed.
+    pub fn take_lone_eager(&mut self, from: Pid, h: &Header, ctx: u32, src: i32, tag: Option<i32>, room: u64) -> Option<Status> {
+        let Frame::Eager { env, sync: None } = h.frame else { return None };
+        let len = h.payload_len as u64;
+        if env.ctx != ctx || !matches(Some(src), tag, env.src, env.tag) || len > room || from == self.me || self.ft_active() {
+            return None;
+        }
+        let peer = self.peers.get(from as usize)?;
+        if peer.eager_in_pieces.is_some() || self.queues.get(&ctx).is_some_and(|q| !q.posted.is_empty() || !q.unexpected.is_empty()) {
+            return None;
+        }
+        self.peers[from as usize].credit.returned(h.credit);
+        self.owe_credit(from, len + HEADER_LEN as u64);
+        Some(Status { source: env.src, tag: env.tag, count: len, cancelled: false, error: None })
     }
 
     /// The buffer of the pending receive `r`.

@@ -3,7 +3,8 @@
 use super::*;
 use crate::objects::*;
 use crate::state::{self, api, Target};
-use gridmpi_engine::{RecvArgs, ReqId, SendArgs};
+use crate::driver::Lone;
+use gridmpi_engine::{Pid, RecvArgs, ReqId, SendArgs};
 
 /// A datatype argument: a handle (checked now), or a datatype a request
 /// already holds (a persistent request keeps its datatype alive, MPI 4.1
@@ -22,6 +23,18 @@ impl TypeArg for Arc<gridmpi_datatype::Datatype> {
     fn resolve(self, _: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
         Ok(self)
     }
+}
+
+/// How long MPI_Recv watches its sender's ring on the quick road before
+/// it posts the receive and waits the usual way.
+const LONE_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+
+/// What MPI_Recv's first look found.
+enum FirstLook {
+    /// The receive started, and its status if it completed at once.
+    Done(Started, Option<gridmpi_engine::Status>),
+    /// Its sender's ring was empty: look there again (the quick road).
+    Lone(RecvArgs, Pid),
 }
 
 /// A started operation: an engine request, or nothing (MPI_PROC_NULL, or a
@@ -165,22 +178,61 @@ impl State {
         tag: c_int,
         comm: MPI_Comm,
     ) -> R<Started> {
+        match self.recv_args(buf, count, datatype, source, tag, comm)? {
+            None => Ok(Started::Done(ReqKind::Recv)),
+            Some((a, _)) => Ok(Started::Engine(self.rt.engine.irecv(a), ReqKind::Recv)),
+        }
+    }
+
+    /// A receive's arguments, checked, and the process of its source (None
+    /// for MPI_ANY_SOURCE); None for MPI_PROC_NULL.
+    fn recv_args(
+        &mut self,
+        buf: *mut c_void,
+        count: MPI_Count,
+        datatype: impl TypeArg,
+        source: c_int,
+        tag: c_int,
+        comm: MPI_Comm,
+    ) -> R<Option<(RecvArgs, Option<Pid>)>> {
         let count = check_count(count)?;
         let tag = check_recv_tag(tag)?;
         let dt = datatype.resolve(self)?;
         let c = self.comm(comm)?;
         if source == MPI_PROC_NULL {
-            return Ok(Started::Done(ReqKind::Recv));
+            return Ok(None);
         }
         let src = c.check_source(source)?;
         let ctx = c.ctx;
+        let pid = src.map(|s| c.remote.as_ref().unwrap_or(&c.group).pids[s as usize]);
         if self.rt.engine.ft_active() {
-            let pid = src.map(|s| c.remote.as_ref().unwrap_or(&c.group).pids[s as usize]);
             self.ft_check_peer(ctx, pid)?;
         }
         let ub = user_buf(buf, count, dt)?;
-        let r = self.rt.engine.irecv(RecvArgs { ctx, src, tag, buf: ub });
-        Ok(Started::Engine(r, ReqKind::Recv))
+        Ok(Some((RecvArgs { ctx, src, tag, buf: ub }, pid)))
+    }
+
+    /// MPI_Recv's quick road on one host: one look at the sender's ring for
+    /// the message, taken from there with no request where the engine
+    /// would match it to this receive at once
+    /// ([`gridmpi_engine::Engine::take_lone_eager`]). `Wait` when the ring
+    /// is empty; `Stop` sends the receive the usual road.
+    fn lone_look(&mut self, a: &RecvArgs, pid: Pid) -> R<state::Look<gridmpi_engine::Status>> {
+        let (Some(src), Some(dst)) = (a.src, a.buf.contiguous()) else { return Ok(state::Look::Stop) };
+        if !self.rt.lone_road(pid) {
+            return Ok(state::Look::Stop);
+        }
+        Ok(match self.rt.take_lone_eager(pid, (a.ctx, src, a.tag), dst, a.buf.len()) {
+            Lone::Took(st) => {
+                // A credit frame the engine now owes goes out at once.
+                if self.rt.engine.has_actions() {
+                    self.progress()?;
+                }
+                state::Look::Found(st)
+            }
+            Lone::Nothing => state::Look::Wait,
+            Lone::Other => state::Look::Stop,
+        })
     }
 
     /// A request handle for an operation started on `comm`.
@@ -275,14 +327,34 @@ pub(crate) fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Cou
     api(name, Target::Comm(comm), || {
         // A message already here completes the receive at once; otherwise
         // the wait's first pass looks at what has arrived.
-        let (s, now) = state::with(|st| {
-            let s = st.start_recv(buf, count, datatype, source, tag, comm)?;
-            let now = match s {
-                Started::Engine(r, _) => st.rt.engine.take(r),
-                Started::Done(_) => None,
+        // A message already here completes the receive at once: straight
+        // from its sender's ring (the quick road), or matched by the engine.
+        let first = state::with(|st| {
+            let Some((a, pid)) = st.recv_args(buf, count, datatype, source, tag, comm)? else {
+                return Ok(FirstLook::Done(Started::Done(ReqKind::Recv), None));
             };
-            Ok((s, now))
+            if let Some(pid) = pid {
+                match st.lone_look(&a, pid)? {
+                    state::Look::Found(s) => return Ok(FirstLook::Done(Started::Done(ReqKind::Recv), Some(s))),
+                    state::Look::Wait => return Ok(FirstLook::Lone(a, pid)),
+                    state::Look::Stop => {}
+                }
+            }
+            let r = st.rt.engine.irecv(a);
+            Ok(FirstLook::Done(Started::Engine(r, ReqKind::Recv), st.rt.engine.take(r)))
         })?;
+        let (s, now) = match first {
+            FirstLook::Done(s, now) => (s, now),
+            // Its sender's ring was empty: a lone waiter watches for it a
+            // while, then the receive is posted and waits the usual way.
+            FirstLook::Lone(a, pid) => match state::wait_looking(LONE_SPIN, |st| st.lone_look(&a, pid))? {
+                Some(found) => (Started::Done(ReqKind::Recv), Some(found)),
+                None => state::with(|st| {
+                    let r = st.rt.engine.irecv(a);
+                    Ok((Started::Engine(r, ReqKind::Recv), st.rt.engine.take(r)))
+                })?,
+            },
+        };
         match now {
             Some(st) => finish_recv(&st, status),
             None => finish_blocking(s, status),

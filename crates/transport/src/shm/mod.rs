@@ -211,6 +211,45 @@ impl Shm {
         }
         did
     }
+
+    /// The frame at the head of ring `i` of our inbox, decoded and checked,
+    /// with its payload (read in place) and its length in the ring.
+    fn head(&mut self, i: usize) -> Result<Option<(Header, &[u8], usize)>, TransportError> {
+        let pid = self.local[i];
+        let frame = match self.inbox.reader(i).peek() {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(terr(Some(pid), format!("corrupt shared-memory ring: {e}"))),
+        };
+        let hb: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().expect("a ring frame holds a header");
+        let h = Header::decode(hb).map_err(|e| terr(Some(pid), format!("malformed frame in shared memory: {e}")))?;
+        let len = h.frame_len();
+        if frame.len() < len {
+            return Err(terr(Some(pid), "a shared-memory frame is shorter than its header says"));
+        }
+        Ok(Some((h, &frame[HEADER_LEN..len], len)))
+    }
+
+    /// The next frame from `peer`, without handing it to a sink: for a
+    /// caller that waits for one frame from one peer and takes it straight
+    /// from the ring (a blocking receive's quick road). None when nothing
+    /// waits or `peer` is not on this host; a frame left there is read by
+    /// the next [`Transport::poll`] as usual. Take it with
+    /// [`Shm::consume_next`].
+    pub fn peek_next(&mut self, peer: Pid) -> Result<Option<(Header, &[u8])>, TransportError> {
+        let Some(i) = self.local.iter().position(|&p| p == peer) else { return Ok(None) };
+        if peer == self.me {
+            return Ok(None);
+        }
+        Ok(self.head(i)?.map(|(h, payload, _)| (h, payload)))
+    }
+
+    /// Consume the frame [`Shm::peek_next`] returned for `peer`.
+    pub fn consume_next(&mut self, peer: Pid, h: &Header) {
+        if let Some(i) = self.local.iter().position(|&p| p == peer) {
+            self.inbox.reader(i).consume(h.frame_len());
+        }
+    }
 }
 
 /// A single-copy read ready to run (see [`Shm::copy`]).
@@ -271,19 +310,9 @@ impl Transport for Shm {
             // the others (and TCP) waiting.
             let mut budget = self.inbox.ring_size();
             loop {
-                let frame = match self.inbox.reader(i).peek() {
-                    Ok(Some(f)) => f,
-                    Ok(None) => break,
-                    Err(e) => return Err(terr(Some(pid), format!("corrupt shared-memory ring: {e}"))),
-                };
-                let hb: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().expect("a ring frame holds a header");
-                let h = Header::decode(hb).map_err(|e| terr(Some(pid), format!("malformed frame in shared memory: {e}")))?;
-                let len = h.frame_len();
-                if frame.len() < len {
-                    return Err(terr(Some(pid), "a shared-memory frame is shorter than its header says"));
-                }
+                let Some((h, payload, len)) = self.head(i)? else { break };
                 // The payload is read in place from shared memory.
-                sink.frame(pid, &h, &frame[HEADER_LEN..len]).map_err(|e| terr(Some(pid), e))?;
+                sink.frame(pid, &h, payload).map_err(|e| terr(Some(pid), e))?;
                 self.inbox.reader(i).consume(len);
                 did = true;
                 budget = budget.saturating_sub(len);
