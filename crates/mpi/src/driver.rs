@@ -473,6 +473,12 @@ impl Driver {
         self.routes.get(peer as usize) == Some(&Route::Shm) && !engine.has_actions() && self.shm.as_ref().is_some_and(|s| s.backlog() == 0)
     }
 
+    /// A probe of whether a frame from `peer` waits in its ring, to poll
+    /// without the lock (see [`Driver::take_lone_eager`]).
+    pub fn lone_probe(&self, peer: Pid) -> Option<gridmpi_transport::shm::ring::SlotProbe> {
+        self.shm.as_ref()?.slot_probe(peer)
+    }
+
     /// A blocking receive's quick road: if `peer`'s next frame is an eager
     /// message the receive takes ([`Engine::take_lone_eager`]), copy its
     /// payload to `dst` (which holds `room` bytes), consume the frame and

@@ -438,6 +438,12 @@ impl Runtime {
         self.driver.lone_road(peer, &self.engine)
     }
 
+    /// A probe of whether a frame from `peer` waits in its ring (see
+    /// [`Driver::lone_probe`]).
+    pub fn lone_probe(&self, peer: Pid) -> Option<gridmpi_transport::shm::ring::SlotProbe> {
+        self.driver.lone_probe(peer)
+    }
+
     /// A blocking receive's look at `peer`'s ring (see
     /// [`Driver::take_lone_eager`]): `want` is its (context, source rank,
     /// tag), `dst` its contiguous buffer of `room` bytes.

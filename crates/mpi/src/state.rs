@@ -321,12 +321,12 @@ pub enum Look<T> {
 }
 
 /// Look with `look` until it finds what it waits for, stops, or `budget`
-/// is spent, waiting for signs of work between looks without the lock as
-/// [`wait_until`] does but with no progress passes: for a caller that
-/// reads the one frame it waits for itself (a blocking receive's quick
-/// road). None when it stopped or ran out of time. Only a lone waiter on a
-/// core of its own spins; anyone else looks once.
-pub fn wait_looking<T>(budget: std::time::Duration, mut look: impl FnMut(&mut State) -> R<Look<T>>) -> R<Option<T>> {
+/// is spent, polling `ready` between looks without the lock: for a caller
+/// that waits for one frame from one peer and reads it itself (a blocking
+/// receive's quick road), with no progress passes. None when it stopped or
+/// ran out of time. Only a lone waiter on a core of its own polls; anyone
+/// else looks once.
+pub fn wait_looking<T>(budget: std::time::Duration, ready: impl Fn() -> bool, mut look: impl FnMut(&mut State) -> R<Look<T>>) -> R<Option<T>> {
     let start = Instant::now();
     let mut g = lock();
     loop {
@@ -336,15 +336,23 @@ pub fn wait_looking<T>(budget: std::time::Duration, mut look: impl FnMut(&mut St
             Look::Stop => return Ok(None),
             Look::Wait => {}
         }
-        let left = budget.saturating_sub(start.elapsed());
-        if left.is_zero() || !st.waiting.nobody() || st.rt.oversubscribed || st.rt.spin_alone.is_zero() {
+        if !st.waiting.nobody() || st.rt.oversubscribed || st.rt.spin_alone.is_zero() {
             return Ok(None);
         }
-        let policy = SpinPolicy { spin: left, yield_for: std::time::Duration::ZERO, yielding: false };
-        let arrivals = st.rt.arrivals.clone();
         st.waiting.spinners += 1;
         drop(g);
-        let found = spin_for_arrivals(&arrivals, &[], None, policy);
+        // The clock is read every 64 polls.
+        let mut polls = 0u32;
+        let found = loop {
+            if ready() {
+                break true;
+            }
+            polls = polls.wrapping_add(1);
+            if polls % 64 == 0 && start.elapsed() >= budget {
+                break false;
+            }
+            std::hint::spin_loop();
+        };
         g = lock();
         let st = g.as_mut().ok_or_else(not_running)?;
         st.waiting.spinners -= 1;

@@ -213,7 +213,9 @@ impl Shm {
     }
 
     /// The frame at the head of ring `i` of our inbox, decoded and checked,
-    /// with its payload (read in place) and its length in the ring.
+    /// with its payload (read in place) and its length in the ring (the
+    /// quick road's look; `poll` has its own copy of these lines).
+    #[inline(always)]
     fn head(&mut self, i: usize) -> Result<Option<(Header, &[u8], usize)>, TransportError> {
         let pid = self.local[i];
         let frame = match self.inbox.reader(i).peek() {
@@ -242,6 +244,14 @@ impl Shm {
             return Ok(None);
         }
         Ok(self.head(i)?.map(|(h, payload, _)| (h, payload)))
+    }
+
+    /// A probe of whether a frame from `peer` waits, for polling without
+    /// the transport (see [`ring::SlotProbe`]); None if `peer` is not on
+    /// this host.
+    pub fn slot_probe(&self, peer: Pid) -> Option<ring::SlotProbe> {
+        let i = self.local.iter().position(|&p| p == peer)?;
+        (peer != self.me).then(|| self.inbox.slot_probe(i))
     }
 
     /// Consume the frame [`Shm::peek_next`] returned for `peer`.
@@ -310,9 +320,22 @@ impl Transport for Shm {
             // the others (and TCP) waiting.
             let mut budget = self.inbox.ring_size();
             loop {
-                let Some((h, payload, len)) = self.head(i)? else { break };
+                // (Written out here rather than through `head`: through it,
+                // 8-byte messages streamed 9% slower, as the compiler laid
+                // out the loop.)
+                let frame = match self.inbox.reader(i).peek() {
+                    Ok(Some(f)) => f,
+                    Ok(None) => break,
+                    Err(e) => return Err(terr(Some(pid), format!("corrupt shared-memory ring: {e}"))),
+                };
+                let hb: &[u8; HEADER_LEN] = frame[..HEADER_LEN].try_into().expect("a ring frame holds a header");
+                let h = Header::decode(hb).map_err(|e| terr(Some(pid), format!("malformed frame in shared memory: {e}")))?;
+                let len = h.frame_len();
+                if frame.len() < len {
+                    return Err(terr(Some(pid), "a shared-memory frame is shorter than its header says"));
+                }
                 // The payload is read in place from shared memory.
-                sink.frame(pid, &h, payload).map_err(|e| terr(Some(pid), e))?;
+                sink.frame(pid, &h, &frame[HEADER_LEN..len]).map_err(|e| terr(Some(pid), e))?;
                 self.inbox.reader(i).consume(len);
                 did = true;
                 budget = budget.saturating_sub(len);

@@ -3,11 +3,26 @@
 //! Every rank owns one segment (its inbox): a header and one ring per local
 //! rank. The ring for sender `s` is written only by `s` and read only by the
 //! owner (single producer, single consumer), and carries the same frames as
-//! TCP (wire.rs), each padded to 8 bytes. A frame is never split across the
-//! end of the ring: when it does not fit before the end, the producer writes a
-//! pad marker (a zero byte where a frame kind would be) and starts again at
-//! offset 0, so the consumer always sees a frame as one slice of shared
-//! memory and the engine copies its payload straight to the user's buffer.
+//! TCP (wire.rs). Each frame sits in a slot of whole cache lines: a stamp
+//! word, then the frame. The producer writes the frame, then the stamp (the
+//! slot's position in the ring's byte stream, with [`VALID`], scrambled by
+//! the inbox's random key); the consumer polls the stamp where the next slot
+//! starts. So a small frame and the sign that it is there share one cache
+//! line, and it crosses between cores once (waiting on a separate tail
+//! pointer took two transfers: the pointer, then the frame). The key is why
+//! stale bytes there (a stamp of an earlier lap, or the middle of an older,
+//! longer frame: the user's data) never read as the stamp expected: data
+//! would have to hold the key. (Clearing the next slot's stamp word before
+//! publishing does the same, but takes the line the consumer polls away
+//! from it at every frame.)
+//! A frame is never split across
+//! the end of the ring: when it does not fit before the end, the producer
+//! stamps a pad slot ([`PAD`]) to the end and starts again at offset 0, so
+//! the consumer always sees a frame as one slice of shared memory and the
+//! engine copies its payload straight to the user's buffer. The tail
+//! pointer (the producer's position) is still published after each slot:
+//! [`ArrivalProbe`] polls it, and a producer that opens the ring again
+//! starts there.
 //!
 //! The owner sets `sleeping` before it blocks in epoll; a producer that sees
 //! it set after publishing a frame rings the owner's doorbell (sys::Doorbell).
@@ -18,16 +33,32 @@ use std::io;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-const MAGIC: u64 = 0x4752_4944_4d50_4931; // "GRIDMPI1"
+const MAGIC: u64 = 0x4752_4944_4d50_4932; // "GRIDMPI2": keyed stamps
 const SEG_HEADER: usize = 4096;
 const RING_HEADER: usize = 256;
 const HEAD_OFF: usize = 0;
 const TAIL_OFF: usize = 128;
-/// A zero byte where a frame's kind would be: skip to the ring's start.
-const PAD: u8 = 0;
+/// A slot's stamp: its position in the stream, with this bit (so that a
+/// cleared word, or the zeroed ring at the start, is never valid).
+const VALID: u64 = 1 << 62;
+/// ... and with this one too for a pad slot: skip to the ring's start.
+const PAD: u64 = 1 << 63;
+/// Slots are whole cache lines.
+const LINE: usize = 64;
+/// The stamp word before each frame.
+const STAMP: usize = 8;
 
-pub fn align8(n: usize) -> usize {
-    (n + 7) & !7
+/// The bytes a slot holding a frame of `frame_len` bytes takes.
+pub fn slot_len(frame_len: usize) -> usize {
+    (STAMP + frame_len).next_multiple_of(LINE)
+}
+
+/// The stamp word at `off` of a ring's data.
+///
+/// # Safety
+/// `off` is a multiple of 8 within the ring, whose mapping is alive.
+unsafe fn stamp_at(data: *mut u8, off: usize) -> &'static AtomicU64 {
+    &*(data.add(off) as *const AtomicU64)
 }
 
 #[repr(C)]
@@ -36,7 +67,9 @@ struct SegHeader {
     nrings: u32,
     owner_pid: u32,
     ring_size: u64,
-    _pad: [u8; 40],
+    /// Scrambles the stamps of every ring of the inbox.
+    stamp_key: u64,
+    _pad: [u8; 32],
     /// Set by the owner while it sleeps (or is about to) in the kernel.
     sleeping: AtomicU32,
 }
@@ -46,6 +79,7 @@ pub struct Inbox {
     map: Arc<SharedMap>,
     nrings: usize,
     ring_size: usize,
+    key: u64,
     readers: Vec<RingReader>,
 }
 
@@ -59,6 +93,9 @@ impl Inbox {
     pub fn create(name: &str, nrings: usize, ring_size: usize) -> io::Result<Inbox> {
         assert!(ring_size.is_power_of_two() && ring_size >= 4096);
         let map = SharedMap::create(name, seg_len(nrings, ring_size))?;
+        let mut key = [0u8; 8];
+        crate::sys::random_bytes(&mut key)?;
+        let key = u64::from_le_bytes(key);
         // SAFETY: the fresh mapping is zeroed and large enough for the header;
         // nobody else maps it before this function returns.
         unsafe {
@@ -66,10 +103,11 @@ impl Inbox {
             (*h).nrings = nrings as u32;
             (*h).owner_pid = std::process::id();
             (*h).ring_size = ring_size as u64;
+            (*h).stamp_key = key;
             std::ptr::write_volatile(&mut (*h).magic, MAGIC);
         }
-        let readers = (0..nrings).map(|i| RingReader::new(&map, i, ring_size)).collect();
-        Ok(Inbox { map: Arc::new(map), nrings, ring_size, readers })
+        let readers = (0..nrings).map(|i| RingReader::new(&map, i, ring_size, key)).collect();
+        Ok(Inbox { map: Arc::new(map), nrings, ring_size, key, readers })
     }
 
     /// Remove the name once every peer has mapped it.
@@ -94,6 +132,13 @@ impl Inbox {
 
     pub fn ring_size(&self) -> usize {
         self.ring_size
+    }
+
+    /// A probe that tells, without this inbox, whether ring `i` has a
+    /// frame, by the stamp where it would start (see [`SlotProbe`]).
+    pub fn slot_probe(&self, i: usize) -> SlotProbe {
+        let (head, _, data) = ring_ptrs(&self.map, i, self.ring_size);
+        SlotProbe { _map: self.map.clone(), head, data, size: self.ring_size, key: self.key }
     }
 
     pub fn reader(&mut self, i: usize) -> &mut RingReader {
@@ -132,8 +177,36 @@ unsafe impl Sync for ArrivalProbe {}
 impl ArrivalProbe {
     #[inline]
     pub fn any(&self) -> bool {
-        // SAFETY: see above.
+        // SAFETY: see above. (The tails, not the next slots' stamps: a
+        // tail's line moves only when a frame is published, where the next
+        // slot's line is the one the producer writes the frame into.)
         self.rings.iter().any(|&(h, t)| unsafe { (*t).load(Ordering::Acquire) != (*h).load(Ordering::Relaxed) })
+    }
+}
+
+/// Says whether one ring of an inbox holds a frame, by the stamp of the slot
+/// where it would start, with no lock: what a caller waiting for a frame
+/// from one peer polls (the frame's own cache line, so it arrives with the
+/// sign that it is there). It keeps the mapping alive; an answer may be
+/// stale by the time it is acted on.
+pub struct SlotProbe {
+    _map: Arc<SharedMap>,
+    head: *const AtomicU64,
+    data: *mut u8,
+    size: usize,
+    key: u64,
+}
+
+// SAFETY: the pointers are into the mapping the probe keeps alive, and only
+// atomics are read through them.
+unsafe impl Send for SlotProbe {}
+unsafe impl Sync for SlotProbe {}
+
+impl SlotProbe {
+    #[inline]
+    pub fn ready(&self) -> bool {
+        // SAFETY: see above; the head is a slot start.
+        unsafe { stamped(self.data, self.size, self.key, (*self.head).load(Ordering::Relaxed)) }
     }
 }
 
@@ -180,9 +253,9 @@ impl PeerInbox {
             return Err(io::Error::other(format!("shared memory segment {name} is too small")));
         }
         // SAFETY: the mapping is at least SEG_HEADER bytes.
-        let (magic, nrings, ring_size) = unsafe {
+        let (magic, nrings, ring_size, key) = unsafe {
             let h = map.as_ptr() as *const SegHeader;
-            (std::ptr::read_volatile(&(*h).magic), (*h).nrings as usize, (*h).ring_size as usize)
+            (std::ptr::read_volatile(&(*h).magic), (*h).nrings as usize, (*h).ring_size as usize, (*h).stamp_key)
         };
         if magic != MAGIC
             || !ring_size.is_power_of_two()
@@ -192,7 +265,7 @@ impl PeerInbox {
         {
             return Err(io::Error::other(format!("shared memory segment {name} is not a GridMPI inbox")));
         }
-        let writer = RingWriter::new(&map, ring, ring_size);
+        let writer = RingWriter::new(&map, ring, ring_size, key);
         Ok(PeerInbox { map: Arc::new(map), writer })
     }
 
@@ -227,8 +300,8 @@ fn ring_ptrs(map: &SharedMap, i: usize, ring_size: usize) -> (*const AtomicU64, 
 /// The consumer end of a ring.
 pub struct RingReader {
     head: *const AtomicU64,
-    tail: *const AtomicU64,
     data: *mut u8,
+    key: u64,
     size: usize,
     /// Our position (bytes consumed since creation).
     pos: u64,
@@ -237,16 +310,16 @@ pub struct RingReader {
 unsafe impl Send for RingReader {}
 
 impl RingReader {
-    fn new(map: &SharedMap, i: usize, size: usize) -> RingReader {
-        let (head, tail, data) = ring_ptrs(map, i, size);
-        RingReader { head, tail, data, size, pos: 0 }
+    fn new(map: &SharedMap, i: usize, size: usize, key: u64) -> RingReader {
+        let (head, _, data) = ring_ptrs(map, i, size);
+        RingReader { head, data, key, size, pos: 0 }
     }
 
     /// Is there a frame to read?
     #[inline]
     pub fn has_data(&self) -> bool {
-        // SAFETY: tail points into the live mapping.
-        unsafe { (*self.tail).load(Ordering::Acquire) != self.pos }
+        // SAFETY: the mapping is alive and pos is a slot start.
+        unsafe { stamped(self.data, self.size, self.key, self.pos) }
     }
 
     /// The next frame (header and payload) as one slice, or None. Call
@@ -254,46 +327,36 @@ impl RingReader {
     /// wrote something that is not a frame.
     pub fn peek(&mut self) -> Result<Option<&[u8]>, String> {
         loop {
-            // SAFETY: tail points into the live mapping.
-            let tail = unsafe { (*self.tail).load(Ordering::Acquire) };
-            let avail = tail.wrapping_sub(self.pos);
-            if avail == 0 {
-                return Ok(None);
-            }
-            if avail > self.size as u64 || avail % 8 != 0 {
-                return Err(format!("ring tail is corrupt ({avail} bytes available)"));
-            }
             let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
             let to_end = self.size - off;
-            // SAFETY: off < size; the bytes between pos and tail are published
-            // by the producer and not written until we advance head.
-            let first = unsafe { *self.data.add(off) };
-            if first == PAD {
-                if avail < to_end as u64 {
-                    return Err("ring pad marker without the padding".into());
-                }
+            // SAFETY: off is a slot start (a multiple of LINE) inside the ring.
+            let stamp = unsafe { stamp_at(self.data, off) }.load(Ordering::Acquire) ^ self.key;
+            if stamp == self.pos | VALID | PAD {
                 self.consume_raw(to_end as u64);
                 continue;
             }
-            if avail < HEADER_LEN as u64 || to_end < HEADER_LEN {
+            if stamp != self.pos | VALID {
+                return Ok(None);
+            }
+            if to_end < STAMP + HEADER_LEN {
                 return Err("truncated frame header in ring".into());
             }
             // Payload length at bytes 4..8 of the header.
             let mut pl = [0u8; 4];
-            // SAFETY: within the published region (checked above).
-            unsafe { std::ptr::copy_nonoverlapping(self.data.add(off + 4), pl.as_mut_ptr(), 4) };
-            let total = align8(HEADER_LEN + u32::from_le_bytes(pl) as usize);
-            if total as u64 > avail || total > to_end {
-                return Err(format!("frame of {total} bytes overruns the ring"));
+            // SAFETY: within the published slot (the stamp was seen).
+            unsafe { std::ptr::copy_nonoverlapping(self.data.add(off + STAMP + 4), pl.as_mut_ptr(), 4) };
+            let frame = HEADER_LEN + u32::from_le_bytes(pl) as usize;
+            if slot_len(frame) > to_end {
+                return Err(format!("frame of {frame} bytes overruns the ring"));
             }
-            // SAFETY: [off, off+total) is inside the ring and published.
-            return Ok(Some(unsafe { std::slice::from_raw_parts(self.data.add(off), total) }));
+            // SAFETY: [off + STAMP, off + STAMP + frame) is inside the ring and published.
+            return Ok(Some(unsafe { std::slice::from_raw_parts(self.data.add(off + STAMP), frame) }));
         }
     }
 
     /// Release the frame returned by `peek`.
     pub fn consume(&mut self, frame_len: usize) {
-        self.consume_raw(align8(frame_len) as u64);
+        self.consume_raw(slot_len(frame_len) as u64);
     }
 
     fn consume_raw(&mut self, n: u64) {
@@ -303,11 +366,23 @@ impl RingReader {
     }
 }
 
+/// Whether the slot at stream position `pos` of a ring is published (a
+/// frame or a pad).
+///
+/// # Safety
+/// `data`, `size` and `key` are a live ring's; `pos` is a slot start.
+#[inline]
+unsafe fn stamped(data: *mut u8, size: usize, key: u64, pos: u64) -> bool {
+    let off = (pos & (size as u64 - 1)) as usize;
+    (stamp_at(data, off).load(Ordering::Acquire) ^ key) & !PAD == pos | VALID
+}
+
 /// The producer end of a ring.
 pub struct RingWriter {
     head: *const AtomicU64,
     tail: *const AtomicU64,
     data: *mut u8,
+    key: u64,
     size: usize,
     pos: u64,
     /// Last head seen; re-read only when space seems short.
@@ -317,12 +392,12 @@ pub struct RingWriter {
 unsafe impl Send for RingWriter {}
 
 impl RingWriter {
-    fn new(map: &SharedMap, i: usize, size: usize) -> RingWriter {
+    fn new(map: &SharedMap, i: usize, size: usize, key: u64) -> RingWriter {
         let (head, tail, data) = ring_ptrs(map, i, size);
         // SAFETY: pointers into the live mapping.
         let pos = unsafe { (*tail).load(Ordering::Acquire) };
         let head_cache = unsafe { (*head).load(Ordering::Acquire) };
-        RingWriter { head, tail, data, size, pos, head_cache }
+        RingWriter { head, tail, data, key, size, pos, head_cache }
     }
 
     /// Largest frame (header + payload) that can ever fit.
@@ -346,26 +421,30 @@ impl RingWriter {
     /// ring has no room now. `len` must not exceed [`RingWriter::max_frame`].
     pub fn try_write(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
         debug_assert!(len <= self.max_frame());
-        let total = align8(len);
-        let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
+        let total = slot_len(len);
+        let mask = self.size as u64 - 1; // the size is a power of two
+        let off = (self.pos & mask) as usize;
         let to_end = self.size - off;
         let pad = if total > to_end { to_end } else { 0 };
         if !self.free((pad + total) as u64) {
             return false;
         }
-        if pad > 0 {
-            // SAFETY: off < size and the space is free.
-            unsafe { *self.data.add(off) = PAD };
-            self.pos = self.pos.wrapping_add(pad as u64);
+        let pad_at = (pad > 0).then_some((off, self.pos));
+        self.pos = self.pos.wrapping_add(pad as u64);
+        let off = (self.pos & mask) as usize;
+        // SAFETY: [off, off + total) is free space inside the ring, the
+        // producer's until stamped; slot starts are multiples of LINE.
+        unsafe {
+            fill(std::slice::from_raw_parts_mut(self.data.add(off + STAMP), len));
+            stamp_at(self.data, off).store((self.pos | VALID) ^ self.key, Ordering::Release);
+            if let Some((at, pos)) = pad_at {
+                // The pad after the frame it skips to: the consumer reads
+                // the frame at the start as soon as it sees the pad.
+                stamp_at(self.data, at).store((pos | VALID | PAD) ^ self.key, Ordering::Release);
+            }
+            self.pos = self.pos.wrapping_add(total as u64);
+            (*self.tail).store(self.pos, Ordering::Release);
         }
-        let off = (self.pos & (self.size as u64 - 1)) as usize; // the size is a power of two
-        // SAFETY: [off, off+total) is free space inside the ring, owned by
-        // the producer until tail is published.
-        let slot = unsafe { std::slice::from_raw_parts_mut(self.data.add(off), len) };
-        fill(slot);
-        self.pos = self.pos.wrapping_add(total as u64);
-        // SAFETY: tail points into the live mapping.
-        unsafe { (*self.tail).store(self.pos, Ordering::Release) };
         true
     }
 }
@@ -434,7 +513,50 @@ mod tests {
         let len = r.peek().unwrap().expect("a frame").len();
         r.consume(len);
         assert!(probe.freed());
+        // (One slot freed may not hold the next one and the pad before it.)
+        while let Some(f) = r.peek().unwrap() {
+            let len = f.len();
+            r.consume(len);
+        }
         assert!(peer.writer().try_write(HEADER_LEN + 1000, fill), "room again");
+        inbox.unlink();
+    }
+
+    /// Bytes left in the ring by an older, longer frame that hold the
+    /// position a slot starting there would have (unkeyed) are never taken
+    /// for a frame.
+    #[test]
+    fn stale_bytes_are_never_a_stamp() {
+        let name = format!("/gridmpi-test-ring-stale-{}", std::process::id());
+        let mut inbox = Inbox::create(&name, 1, 4096).unwrap();
+        let mut peer = PeerInbox::open(&name, 0).unwrap();
+        // A frame over the first half whose payload holds, at every line
+        // start of the ring, the stamp of a slot there on the next lap.
+        let mut payload = vec![0u8; 2000 - HEADER_LEN];
+        for o in (64..2000 - 8).step_by(64) {
+            let at = o - STAMP - HEADER_LEN;
+            payload[at..at + 8].copy_from_slice(&((4096 + o as u64) | VALID).to_le_bytes());
+        }
+        let long = frame(0, &payload);
+        assert!(peer.writer().try_write(long.len(), |s| s.copy_from_slice(&long)));
+        let rest = frame(0, &[0; 1900 - HEADER_LEN]);
+        assert!(peer.writer().try_write(rest.len(), |s| s.copy_from_slice(&rest)));
+        let r = inbox.reader(0);
+        for _ in 0..2 {
+            let len = r.peek().unwrap().expect("a long frame").len();
+            r.consume(len);
+        }
+        // Small frames to the end and on over the next lap: each read
+        // once, and nothing more.
+        for tag in 1..40 {
+            let f = frame(tag, &[tag as u8; 8]);
+            assert!(peer.writer().try_write(f.len(), |s| s.copy_from_slice(&f)));
+            let got = r.peek().unwrap().expect("the frame just written").to_vec();
+            assert_eq!(got, f);
+            r.consume(got.len());
+            assert!(r.peek().unwrap().is_none(), "a frame that was never written, after tag {tag}");
+            assert!(!r.has_data());
+        }
         inbox.unlink();
     }
 
@@ -447,5 +569,6 @@ mod tests {
         let b = Header::new(Frame::Eager { env: Envelope { ctx: 0, src: 0, tag: 0 }, sync: None }, 100_000).encode();
         assert!(peer.writer().try_write(HEADER_LEN, |s| s.copy_from_slice(&b)));
         assert!(inbox.reader(0).peek().is_err());
+        inbox.unlink();
     }
 }
