@@ -332,10 +332,9 @@ pub(crate) fn nonblocking_send(name: &'static str, buf: *const c_void, count: MP
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn blocking_recv(name: &'static str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     api(name, Target::Comm(comm), || {
-        // A message already here completes the receive at once; otherwise
-        // the wait's first pass looks at what has arrived.
         // A message already here completes the receive at once: straight
-        // from its sender's ring (the quick road), or matched by the engine.
+        // from its sender's ring (the quick road), or matched by the engine;
+        // otherwise the wait's first pass looks at what has arrived.
         let first = state::with(|st| {
             let Some((a, pid)) = st.recv_args(buf, count, datatype, source, tag, comm, true)? else {
                 return Ok(FirstLook::Done(Started::Done(ReqKind::Recv), None));
