@@ -23,6 +23,28 @@
 //!   lock, and stores what it returns (one value, or a tuple in OUT order)
 //!   through the OUT pointers. Errors go where `api`'s do.
 //!
+//! `api` may have outputs too: IMPL runs without the lock and returns
+//! them, as `get`'s does.
+//!
+//! An OUT is a parameter name, and says how IMPL's value is stored:
+//!
+//! - `x`: through the pointer `x` (checked before IMPL runs).
+//! - `x[LEN]`: IMPL returns a `Vec`; its first `min(LEN, len)` elements are
+//!   copied to the array `x` (checked when one is copied).
+//! - `x: str(CAP)` and `x: str(CAP, LEN_OUT)`: IMPL returns a string, copied
+//!   into the caller's `CAP` bytes (truncated, NUL-terminated), its length
+//!   stored through `LEN_OUT`.
+//!
+//! After the outputs, `where KIND, ...` says how an input parameter reaches
+//! IMPL (the others are passed with `.into()`):
+//!
+//! - `x[LEN]`: an array of `LEN` elements (LEN a parameter), as a slice; a
+//!   negative LEN is an `MPI_ERR_ARG` naming it, a NULL array one naming `x`.
+//! - `x: str`: a C string, as `&str` (NULL is an error naming `x`).
+//! - `*x`: the value `x` points to (NULL is an error). With `x` also an
+//!   OUT, it is an in-out handle: `MPI_X_free` takes the handle and stores
+//!   back what IMPL returns (the null handle).
+//!
 //! In EXTRA, `..` says where the C arguments go (by default, before EXTRA),
 //! `LARGE` stands for whether this is the large-count (`_c`) binding and
 //! `NAME` for the function's name (`"MPI_X"`).
@@ -44,8 +66,91 @@ pub enum Form {
     Api,
     Alias,
     Coll,
-    /// The names of the output parameters, in the order IMPL returns them.
-    Get(Vec<String>),
+    Get,
+}
+
+/// How IMPL's result reaches an output parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// `x`: stored through the pointer.
+    Value(String),
+    /// `x[LEN]`: a vector, at most LEN elements of it copied.
+    Array { name: String, len: String },
+    /// `x: str(CAP[, LEN_OUT])`: a string copied into CAP bytes.
+    Str { name: String, cap: String, len_out: Option<String> },
+}
+
+impl Out {
+    pub fn name(&self) -> &str {
+        match self {
+            Out::Value(n) | Out::Array { name: n, .. } | Out::Str { name: n, .. } => n,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Out, String> {
+        let t = text.trim();
+        if let Some((name, ty)) = t.split_once(':') {
+            let ty = ty.trim();
+            let inner = ty.strip_prefix("str(").and_then(|r| r.strip_suffix(')')).ok_or_else(|| format!("output {t:?}: expected NAME: str(CAP[, LEN_OUT])"))?;
+            let parts = split_top_level(inner);
+            let (cap, len_out) = match parts.as_slice() {
+                [c] => (c.clone(), None),
+                [c, l] => (c.clone(), Some(ident(l)?)),
+                _ => return Err(format!("output {t:?}: str takes CAP and an optional LEN_OUT")),
+            };
+            return Ok(Out::Str { name: ident(name)?, cap, len_out });
+        }
+        if let Some((name, len)) = t.split_once('[') {
+            let len = len.strip_suffix(']').ok_or_else(|| format!("output {t:?}: unclosed '['"))?;
+            return Ok(Out::Array { name: ident(name)?, len: len.trim().to_string() });
+        }
+        Ok(Out::Value(ident(t)?))
+    }
+}
+
+/// How an input parameter reaches IMPL (`where KIND, ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum In {
+    /// `x[LEN]`: a slice of LEN elements, LEN a parameter.
+    Array { name: String, len: String },
+    /// `x: str`: a C string as `&str`.
+    Str(String),
+    /// `*x`: the value the pointer holds.
+    Deref(String),
+}
+
+impl In {
+    pub fn name(&self) -> &str {
+        match self {
+            In::Array { name, .. } | In::Str(name) | In::Deref(name) => name,
+        }
+    }
+
+    fn parse(text: &str) -> Result<In, String> {
+        let t = text.trim();
+        if let Some(name) = t.strip_prefix('*') {
+            return Ok(In::Deref(ident(name)?));
+        }
+        if let Some((name, ty)) = t.split_once(':') {
+            if ty.trim() != "str" {
+                return Err(format!("input {t:?}: the only typed input is NAME: str"));
+            }
+            return Ok(In::Str(ident(name)?));
+        }
+        if let Some((name, len)) = t.split_once('[') {
+            let len = len.strip_suffix(']').ok_or_else(|| format!("input {t:?}: unclosed '['"))?;
+            return Ok(In::Array { name: ident(name)?, len: ident(len)? });
+        }
+        Err(format!("input {t:?}: expected NAME[LEN], NAME: str or *NAME"))
+    }
+}
+
+fn ident(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("{s:?} is not a parameter name"));
+    }
+    Ok(s.to_string())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,11 +164,19 @@ pub struct Binding {
     /// calls `FAST(NAME, args)` first, an `Option<c_int>`, and takes the
     /// plan only when that gives None.
     pub fast: Option<String>,
+    /// What IMPL returns, stored through these parameters (`-> OUT, ...`).
+    pub outs: Vec<Out>,
+    /// Inputs passed otherwise than by `.into()` (`where KIND, ...`).
+    pub ins: Vec<In>,
 }
 
 impl Binding {
     /// Parse what follows `=>` on a table line.
     pub fn parse(text: &str) -> Result<Binding, String> {
+        let (text, ins) = match text.split_once(" where ") {
+            Some((t, w)) => (t, split_top_level(w).iter().map(|k| In::parse(k)).collect::<Result<Vec<_>, _>>()?),
+            None => (text, Vec::new()),
+        };
         let (head, outs) = match text.split_once("->") {
             Some((h, o)) => (h.trim(), Some(o)),
             None => (text.trim(), None),
@@ -84,25 +197,28 @@ impl Binding {
         if imp.is_empty() || !imp.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
             return Err(format!("binding {text:?}: bad implementation name {imp:?}"));
         }
-        let outs: Vec<String> = outs.map(|o| o.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let outs: Vec<Out> = match outs {
+            Some(o) => split_top_level(o).iter().map(|o| Out::parse(o)).collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
         let form = match form {
             "call" => Form::Call,
             "api" => Form::Api,
             "alias" => Form::Alias,
             "coll" => Form::Coll,
-            "get" if !outs.is_empty() => Form::Get(outs.clone()),
+            "get" if !outs.is_empty() => Form::Get,
             "get" => return Err(format!("binding {text:?}: get needs '-> OUT, ...'")),
             f => return Err(format!("binding {text:?}: unknown form {f:?} (call, api, alias, coll, get)")),
         };
-        if !outs.is_empty() && !matches!(form, Form::Get(_)) {
-            return Err(format!("binding {text:?}: only get has outputs"));
+        if (!outs.is_empty() || !ins.is_empty()) && !matches!(form, Form::Get | Form::Api) {
+            return Err(format!("binding {text:?}: only get and api have outputs and 'where'"));
         }
         if let Some(f) = &fast {
             if form != Form::Coll || f.is_empty() || !f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
                 return Err(format!("binding {text:?}: '| FAST' names a collective's quick road"));
             }
         }
-        Ok(Binding { form, imp: imp.to_string(), extra, fast })
+        Ok(Binding { form, imp: imp.to_string(), extra, fast, outs, ins })
     }
 }
 
@@ -200,9 +316,18 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
     let name = &f.name;
     let large = if r.large { "true" } else { "false" };
     let extra: Vec<String> = b.extra.iter().map(|e| e.replace("LARGE", large).replace("NAME", &format!("{name:?}"))).collect();
+    for k in &b.ins {
+        if !f.params.iter().any(|p| p.name == k.name()) {
+            return Err(format!("no parameter {}", k.name()));
+        }
+    }
     // The C arguments (but `skip`), converted, placed among EXTRA.
     let args = |skip: &[&str]| -> Vec<String> {
-        let c = f.params.iter().filter(|p| !skip.contains(&p.name.as_str())).map(|p| format!("{}.into()", rust_ident(&p.name)));
+        let c = f.params.iter().filter(|p| !skip.contains(&p.name.as_str())).map(|p| match b.ins.iter().find(|k| k.name() == p.name) {
+            Some(In::Str(_)) => format!("&{}_in", p.name),
+            Some(_) => format!("{}_in", p.name),
+            None => format!("{}.into()", rust_ident(&p.name)),
+        });
         let mut out = Vec::new();
         if !extra.iter().any(|e| e == "..") {
             out.extend(c);
@@ -238,11 +363,77 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
             a.extend(args(&[]));
             format!("{}({})", b.imp, a.join(", "))
         }
-        Form::Api => {
+        Form::Api if b.outs.is_empty() && b.ins.is_empty() => {
             if f.ret != "int" {
                 return Err("api returns an error code".into());
             }
             format!("api({name:?}, {target}, || {}({}))", b.imp, args(&[]).join(", "))
+        }
+        Form::Api | Form::Get => {
+            if f.ret != "int" {
+                return Err("api and get return an error code".into());
+            }
+            let outs = &b.outs;
+            let mut skip: Vec<&str> = outs.iter().map(|o| o.name()).collect();
+            // An output that is also an input (`*x`, an in-out array) is passed.
+            skip.retain(|o| !b.ins.iter().any(|k| k.name() == *o));
+            skip.extend(outs.iter().filter_map(|o| match o {
+                Out::Str { len_out: Some(l), .. } => Some(l.as_str()),
+                _ => None,
+            }));
+            let mut pre = String::new();
+            for o in outs {
+                let p = f.params.iter().find(|p| p.name == o.name()).ok_or_else(|| format!("no parameter {}", o.name()))?;
+                if !(p.c_type.ends_with('*') || p.c_type.ends_with("[]")) || p.c_type.starts_with("const") {
+                    return Err(format!("output {} must be a non-const pointer", o.name()));
+                }
+                match o {
+                    Out::Value(n) => pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n)),
+                    Out::Str { name: n, len_out, .. } => {
+                        pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n));
+                        if let Some(l) = len_out {
+                            pre += &format!("check_ptr({}, {l:?})?; ", rust_ident(l));
+                        }
+                    }
+                    Out::Array { .. } => {}
+                }
+            }
+            for k in &b.ins {
+                let n = k.name();
+                pre += &match k {
+                    In::Array { len, .. } => format!("let {n}_in = in_array({}, {}, {n:?}, {len:?})?; ", rust_ident(n), rust_ident(len)),
+                    In::Str(_) => format!("let {n}_in = in_str({}, {n:?})?; ", rust_ident(n)),
+                    In::Deref(_) if matches!(outs.iter().find(|o| o.name() == n), Some(Out::Value(_))) => format!("let {n}_in = *{}; ", rust_ident(n)),
+                    In::Deref(_) => format!("check_ptr({}, {n:?})?; let {n}_in = *{}; ", rust_ident(n), rust_ident(n)),
+                };
+            }
+            let call = if b.form == Form::Get {
+                let mut a = vec!["st".to_string()];
+                a.extend(args(&skip));
+                format!("state::with(|st| {}({}))", b.imp, a.join(", "))
+            } else {
+                format!("{}({})", b.imp, args(&skip).join(", "))
+            };
+            if outs.is_empty() {
+                // api with inputs only: IMPL's result is the call's.
+                format!("api({name:?}, {target}, || {{ {pre}{call} }})")
+            } else {
+                let vs: Vec<String> = (0..outs.len()).map(|i| format!("v{i}")).collect();
+                let pat = if outs.len() == 1 { vs[0].clone() } else { format!("({})", vs.join(", ")) };
+                let stores: String = outs
+                    .iter()
+                    .zip(&vs)
+                    .map(|(o, v)| match o {
+                        Out::Value(n) => format!("*{} = {v}; ", rust_ident(n)),
+                        Out::Array { name: n, len } => format!("put_array({}, {len}, &{v}, {n:?})?; ", rust_ident(n)),
+                        Out::Str { name: n, cap, len_out } => {
+                            let l = len_out.as_deref().map(rust_ident).unwrap_or_else(|| "std::ptr::null_mut()".into());
+                            format!("write_cstr({}, ({cap}) as usize, &{v}, {l}); ", rust_ident(n))
+                        }
+                    })
+                    .collect();
+                format!("api({name:?}, {target}, || {{ {pre}let {pat} = {call}?; {stores}Ok(()) }})")
+            }
         }
         Form::Alias => {
             if !b.imp.starts_with("MPI_") || !b.extra.is_empty() {
@@ -274,33 +465,6 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                 }
                 _ => general,
             }
-        }
-        Form::Get(outs) => {
-            for o in outs {
-                let p = f.params.iter().find(|p| &p.name == o).ok_or_else(|| format!("no parameter {o}"))?;
-                if !p.c_type.ends_with('*') || p.c_type.starts_with("const") {
-                    return Err(format!("output {o} must be a non-const pointer"));
-                }
-            }
-            if f.ret != "int" {
-                return Err("get returns an error code".into());
-            }
-            let skip: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
-            let mut a = vec!["st".to_string()];
-            a.extend(args(&skip));
-            let checks: String = outs.iter().map(|o| format!("check_ptr({}, {o:?})?; ", rust_ident(o))).collect();
-            let (pat, stores) = if outs.len() == 1 {
-                ("v0".to_string(), format!("*{} = v0; ", rust_ident(&outs[0])))
-            } else {
-                let vs: Vec<String> = (0..outs.len()).map(|i| format!("v{i}")).collect();
-                let stores: String = outs.iter().enumerate().map(|(i, o)| format!("*{} = v{i}; ", rust_ident(o))).collect();
-                (format!("({})", vs.join(", ")), stores)
-            };
-            format!(
-                "api({name:?}, {target}, || {{ {checks}let {pat} = state::with(|st| {}({}))?; {stores}Ok(()) }})",
-                b.imp,
-                a.join(", ")
-            )
         }
     })
 }

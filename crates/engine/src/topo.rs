@@ -54,6 +54,59 @@ impl Topo {
     }
 }
 
+/// `MPI_Cart_sub`: the subgrid of `rank` keeping the dimensions marked in
+/// `keep`, and its colour (processes that agree on the dropped coordinates
+/// share a subgrid, so the colour numbers those coordinates).
+pub fn cart_sub(dims: &[i32], periods: &[bool], rank: i32, keep: &[bool]) -> (i32, Topo) {
+    let c = Topo::coords_of(dims, rank);
+    let mut color = 0;
+    for i in 0..dims.len() {
+        if !keep[i] {
+            color = color * dims[i] + c[i];
+        }
+    }
+    let kept = |i: &usize| keep[*i];
+    let sub = Topo::Cart {
+        dims: (0..dims.len()).filter(kept).map(|i| dims[i]).collect(),
+        periods: (0..dims.len()).filter(kept).map(|i| periods[i]).collect(),
+    };
+    (color, sub)
+}
+
+/// `MPI_Dist_graph_create`'s edges (`sources[i]` has `degrees[i]` edges,
+/// to the next entries of `dests`, weighted by `weights`) as what each
+/// rank of `size` must learn: records (is_out, peer, weight), the source
+/// of an edge learning an out-edge and its destination an in-edge.
+pub fn dist_graph_records(size: i32, sources: &[i32], degrees: &[i32], dests: &[i32], weights: &[i32]) -> Vec<Vec<i32>> {
+    let mut out: Vec<Vec<i32>> = vec![Vec::new(); size as usize];
+    let mut k = 0;
+    for (&s, &deg) in sources.iter().zip(degrees) {
+        for _ in 0..deg {
+            let (d, w) = (dests[k], weights[k]);
+            out[s as usize].extend([1, d, w]);
+            out[d as usize].extend([0, s, w]);
+            k += 1;
+        }
+    }
+    out
+}
+
+/// The distributed graph a rank holds once it has the records every rank
+/// sent it ([`dist_graph_records`]), in the order they came.
+pub fn dist_graph_from_records(records: &[i32], weighted: bool) -> Topo {
+    let (mut ins, mut inw, mut outs, mut outw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rec in records.chunks(3) {
+        if rec[0] == 1 {
+            outs.push(rec[1]);
+            outw.push(rec[2]);
+        } else {
+            ins.push(rec[1]);
+            inw.push(rec[2]);
+        }
+    }
+    Topo::DistGraph { sources: ins, sourceweights: weighted.then_some(inw), dests: outs, destweights: weighted.then_some(outw) }
+}
+
 /// The neighbours of `rank` in a graph topology (MPI_Graph_create's
 /// `index` and `edges`).
 pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i32] {
@@ -119,6 +172,39 @@ mod tests {
         }
         assert_eq!(Topo::shift(&dims, &periods, 0, 1, 1), (None, Some(2)));
         assert_eq!(Topo::shift(&dims, &periods, 0, 0, 1), (Some(16), Some(8)));
+    }
+
+    #[test]
+    fn a_cartesian_subgrid_is_numbered_by_the_dropped_coordinates() {
+        // 2 x 3 x 2, keeping the middle dimension: rank 7 is (1, 0, 1).
+        let (color, sub) = cart_sub(&[2, 3, 2], &[false, true, false], 7, &[false, true, false]);
+        assert_eq!(color, 1 * 2 + 1);
+        match sub {
+            Topo::Cart { dims, periods } => assert_eq!((dims, periods), (vec![3], vec![true])),
+            t => panic!("{t:?}"),
+        }
+        // Keeping nothing: every process is alone (its own colour).
+        assert_eq!(cart_sub(&[2, 3], &[false, false], 4, &[false, false]).0, 4);
+    }
+
+    #[test]
+    fn distributed_graph_edges_reach_both_ends() {
+        // 0 -> 1 (weight 5), 0 -> 2 (6), 2 -> 1 (7), described by ranks 0 and 2.
+        let recs = dist_graph_records(3, &[0, 2], &[2, 1], &[1, 2, 1], &[5, 6, 7]);
+        assert_eq!(recs[0], vec![1, 1, 5, 1, 2, 6]);
+        assert_eq!(recs[1], vec![0, 0, 5, 0, 2, 7]);
+        assert_eq!(recs[2], vec![0, 0, 6, 1, 1, 7]);
+        match dist_graph_from_records(&recs[1], true) {
+            Topo::DistGraph { sources, sourceweights, dests, destweights } => {
+                assert_eq!((sources, sourceweights), (vec![0, 2], Some(vec![5, 7])));
+                assert_eq!((dests, destweights), (vec![], Some(vec![])));
+            }
+            t => panic!("{t:?}"),
+        }
+        match dist_graph_from_records(&recs[2], false) {
+            Topo::DistGraph { sources, sourceweights, dests, .. } => assert_eq!((sources, sourceweights, dests), (vec![0], None, vec![1])),
+            t => panic!("{t:?}"),
+        }
     }
 
     #[test]

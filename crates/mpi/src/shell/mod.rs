@@ -354,6 +354,38 @@ pub unsafe fn read_cstr(p: *const c_char) -> R<String> {
     Ok(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
 }
 
+/// A C string argument named `what` (`where x: str` in functions.txt).
+pub unsafe fn in_str(p: *const c_char, what: &str) -> R<String> {
+    check_ptr(p, what)?;
+    Ok(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+}
+
+/// An array argument `what` of `n` elements, `n` being the argument
+/// `len_name` (`where x[n]` in functions.txt).
+pub unsafe fn in_array<'a, T>(p: *const T, n: impl Into<i64>, what: &str, len_name: &str) -> R<&'a [T]> {
+    let n: i64 = n.into();
+    if n < 0 {
+        return Err(err(MPI_ERR_ARG, format!("invalid {len_name} {n}")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    check_ptr(p, what)?;
+    // SAFETY: the standard makes the caller pass `n` elements.
+    Ok(std::slice::from_raw_parts(p, n as usize))
+}
+
+/// Copy the first `max` elements of `v` (or all, when fewer) into the
+/// output array `what` (`-> x[max]` in functions.txt).
+pub unsafe fn put_array<T: Copy>(p: *mut T, max: impl Into<i64>, v: &[T], what: &str) -> R<()> {
+    let n = (max.into().max(0) as usize).min(v.len());
+    if n > 0 {
+        check_ptr(p, what)?;
+        std::ptr::copy_nonoverlapping(v.as_ptr(), p, n);
+    }
+    Ok(())
+}
+
 pub fn check_ptr<T>(p: *const T, what: &str) -> R<()> {
     if p.is_null() {
         return Err(err(MPI_ERR_ARG, format!("{what} is NULL")));
