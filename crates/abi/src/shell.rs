@@ -34,6 +34,8 @@
 //! - `x: str(CAP)` and `x: str(CAP, LEN_OUT)`: IMPL returns a string, copied
 //!   into the caller's `CAP` bytes (truncated, NUL-terminated), its length
 //!   stored through `LEN_OUT`.
+//! - `x?`, first: a flag. IMPL returns an `Option` of the other outputs;
+//!   the flag says whether it is `Some`, and only then are they stored.
 //!
 //! After the outputs, `where KIND, ...` says how an input parameter reaches
 //! IMPL (the others are passed with `.into()`):
@@ -78,12 +80,14 @@ pub enum Out {
     Array { name: String, len: String },
     /// `x: str(CAP[, LEN_OUT])`: a string copied into CAP bytes.
     Str { name: String, cap: String, len_out: Option<String> },
+    /// `x?`: whether IMPL's `Option` holds the other outputs.
+    Flag(String),
 }
 
 impl Out {
     pub fn name(&self) -> &str {
         match self {
-            Out::Value(n) | Out::Array { name: n, .. } | Out::Str { name: n, .. } => n,
+            Out::Value(n) | Out::Array { name: n, .. } | Out::Str { name: n, .. } | Out::Flag(n) => n,
         }
     }
 
@@ -103,6 +107,9 @@ impl Out {
         if let Some((name, len)) = t.split_once('[') {
             let len = len.strip_suffix(']').ok_or_else(|| format!("output {t:?}: unclosed '['"))?;
             return Ok(Out::Array { name: ident(name)?, len: len.trim().to_string() });
+        }
+        if let Some(name) = t.strip_suffix('?') {
+            return Ok(Out::Flag(ident(name)?));
         }
         Ok(Out::Value(ident(t)?))
     }
@@ -210,6 +217,9 @@ impl Binding {
             "get" => return Err(format!("binding {text:?}: get needs '-> OUT, ...'")),
             f => return Err(format!("binding {text:?}: unknown form {f:?} (call, api, alias, coll, get)")),
         };
+        if outs.iter().skip(1).any(|o| matches!(o, Out::Flag(_))) || matches!(outs.as_slice(), [Out::Flag(_)]) {
+            return Err(format!("binding {text:?}: a flag comes first, before what it flags"));
+        }
         if (!outs.is_empty() || !ins.is_empty()) && !matches!(form, Form::Get | Form::Api) {
             return Err(format!("binding {text:?}: only get and api have outputs and 'where'"));
         }
@@ -388,7 +398,7 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                     return Err(format!("output {} must be a non-const pointer", o.name()));
                 }
                 match o {
-                    Out::Value(n) => pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n)),
+                    Out::Value(n) | Out::Flag(n) => pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n)),
                     Out::Str { name: n, len_out, .. } => {
                         pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n));
                         if let Some(l) = len_out {
@@ -418,6 +428,10 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                 // api with inputs only: IMPL's result is the call's.
                 format!("api({name:?}, {target}, || {{ {pre}{call} }})")
             } else {
+                let (flag, outs) = match outs.split_first() {
+                    Some((Out::Flag(n), rest)) => (Some(rust_ident(n)), rest),
+                    _ => (None, outs.as_slice()),
+                };
                 let vs: Vec<String> = (0..outs.len()).map(|i| format!("v{i}")).collect();
                 let pat = if outs.len() == 1 { vs[0].clone() } else { format!("({})", vs.join(", ")) };
                 let stores: String = outs
@@ -430,9 +444,15 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                             let l = len_out.as_deref().map(rust_ident).unwrap_or_else(|| "std::ptr::null_mut()".into());
                             format!("write_cstr({}, ({cap}) as usize, &{v}, {l}); ", rust_ident(n))
                         }
+                        Out::Flag(_) => unreachable!("parse keeps a flag first"),
                     })
                     .collect();
-                format!("api({name:?}, {target}, || {{ {pre}let {pat} = {call}?; {stores}Ok(()) }})")
+                match flag {
+                    None => format!("api({name:?}, {target}, || {{ {pre}let {pat} = {call}?; {stores}Ok(()) }})"),
+                    Some(flag) => format!(
+                        "api({name:?}, {target}, || {{ {pre}let found = {call}?; *{flag} = found.is_some() as c_int; if let Some({pat}) = found {{ {stores}}} Ok(()) }})"
+                    ),
+                }
             }
         }
         Form::Alias => {

@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::objects::*;
-use crate::state::{self, api, Target};
 use std::collections::HashSet;
 
 impl State {
@@ -17,17 +16,12 @@ impl State {
     }
 }
 
-fn new_group(out: *mut MPI_Group, name: &'static str, f: impl FnOnce(&mut State) -> R<Group>) -> c_int {
-    api(name, Target::NoComm, || {
-        check_ptr(out, "newgroup")?;
-        let h = state::with(|st| {
-            let g = f(st)?;
-            Ok(if g.pids.is_empty() { MPI_GROUP_EMPTY } else { st.new_group(g) })
-        })?;
-        // SAFETY: checked non-null.
-        unsafe { *out = h };
-        Ok(())
-    })
+// The MPI_Group_X of this file are generated from abi/functions.txt; these
+// are their implementations.
+
+/// A handle for a group made by an operation (MPI_GROUP_EMPTY if empty).
+fn made(st: &mut State, g: Group) -> R<MPI_Group> {
+    Ok(if g.pids.is_empty() { MPI_GROUP_EMPTY } else { st.new_group(g) })
 }
 
 pub(crate) fn group_rank(st: &mut State, group: MPI_Group) -> R<c_int> {
@@ -38,41 +32,18 @@ pub(crate) fn group_size(st: &mut State, group: MPI_Group) -> R<c_int> {
     Ok(st.group(group)?.size())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_translate_ranks(group1: MPI_Group, n: c_int, ranks1: *const c_int, group2: MPI_Group, ranks2: *mut c_int) -> c_int {
-    api("MPI_Group_translate_ranks", Target::NoComm, || {
-        if n < 0 {
-            return Err(err(MPI_ERR_ARG, format!("invalid number of ranks {n}")));
-        }
-        let (g1, g2) = state::with(|st| Ok((st.group(group1)?, st.group(group2)?)))?;
-        if n == 0 {
-            return Ok(());
-        }
-        check_ptr(ranks1, "ranks1")?;
-        check_ptr(ranks2, "ranks2")?;
-        for i in 0..n as usize {
-            let r = *ranks1.add(i);
-            let out = if r == MPI_PROC_NULL {
-                MPI_PROC_NULL
-            } else if r < 0 || r >= g1.size() {
-                return Err(err(MPI_ERR_RANK, format!("ranks1[{i}] = {r} is not a rank of group1 (size {})", g1.size())));
-            } else {
-                g2.rank_of(g1.pids[r as usize]).unwrap_or(MPI_UNDEFINED)
-            };
-            *ranks2.add(i) = out;
-        }
-        Ok(())
-    })
+pub(crate) fn translate_ranks(st: &mut State, group1: MPI_Group, _n: c_int, ranks1: &[c_int], group2: MPI_Group) -> R<Vec<c_int>> {
+    let (g1, g2) = (st.group(group1)?, st.group(group2)?);
+    let rank_in_2 = |(i, &r): (usize, &c_int)| match r {
+        MPI_PROC_NULL => Ok(MPI_PROC_NULL),
+        r if !(0..g1.size()).contains(&r) => Err(err(MPI_ERR_RANK, format!("ranks1[{i}] = {r} is not a rank of group1 (size {})", g1.size()))),
+        r => Ok(g2.rank_of(g1.pids[r as usize]).unwrap_or(MPI_UNDEFINED)),
+    };
+    ranks1.iter().enumerate().map(rank_in_2).collect()
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_compare(group1: MPI_Group, group2: MPI_Group, result: *mut c_int) -> c_int {
-    api("MPI_Group_compare", Target::NoComm, || {
-        check_ptr(result, "result")?;
-        let (g1, g2) = state::with(|st| Ok((st.group(group1)?, st.group(group2)?)))?;
-        *result = compare_groups(&g1, &g2);
-        Ok(())
-    })
+pub(crate) fn group_compare(st: &mut State, group1: MPI_Group, group2: MPI_Group) -> R<c_int> {
+    Ok(compare_groups(&*st.group(group1)?, &*st.group(group2)?))
 }
 
 pub fn compare_groups(a: &Group, b: &Group) -> c_int {
@@ -88,33 +59,27 @@ pub fn compare_groups(a: &Group, b: &Group) -> c_int {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_union(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_union", |st| {
-        let (a, b) = (st.group(group1)?, st.group(group2)?);
-        let mut pids = a.pids.clone();
-        let sa: HashSet<_> = a.pids.iter().copied().collect();
-        pids.extend(b.pids.iter().filter(|p| !sa.contains(p)));
-        Ok(Group { pids, session: common_session(&a, &b)? })
-    })
+pub(crate) fn group_union(st: &mut State, group1: MPI_Group, group2: MPI_Group) -> R<MPI_Group> {
+    let (a, b) = (st.group(group1)?, st.group(group2)?);
+    let mut pids = a.pids.clone();
+    let sa: HashSet<_> = a.pids.iter().copied().collect();
+    pids.extend(b.pids.iter().filter(|p| !sa.contains(p)));
+    made(st, Group { pids, session: common_session(&a, &b)? })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_intersection(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_intersection", |st| {
-        let (a, b) = (st.group(group1)?, st.group(group2)?);
-        let sb: HashSet<_> = b.pids.iter().copied().collect();
-        Ok(Group { pids: a.pids.iter().copied().filter(|p| sb.contains(p)).collect(), session: common_session(&a, &b)? })
-    })
+/// The members of `group1` that are (`keep` true) or are not in `group2`.
+fn filtered(st: &mut State, group1: MPI_Group, group2: MPI_Group, keep: bool) -> R<MPI_Group> {
+    let (a, b) = (st.group(group1)?, st.group(group2)?);
+    let sb: HashSet<_> = b.pids.iter().copied().collect();
+    made(st, Group { pids: a.pids.iter().copied().filter(|p| sb.contains(p) == keep).collect(), session: common_session(&a, &b)? })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_difference(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_difference", |st| {
-        let (a, b) = (st.group(group1)?, st.group(group2)?);
-        let sb: HashSet<_> = b.pids.iter().copied().collect();
-        Ok(Group { pids: a.pids.iter().copied().filter(|p| !sb.contains(p)).collect(), session: common_session(&a, &b)? })
-    })
+pub(crate) fn group_intersection(st: &mut State, group1: MPI_Group, group2: MPI_Group) -> R<MPI_Group> {
+    filtered(st, group1, group2, true)
+}
+
+pub(crate) fn group_difference(st: &mut State, group1: MPI_Group, group2: MPI_Group) -> R<MPI_Group> {
+    filtered(st, group1, group2, false)
 }
 
 /// The session a group made from two others derives from: groups of two
@@ -126,17 +91,13 @@ fn common_session(a: &Group, b: &Group) -> R<Option<MPI_Session>> {
     }
 }
 
-unsafe fn rank_list(g: &Group, n: c_int, ranks: *const c_int) -> R<Vec<i32>> {
-    if n < 0 || n > g.size() {
-        return Err(err(MPI_ERR_ARG, format!("invalid number of ranks {n} for a group of {}", g.size())));
+/// Distinct ranks of `g`, checked.
+fn rank_list(g: &Group, ranks: &[c_int]) -> R<Vec<i32>> {
+    if ranks.len() > g.pids.len() {
+        return Err(err(MPI_ERR_ARG, format!("invalid number of ranks {} for a group of {}", ranks.len(), g.size())));
     }
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    check_ptr(ranks, "ranks")?;
-    let v: Vec<i32> = std::slice::from_raw_parts(ranks, n as usize).to_vec();
     let mut seen = HashSet::new();
-    for (i, &r) in v.iter().enumerate() {
+    for (i, &r) in ranks.iter().enumerate() {
         if r < 0 || r >= g.size() {
             return Err(err(MPI_ERR_RANK, format!("ranks[{i}] = {r} is not a rank of the group (size {})", g.size())));
         }
@@ -144,39 +105,37 @@ unsafe fn rank_list(g: &Group, n: c_int, ranks: *const c_int) -> R<Vec<i32>> {
             return Err(err(MPI_ERR_RANK, format!("rank {r} appears twice in ranks")));
         }
     }
-    Ok(v)
+    Ok(ranks.to_vec())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_incl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_incl", |st| {
-        let g = st.group(group)?;
-        let v = rank_list(&g, n, ranks)?;
-        Ok(g.derived(v.iter().map(|&r| g.pids[r as usize]).collect()))
-    })
+/// The members of `g` at `ranks` (`incl`), or all others in rank order.
+fn pick(st: &mut State, g: &Group, ranks: Vec<i32>, incl: bool) -> R<MPI_Group> {
+    let pids = if incl {
+        ranks.iter().map(|&r| g.pids[r as usize]).collect()
+    } else {
+        let out: HashSet<i32> = ranks.into_iter().collect();
+        g.pids.iter().enumerate().filter(|(r, _)| !out.contains(&(*r as i32))).map(|(_, &p)| p).collect()
+    };
+    made(st, g.derived(pids))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_excl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_excl", |st| {
-        let g = st.group(group)?;
-        let v: HashSet<i32> = rank_list(&g, n, ranks)?.into_iter().collect();
-        Ok(g.derived(g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect()))
-    })
+pub(crate) fn group_incl(st: &mut State, group: MPI_Group, _n: c_int, ranks: &[c_int], incl: bool) -> R<MPI_Group> {
+    let g = st.group(group)?;
+    let v = rank_list(&g, ranks)?;
+    pick(st, &g, v, incl)
+}
+
+pub(crate) fn group_range_incl(st: &mut State, group: MPI_Group, _n: c_int, r: &[[c_int; 3]], incl: bool) -> R<MPI_Group> {
+    let g = st.group(group)?;
+    let v = ranges(&g, r)?;
+    pick(st, &g, v, incl)
 }
 
 /// Expand (first, last, stride) triplets into ranks, checking them.
-unsafe fn ranges(g: &Group, n: c_int, r: *mut [c_int; 3]) -> R<Vec<i32>> {
-    if n < 0 {
-        return Err(err(MPI_ERR_ARG, format!("invalid number of ranges {n}")));
-    }
-    if n > 0 {
-        check_ptr(r, "ranges")?;
-    }
+fn ranges(g: &Group, r: &[[c_int; 3]]) -> R<Vec<i32>> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    for i in 0..n as usize {
-        let [first, last, stride] = *r.add(i);
+    for (i, &[first, last, stride]) in r.iter().enumerate() {
         if stride == 0 {
             return Err(err(MPI_ERR_ARG, format!("ranges[{i}] has stride 0")));
         }
@@ -204,33 +163,9 @@ unsafe fn ranges(g: &Group, n: c_int, r: *mut [c_int; 3]) -> R<Vec<i32>> {
     Ok(out)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_range_incl(group: MPI_Group, n: c_int, ranges_: *mut [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_range_incl", |st| {
-        let g = st.group(group)?;
-        let v = ranges(&g, n, ranges_)?;
-        Ok(g.derived(v.iter().map(|&r| g.pids[r as usize]).collect()))
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_range_excl(group: MPI_Group, n: c_int, ranges_: *mut [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
-    new_group(newgroup, "MPI_Group_range_excl", |st| {
-        let g = st.group(group)?;
-        let v: HashSet<i32> = ranges(&g, n, ranges_)?.into_iter().collect();
-        Ok(g.derived(g.pids.iter().enumerate().filter(|(r, _)| !v.contains(&(*r as i32))).map(|(_, &p)| p).collect()))
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_free(group: *mut MPI_Group) -> c_int {
-    api("MPI_Group_free", Target::NoComm, || {
-        check_ptr(group, "group")?;
-        let h = *group;
-        if h != MPI_GROUP_EMPTY {
-            state::with(|st| st.groups.remove(h).map(|_| ()).ok_or_else(|| err(MPI_ERR_GROUP, format!("invalid group handle {h:#x}"))))?;
-        }
-        *group = MPI_GROUP_NULL;
-        Ok(())
-    })
+pub(crate) fn group_free(st: &mut State, h: MPI_Group) -> R<MPI_Group> {
+    if h != MPI_GROUP_EMPTY {
+        st.groups.remove(h).ok_or_else(|| err(MPI_ERR_GROUP, format!("invalid group handle {h:#x}")))?;
+    }
+    Ok(MPI_GROUP_NULL)
 }

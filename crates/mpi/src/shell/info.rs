@@ -100,84 +100,87 @@ fn env_info() -> Info {
     Info { entries: e }
 }
 
-unsafe fn key_arg(key: *const c_char) -> R<String> {
-    let k = read_cstr(key)?;
+// Most MPI_Info_X are generated from abi/functions.txt; these are their
+// implementations.
+
+fn key_arg(k: &str) -> R<&str> {
     if k.is_empty() || k.len() > MPI_MAX_INFO_KEY as usize {
         return Err(err(MPI_ERR_INFO_KEY, format!("info key of length {} (must be 1..={})", k.len(), MPI_MAX_INFO_KEY)));
     }
     Ok(k)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_create(info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_create", Target::NoComm, || {
-        check_ptr(info, "info")?;
-        *info = new_info(Info::default());
+pub(crate) fn info_create() -> R<MPI_Info> {
+    Ok(new_info(Info::default()))
+}
+
+pub(crate) fn info_create_env(_argc: c_int, _argv: *mut *mut c_char) -> R<MPI_Info> {
+    Ok(new_info(env_info()))
+}
+
+/// MPI_Info_set: the program's own write, checked.
+pub(crate) fn info_put(info: MPI_Info, key: &str, value: &str) -> R<()> {
+    let k = key_arg(key)?;
+    if value.len() > MPI_MAX_INFO_VAL as usize {
+        return Err(err(MPI_ERR_INFO_VALUE, format!("info value of length {} (max {})", value.len(), MPI_MAX_INFO_VAL)));
+    }
+    info_set(info, k, value)
+}
+
+pub(crate) fn info_delete(info: MPI_Info, key: &str) -> R<()> {
+    let k = key_arg(key)?;
+    with_info_mut(info, |i| {
+        let pos = i.entries.iter().position(|(ek, _)| ek == k).ok_or_else(|| err(MPI_ERR_INFO_NOKEY, format!("no key {k:?}")))?;
+        i.entries.remove(pos);
         Ok(())
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_create_env", Target::NoComm, || {
-        check_ptr(info, "info")?;
-        *info = new_info(env_info());
-        Ok(())
-    })
+/// MPI_Info_get: `valuelen` counts the bytes before the terminating NUL.
+pub(crate) fn info_get(info: MPI_Info, key: &str, valuelen: c_int) -> R<Option<String>> {
+    let k = key_arg(key)?;
+    if valuelen < 0 {
+        return Err(err(MPI_ERR_ARG, format!("invalid valuelen {valuelen}")));
+    }
+    info_value(info, k)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
-    api("MPI_Info_set", Target::NoComm, || {
-        let k = key_arg(key)?;
-        let v = read_cstr(value)?;
-        if v.len() > MPI_MAX_INFO_VAL as usize {
-            return Err(err(MPI_ERR_INFO_VALUE, format!("info value of length {} (max {})", v.len(), MPI_MAX_INFO_VAL)));
-        }
-        info_set(info, &k, &v)
-    })
+pub(crate) fn info_valuelen(info: MPI_Info, key: &str) -> R<Option<c_int>> {
+    Ok(info_value(info, key_arg(key)?)?.map(|v| v.len() as c_int))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    api("MPI_Info_delete", Target::NoComm, || {
-        let k = key_arg(key)?;
-        with_info_mut(info, |i| {
-            let pos = i.entries.iter().position(|(ek, _)| *ek == k).ok_or_else(|| err(MPI_ERR_INFO_NOKEY, format!("no key {k:?}")))?;
-            i.entries.remove(pos);
-            Ok(())
-        })
-    })
+pub(crate) fn info_nkeys(info: MPI_Info) -> R<c_int> {
+    Ok(info_entries(info)?.len() as c_int)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-    api("MPI_Info_get", Target::NoComm, || {
-        check_ptr(flag, "flag")?;
-        let k = key_arg(key)?;
-        if valuelen < 0 {
-            return Err(err(MPI_ERR_ARG, format!("invalid valuelen {valuelen}")));
-        }
-        let v = info_value(info, &k)?;
-        match v {
-            Some(v) => {
-                *flag = 1;
-                // valuelen excludes the terminating NUL.
-                write_cstr(value, valuelen as usize + 1, &v, std::ptr::null_mut());
-            }
-            None => *flag = 0,
-        }
-        Ok(())
-    })
+pub(crate) fn info_nthkey(info: MPI_Info, n: c_int) -> R<String> {
+    let mut e = info_entries(info)?;
+    if n < 0 || n as usize >= e.len() {
+        return Err(err(MPI_ERR_ARG, format!("key index {n} out of range (the info has {} keys)", e.len())));
+    }
+    Ok(e.swap_remove(n as usize).0)
 }
 
+pub(crate) fn info_dup(info: MPI_Info) -> R<MPI_Info> {
+    Ok(new_info(Info { entries: info_entries(info)? }))
+}
+
+pub(crate) fn info_free(h: MPI_Info) -> R<MPI_Info> {
+    if h == MPI_INFO_ENV {
+        return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed"));
+    }
+    with_infos(|t| t.remove(h).map(|_| ()).ok_or_else(|| bad_handle(h)))?;
+    Ok(MPI_INFO_NULL)
+}
+
+/// Written out: `buflen` is both the room given and the length needed.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
     api("MPI_Info_get_string", Target::NoComm, || {
         check_ptr(flag, "flag")?;
         check_ptr(buflen, "buflen")?;
-        let k = key_arg(key)?;
-        let v = info_value(info, &k)?;
+        let k = in_str(key, "key")?;
+        let v = info_value(info, key_arg(&k)?)?;
         match v {
             Some(v) => {
                 *flag = 1;
@@ -189,70 +192,6 @@ pub unsafe extern "C" fn PMPI_Info_get_string(info: MPI_Info, key: *const c_char
             }
             None => *flag = 0,
         }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
-    api("MPI_Info_get_valuelen", Target::NoComm, || {
-        check_ptr(flag, "flag")?;
-        check_ptr(valuelen, "valuelen")?;
-        let k = key_arg(key)?;
-        let v = info_value(info, &k)?.map(|v| v.len());
-        match v {
-            Some(n) => {
-                *flag = 1;
-                *valuelen = n as c_int;
-            }
-            None => *flag = 0,
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    api("MPI_Info_get_nkeys", Target::NoComm, || {
-        check_ptr(nkeys, "nkeys")?;
-        *nkeys = info_entries(info)?.len() as c_int;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    api("MPI_Info_get_nthkey", Target::NoComm, || {
-        check_ptr(key, "key")?;
-        let e = info_entries(info)?;
-        if n < 0 || n as usize >= e.len() {
-            return Err(err(MPI_ERR_ARG, format!("key index {n} out of range (the info has {} keys)", e.len())));
-        }
-        let k = &e[n as usize].0;
-        write_cstr(key, MPI_MAX_INFO_KEY as usize + 1, k, std::ptr::null_mut());
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    api("MPI_Info_dup", Target::NoComm, || {
-        check_ptr(newinfo, "newinfo")?;
-        *newinfo = new_info(Info { entries: info_entries(info)? });
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Info_free(info: *mut MPI_Info) -> c_int {
-    api("MPI_Info_free", Target::NoComm, || {
-        check_ptr(info, "info")?;
-        let h = *info;
-        if h == MPI_INFO_ENV {
-            return Err(err(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed"));
-        }
-        with_infos(|t| t.remove(h).map(|_| ()).ok_or_else(|| bad_handle(h)))?;
-        *info = MPI_INFO_NULL;
         Ok(())
     })
 }
