@@ -21,7 +21,8 @@
 //! - `get IMPL -> OUT, ...`: a query. The generated body checks that every
 //!   OUT pointer is not NULL, calls `IMPL(st, other args, EXTRA)` under the
 //!   lock, and stores what it returns (one value, or a tuple in OUT order)
-//!   through the OUT pointers. Errors go where `api`'s do.
+//!   through the OUT pointers. Errors go where `api`'s do. Without OUTs,
+//!   IMPL's result is the call's.
 //!
 //! `api` may have outputs too: IMPL runs without the lock and returns
 //! them, as `get`'s does.
@@ -213,8 +214,7 @@ impl Binding {
             "api" => Form::Api,
             "alias" => Form::Alias,
             "coll" => Form::Coll,
-            "get" if !outs.is_empty() => Form::Get,
-            "get" => return Err(format!("binding {text:?}: get needs '-> OUT, ...'")),
+            "get" => Form::Get,
             f => return Err(format!("binding {text:?}: unknown form {f:?} (call, api, alias, coll, get)")),
         };
         if outs.iter().skip(1).any(|o| matches!(o, Out::Flag(_))) || matches!(outs.as_slice(), [Out::Flag(_)]) {
@@ -425,7 +425,7 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                 format!("{}({})", b.imp, args(&skip).join(", "))
             };
             if outs.is_empty() {
-                // api with inputs only: IMPL's result is the call's.
+                // No outputs: IMPL's result is the call's.
                 format!("api({name:?}, {target}, || {{ {pre}{call} }})")
             } else {
                 let (flag, outs) = match outs.split_first() {
@@ -509,6 +509,12 @@ int MPI_Keyval_free(int *keyval); => alias MPI_Comm_free_keyval
 int MPI_Session_flush_buffer(MPI_Session session); => api session_flush
 int MPI_Barrier(MPI_Comm comm); => coll plan_barrier | fast::barrier
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int coords[]); => get cart_get -> dims[maxdims], coords[maxdims]
+int MPI_Dims_create(int nnodes, int ndims, int dims[]); => api dims_create -> dims[ndims] where dims[ndims]
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag); => api info_get -> flag?, value: str(valuelen + 1) where key: str
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen); => get name -> comm_name: str(MPI_MAX_OBJECT_NAME, resultlen)
+int MPI_Group_free(MPI_Group *group); => get group_free -> group where *group
+int MPI_Type_commit(MPI_Datatype *datatype); => get type_commit where *datatype
 ## unavailable: later
 int MPI_Win_free(MPI_Win *win);
 ";
@@ -535,6 +541,12 @@ int MPI_Win_free(MPI_Win *win);
                 Some((Variant::Plain, false)),
                 Some((Variant::Plain, false)),
                 Some((Variant::Nonblocking, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
+                Some((Variant::Plain, false)),
                 None,
             ]
         );
@@ -556,6 +568,16 @@ int MPI_Win_free(MPI_Win *win);
             "api(\"MPI_Session_flush_buffer\", Target::Session(session), || session_flush(session.into()))",
             "match fast::barrier(\"MPI_Barrier\", comm.into()) { Some(rc) => rc, None => blocking(\"MPI_Barrier\", comm, |st| plan_barrier(st, comm.into())) }",
             "nonblocking(\"MPI_Ibarrier\", comm, request, |st| plan_barrier(st, comm.into()))",
+            // Output arrays: as many as the caller has room for.
+            "let (v0, v1) = state::with(|st| cart_get(st, comm.into(), maxdims.into()))?; put_array(dims, maxdims, &v0, \"dims\")?; put_array(coords, maxdims, &v1, \"coords\")?; Ok(())",
+            // An in-out array is read, then written.
+            "let dims_in = in_array(dims, ndims, \"dims\", \"ndims\")?; let v0 = dims_create(nnodes.into(), ndims.into(), dims_in)?; put_array(dims, ndims, &v0, \"dims\")?;",
+            // A flag says whether the value was there; strings both ways.
+            "check_ptr(flag, \"flag\")?; check_ptr(value, \"value\")?; let key_in = in_str(key, \"key\")?; let found = info_get(info.into(), &key_in, valuelen.into())?; *flag = found.is_some() as c_int; if let Some(v0) = found { write_cstr(value, (valuelen + 1) as usize, &v0, std::ptr::null_mut()); } Ok(())",
+            "check_ptr(comm_name, \"comm_name\")?; check_ptr(resultlen, \"resultlen\")?; let v0 = state::with(|st| name(st, comm.into()))?; write_cstr(comm_name, (MPI_MAX_OBJECT_NAME) as usize, &v0, resultlen);",
+            // An in-out handle: read, freed, the null handle stored back.
+            "check_ptr(group, \"group\")?; let group_in = *group; let v0 = state::with(|st| group_free(st, group_in))?; *group = v0; Ok(())",
+            "check_ptr(datatype, \"datatype\")?; let datatype_in = *datatype; state::with(|st| type_commit(st, datatype_in)) })",
         ] {
             assert!(rs.contains(want), "missing {want}\nin\n{rs}");
         }
@@ -564,13 +586,15 @@ int MPI_Win_free(MPI_Win *win);
 
     #[test]
     fn bad_bindings_are_errors() {
-        for bad in ["call", "send x", "get f", "call f -> x", "call f(a", "call f | g", "coll f |", "coll f | g h"] {
+        for bad in ["call", "send x", "call f -> x", "get f -> x?", "api f -> x, y?", "get f where x", "get f -> x: int", "call f where x[n]", "api f where x[n", "call f(a", "call f | g", "coll f |", "coll f | g h"] {
             assert!(Binding::parse(bad).is_err(), "{bad}");
         }
         let t = "## C\nint MPI_Ibarrier(MPI_Comm comm);\nint MPI_Barrier(MPI_Comm comm); => coll plan_barrier\n";
         assert!(rust_shell(&parse_table(t).unwrap()).unwrap_err().contains("request"));
         let t = "## C\nint MPI_Comm_size(MPI_Comm comm, const int *size); => get f -> size\n";
         assert!(rust_shell(&parse_table(t).unwrap()).is_err());
+        let t = "## C\nint MPI_Comm_size(MPI_Comm comm, int *size); => get f -> size where nope[size]\n";
+        assert!(rust_shell(&parse_table(t).unwrap()).unwrap_err().contains("no parameter nope"));
     }
 
     #[test]

@@ -260,63 +260,8 @@ pub(crate) fn comm_test_inter(st: &mut State, comm: MPI_Comm) -> R<c_int> {
     Ok(st.comm(comm)?.is_inter() as c_int)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    api("MPI_Comm_group", Target::Comm(comm), || {
-        check_ptr(group, "group")?;
-        let h = state::with(|st| {
-            let c = st.comm(comm)?;
-            let g = if c.group.session == c.session { c.group.clone() } else { Arc::new(Group { pids: c.group.pids.clone(), session: c.session }) };
-            Ok(st.groups.insert(g))
-        })?;
-        *group = h;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    api("MPI_Comm_remote_group", Target::Comm(comm), || {
-        check_ptr(group, "group")?;
-        let h = state::with(|st| {
-            let g = st.comm(comm)?.remote.clone().ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))?;
-            Ok(st.groups.insert(g))
-        })?;
-        *group = h;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
-    api("MPI_Comm_compare", Target::Comm(comm1), || {
-        check_ptr(result, "result")?;
-        let r = state::with(|st| {
-            let (a, b) = (st.comm(comm1)?, st.comm(comm2)?);
-            if comm1 == comm2 {
-                return Ok(MPI_IDENT);
-            }
-            if a.is_inter() != b.is_inter() {
-                return Ok(MPI_UNEQUAL);
-            }
-            let g = super::group::compare_groups(&a.group, &b.group);
-            let rg = match (&a.remote, &b.remote) {
-                (Some(x), Some(y)) => super::group::compare_groups(x, y),
-                _ => MPI_IDENT,
-            };
-            Ok(match (g.max(rg), g) {
-                (MPI_IDENT, _) => MPI_CONGRUENT,
-                (MPI_SIMILAR, _) => MPI_SIMILAR,
-                _ => MPI_UNEQUAL,
-            })
-        })?;
-        *result = r;
-        Ok(())
-    })
-}
-
 /// Duplicate `comm` with a fresh context (collective); attributes copied.
-fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_Comm> {
+pub(crate) fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_Comm> {
     let inter = state::with(|st| Ok(st.comm(comm)?.is_inter()))?;
     let ctx = agree_ctx(comm, if inter { 2 } else { 1 })?;
     let (h, copies) = state::with(|st| {
@@ -332,25 +277,6 @@ fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_Comm> {
     })?;
     super::attr::copy_comm_attrs(comm, h, copies)?;
     Ok(h)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_dup", Target::Comm(comm), || {
-        check_ptr(newcomm, "newcomm")?;
-        *newcomm = dup(comm, None)?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_dup_with_info", Target::Comm(comm), || {
-        check_ptr(newcomm, "newcomm")?;
-        let kv = super::info::info_entries_or_empty(info)?;
-        *newcomm = dup(comm, Some(kv))?;
-        Ok(())
-    })
 }
 
 /// MPI_Comm_idup: the new handle is valid at once; its context is agreed by
@@ -452,7 +378,7 @@ fn members(all: &[i32], pids: &[u32], color: i32) -> Vec<u32> {
     v.into_iter().map(|(_, r)| pids[r]).collect()
 }
 
-fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
+pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
     if color < 0 && color != MPI_UNDEFINED {
         return Err(err(MPI_ERR_ARG, format!("invalid color {color} (must be >= 0 or MPI_UNDEFINED)")));
     }
@@ -495,15 +421,6 @@ fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
             c.local_ctx = Some(ctx + 2);
         }
         st.add_comm(comm, c, false)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_split", Target::Comm(comm), || {
-        check_ptr(newcomm, "newcomm")?;
-        *newcomm = split(comm, color, key)?;
-        Ok(())
     })
 }
 
@@ -884,77 +801,88 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_free", Target::NoComm, || {
-        check_ptr(comm, "comm")?;
-        let h = *comm;
-        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
-            return Err(err(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
-        }
-        state::with(|st| st.comm(h).map(|_| ()))?;
-        super::attr::delete_all_comm_attrs(h)?;
-        state::with(|st| {
-            if let Some(c) = st.comms.remove(h) {
-                super::errh::release_errhandler(c.errh);
-            }
-            Ok(())
-        })?;
-        *comm = MPI_COMM_NULL;
-        Ok(())
-    })
-}
-
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
-    api("MPI_Comm_set_name", Target::Comm(comm), || {
-        let name: String = read_cstr(comm_name)?.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
-        state::with(|st| {
-            st.comm_mut(comm)?.name = name;
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Comm_get_name", Target::Comm(comm), || {
-        let n = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { state::with(|st| Ok(st.comm(comm)?.name.clone()))? };
-        write_cstr(comm_name, MPI_MAX_OBJECT_NAME as usize, &n, resultlen);
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    api("MPI_Comm_set_info", Target::Comm(comm), || {
-        state::with(|st| {
-            let kv = super::info::info_entries(info)?;
-            let c = st.comm_mut(comm)?;
-            for (k, v) in kv {
-                match c.info.iter_mut().find(|(ck, _)| *ck == k) {
-                    Some(e) => e.1 = v,
-                    None => c.info.push((k, v)),
-                }
-            }
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
-    api("MPI_Comm_get_info", Target::Comm(comm), || {
-        check_ptr(info_used, "info_used")?;
-        let h = state::with(|st| {
-            let kv = st.comm(comm)?.info.clone();
-            Ok(super::info::new_info(Info { entries: kv }))
-        })?;
-        *info_used = h;
-        Ok(())
-    })
-}
-
 #[allow(dead_code)]
 fn _unused(_: Step) {}
+
+// MPI_Comm_compare, _group, _free, _dup, _split, the names and infos are
+// generated from abi/functions.txt; these are their implementations.
+
+pub(crate) fn comm_compare(st: &mut State, comm1: MPI_Comm, comm2: MPI_Comm) -> R<c_int> {
+    let (a, b) = (st.comm(comm1)?, st.comm(comm2)?);
+    if comm1 == comm2 {
+        return Ok(MPI_IDENT);
+    }
+    if a.is_inter() != b.is_inter() {
+        return Ok(MPI_UNEQUAL);
+    }
+    let g = super::group::compare_groups(&a.group, &b.group);
+    let rg = match (&a.remote, &b.remote) {
+        (Some(x), Some(y)) => super::group::compare_groups(x, y),
+        _ => MPI_IDENT,
+    };
+    Ok(match g.max(rg) {
+        MPI_IDENT => MPI_CONGRUENT,
+        MPI_SIMILAR => MPI_SIMILAR,
+        _ => MPI_UNEQUAL,
+    })
+}
+
+/// The group derives from the communicator's session.
+pub(crate) fn comm_group(st: &mut State, comm: MPI_Comm) -> R<MPI_Group> {
+    let c = st.comm(comm)?;
+    let g = if c.group.session == c.session { c.group.clone() } else { Arc::new(Group { pids: c.group.pids.clone(), session: c.session }) };
+    Ok(st.groups.insert(g))
+}
+
+pub(crate) fn comm_remote_group(st: &mut State, comm: MPI_Comm) -> R<MPI_Group> {
+    let g = st.comm(comm)?.remote.clone().ok_or_else(|| err(MPI_ERR_COMM, "not an intercommunicator"))?;
+    Ok(st.groups.insert(g))
+}
+
+pub(crate) fn comm_get_info(st: &mut State, comm: MPI_Comm) -> R<MPI_Info> {
+    Ok(super::info::new_info(Info { entries: st.comm(comm)?.info.clone() }))
+}
+
+pub(crate) fn comm_set_info(st: &mut State, comm: MPI_Comm, info: MPI_Info) -> R<()> {
+    let kv = super::info::info_entries(info)?;
+    let c = st.comm_mut(comm)?;
+    for (k, v) in kv {
+        match c.info.iter_mut().find(|(ck, _)| *ck == k) {
+            Some(e) => e.1 = v,
+            None => c.info.push((k, v)),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn comm_set_name(st: &mut State, comm: MPI_Comm, name: &str) -> R<()> {
+    st.comm_mut(comm)?.name = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+    Ok(())
+}
+
+pub(crate) fn comm_get_name(st: &mut State, comm: MPI_Comm) -> R<String> {
+    if comm == MPI_COMM_NULL {
+        return Ok("MPI_COMM_NULL".into());
+    }
+    Ok(st.comm(comm)?.name.clone())
+}
+
+pub(crate) fn comm_free(h: MPI_Comm) -> R<MPI_Comm> {
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(err(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
+    }
+    state::with(|st| st.comm(h).map(|_| ()))?;
+    super::attr::delete_all_comm_attrs(h)?;
+    state::with(|st| {
+        if let Some(c) = st.comms.remove(h) {
+            super::errh::release_errhandler(c.errh);
+        }
+        Ok(())
+    })?;
+    Ok(MPI_COMM_NULL)
+}
+
+pub(crate) fn dup_with_info(comm: MPI_Comm, info: MPI_Info) -> R<MPI_Comm> {
+    dup(comm, Some(super::info::info_entries_or_empty(info)?))
+}
+

@@ -230,21 +230,6 @@ pub(crate) fn resized(name: &'static str, oldtype: MPI_Datatype, lb: MPI_Count, 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_dup", Target::NoComm, || {
-        check_ptr(newtype, "newtype")?;
-        let (h, copies) = state::with(|st| {
-            let old = st.dtype_any(oldtype, false)?;
-            let committed = st.types.get(oldtype).is_none_or(|t| t.committed);
-            let h = st.new_type(Datatype::dup(&old), committed);
-            Ok((h, super::attr::type_attrs_of(st, oldtype)))
-        })?;
-        *newtype = h;
-        super::attr::copy_type_attrs(oldtype, h, copies)
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_integer(r: c_int, newtype: *mut MPI_Datatype) -> c_int {
     f90("MPI_Type_create_f90_integer", newtype, Datatype::f90_integer(r))
 }
@@ -268,74 +253,6 @@ fn f90(name: &'static str, newtype: *mut MPI_Datatype, dt: Result<Datatype, Type
         let h = state::with(|st| Ok(st.new_type(dt, true)))?;
         // SAFETY: checked non-null.
         unsafe { *newtype = h };
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_value_index(value_type: MPI_Datatype, index_type: MPI_Datatype, pair_type: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_get_value_index", Target::NoComm, || {
-        check_ptr(pair_type, "pair_type")?;
-        let h = state::with(|st| {
-            let v = st.dtype_any(value_type, false)?;
-            let i = st.dtype_any(index_type, false)?;
-            let (Some(vb), Some(ib)) = (v.basic_type(), i.basic_type()) else {
-                return Ok(MPI_DATATYPE_NULL);
-            };
-            for &(h, _, p) in PREDEFINED_TYPES {
-                if let Predef::Pair(pv, pi) = p {
-                    if pv == vb && pi == ib {
-                        return Ok(h);
-                    }
-                }
-            }
-            // Only the predefined pairs (as MPICH): other combinations give
-            // MPI_DATATYPE_NULL.
-            Ok(MPI_DATATYPE_NULL)
-        })?;
-        *pair_type = h;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_commit", Target::NoComm, || {
-        check_ptr(datatype, "datatype")?;
-        let h = *datatype;
-        state::with(|st| {
-            if st.predef.get(h).is_some() {
-                return Ok(());
-            }
-            let t = st.types.get_mut(h).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}")))?;
-            t.committed = true;
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_free", Target::NoComm, || {
-        check_ptr(datatype, "datatype")?;
-        let h = *datatype;
-        let is_predef = state::with(|st| {
-            if st.predef.get(h).is_some() {
-                return Ok(true);
-            }
-            st.types.get(h).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}")))?;
-            Ok(false)
-        })?;
-        if is_predef {
-            return Err(err(MPI_ERR_TYPE, "predefined datatypes cannot be freed"));
-        }
-        super::attr::delete_all_type_attrs(h)?;
-        // Pending operations hold their own reference to the type.
-        state::with(|st| {
-            st.types.remove(h);
-            Ok(())
-        })?;
-        *datatype = MPI_DATATYPE_NULL;
         Ok(())
     })
 }
@@ -499,63 +416,6 @@ pub unsafe extern "C" fn PMPI_Type_get_contents_c(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_set_name(datatype: MPI_Datatype, type_name: *const c_char) -> c_int {
-    api("MPI_Type_set_name", Target::NoComm, || {
-        let name = read_cstr(type_name)?;
-        let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
-        state::with(|st| {
-            if st.predef.get(datatype).is_some() {
-                st.predef.names.insert(datatype, name);
-                return Ok(());
-            }
-            let t = st.types.get_mut(datatype).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {datatype:#x}")))?;
-            t.name = name;
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Type_get_name", Target::NoComm, || {
-        if datatype == MPI_DATATYPE_NULL {
-            write_cstr(type_name, MPI_MAX_OBJECT_NAME as usize, "MPI_DATATYPE_NULL", resultlen);
-            return Ok(());
-        }
-        let name = state::with(|st| {
-            if let Some((_, n)) = st.predef.get(datatype) {
-                return Ok(st.predef.names.get(&datatype).cloned().unwrap_or_else(|| n.to_string()));
-            }
-            let t = st.types.get(datatype).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {datatype:#x}")))?;
-            Ok(t.name.clone())
-        })?;
-        write_cstr(type_name, MPI_MAX_OBJECT_NAME as usize, &name, resultlen);
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut MPI_Datatype) -> c_int {
-    api("MPI_Type_match_size", Target::NoComm, || {
-        check_ptr(datatype, "datatype")?;
-        let class = match typeclass {
-            MPI_TYPECLASS_REAL => MatchClass::Real,
-            MPI_TYPECLASS_INTEGER => MatchClass::Integer,
-            MPI_TYPECLASS_COMPLEX => MatchClass::Complex,
-            _ => return Err(err(MPI_ERR_ARG, format!("invalid type class {typeclass}"))),
-        };
-        let b = gridmpi_datatype::match_size(class, size.max(0) as usize).map_err(type_err)?;
-        let h = PREDEFINED_TYPES
-            .iter()
-            .find(|(_, _, p)| matches!(p, Predef::Basic(x) if *x == b))
-            .map(|(h, _, _)| *h)
-            .ok_or_else(|| err(MPI_ERR_ARG, "no matching predefined type"))?;
-        *datatype = h;
-        Ok(())
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
     if address.is_null() {
         return api("MPI_Get_address", Target::NoComm, || Err(err(MPI_ERR_ARG, "address is NULL")));
@@ -572,4 +432,82 @@ pub unsafe extern "C" fn PMPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Ai
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     addr1.wrapping_sub(addr2)
+}
+
+// MPI_Type_free, _commit, _dup, _set_name, _get_name, _match_size and
+// _get_value_index are generated from abi/functions.txt; these are their
+// implementations.
+
+fn user_type_mut(st: &mut State, h: MPI_Datatype) -> R<&mut TypeEntry> {
+    st.types.get_mut(h).ok_or_else(|| err(MPI_ERR_TYPE, format!("invalid datatype handle {h:#x}")))
+}
+
+pub(crate) fn type_free(h: MPI_Datatype) -> R<MPI_Datatype> {
+    if state::with(|st| Ok(st.predef.get(h).is_some()))? {
+        return Err(err(MPI_ERR_TYPE, "predefined datatypes cannot be freed"));
+    }
+    state::with(|st| user_type_mut(st, h).map(|_| ()))?;
+    super::attr::delete_all_type_attrs(h)?;
+    // Pending operations hold their own reference to the type.
+    state::with(|st| Ok(st.types.remove(h)))?;
+    Ok(MPI_DATATYPE_NULL)
+}
+
+pub(crate) fn type_commit(st: &mut State, h: MPI_Datatype) -> R<()> {
+    if st.predef.get(h).is_none() {
+        user_type_mut(st, h)?.committed = true;
+    }
+    Ok(())
+}
+
+pub(crate) fn type_dup(oldtype: MPI_Datatype) -> R<MPI_Datatype> {
+    let (h, copies) = state::with(|st| {
+        let old = st.dtype_any(oldtype, false)?;
+        let committed = st.types.get(oldtype).is_none_or(|t| t.committed);
+        let h = st.new_type(Datatype::dup(&old), committed);
+        Ok((h, super::attr::type_attrs_of(st, oldtype)))
+    })?;
+    super::attr::copy_type_attrs(oldtype, h, copies)?;
+    Ok(h)
+}
+
+pub(crate) fn type_set_name(st: &mut State, h: MPI_Datatype, name: &str) -> R<()> {
+    let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+    if st.predef.get(h).is_some() {
+        st.predef.names.insert(h, name);
+    } else {
+        user_type_mut(st, h)?.name = name;
+    }
+    Ok(())
+}
+
+pub(crate) fn type_get_name(st: &mut State, h: MPI_Datatype) -> R<String> {
+    if h == MPI_DATATYPE_NULL {
+        return Ok("MPI_DATATYPE_NULL".into());
+    }
+    if let Some((_, n)) = st.predef.get(h) {
+        return Ok(st.predef.names.get(&h).cloned().unwrap_or_else(|| n.to_string()));
+    }
+    Ok(user_type_mut(st, h)?.name.clone())
+}
+
+pub(crate) fn type_match_size(typeclass: c_int, size: c_int) -> R<MPI_Datatype> {
+    let class = match typeclass {
+        MPI_TYPECLASS_REAL => MatchClass::Real,
+        MPI_TYPECLASS_INTEGER => MatchClass::Integer,
+        MPI_TYPECLASS_COMPLEX => MatchClass::Complex,
+        _ => return Err(err(MPI_ERR_ARG, format!("invalid type class {typeclass}"))),
+    };
+    let b = gridmpi_datatype::match_size(class, size.max(0) as usize).map_err(type_err)?;
+    let found = PREDEFINED_TYPES.iter().find(|(_, _, p)| matches!(p, Predef::Basic(x) if *x == b));
+    found.map(|(h, _, _)| *h).ok_or_else(|| err(MPI_ERR_ARG, "no matching predefined type"))
+}
+
+/// Only the predefined pairs (as MPICH): other combinations give
+/// MPI_DATATYPE_NULL.
+pub(crate) fn type_value_index(st: &mut State, value_type: MPI_Datatype, index_type: MPI_Datatype) -> R<MPI_Datatype> {
+    let (v, i) = (st.dtype_any(value_type, false)?, st.dtype_any(index_type, false)?);
+    let pair = (v.basic_type(), i.basic_type());
+    let found = PREDEFINED_TYPES.iter().find(|(_, _, p)| matches!((p, pair), (Predef::Pair(pv, pi), (Some(vb), Some(ib))) if *pv == vb && *pi == ib));
+    Ok(found.map_or(MPI_DATATYPE_NULL, |(h, _, _)| *h))
 }

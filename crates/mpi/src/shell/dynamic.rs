@@ -252,41 +252,29 @@ pub unsafe extern "C" fn PMPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> 
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_get_parent", Target::NoComm, || {
-        check_ptr(parent, "parent")?;
-        *parent = state::with(|st| {
-            Ok(match st.parent.comm {
-                Some((h, ctx)) if st.comms.get(h).is_some_and(|c| c.ctx == ctx) => h,
-                _ => MPI_COMM_NULL,
-            })
-        })?;
-        Ok(())
+// MPI_Comm_get_parent and MPI_Comm_disconnect are generated from
+// abi/functions.txt; these are their implementations.
+
+pub(crate) fn comm_get_parent(st: &mut State) -> R<MPI_Comm> {
+    Ok(match st.parent.comm {
+        Some((h, ctx)) if st.comms.get(h).is_some_and(|c| c.ctx == ctx) => h,
+        _ => MPI_COMM_NULL,
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_disconnect", Target::NoComm, || {
-        check_ptr(comm, "comm")?;
-        let h = *comm;
-        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
-            return Err(err(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected"));
-        }
-        state::with(|st| st.comm(h).map(|_| ()))?;
-        // Collective: when every member is here, what they sent on it
-        // before has been matched or is on its way; then it is freed.
-        let rc = super::PMPI_Barrier(h);
-        if rc != MPI_SUCCESS {
-            return Err(err(rc, "the barrier of the disconnect failed"));
-        }
-        let rc = super::comm::PMPI_Comm_free(comm);
-        if rc != MPI_SUCCESS {
-            return Err(err(rc, "freeing the communicator failed"));
-        }
-        Ok(())
-    })
+pub(crate) fn comm_disconnect(h: MPI_Comm) -> R<MPI_Comm> {
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(err(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected"));
+    }
+    state::with(|st| st.comm(h).map(|_| ()))?;
+    // Collective: when every member is here, what they sent on it
+    // before has been matched or is on its way; then it is freed.
+    // SAFETY: no pointer is passed.
+    let rc = unsafe { super::PMPI_Barrier(h) };
+    if rc != MPI_SUCCESS {
+        return Err(err(rc, "the barrier of the disconnect failed"));
+    }
+    super::comm::comm_free(h)
 }
 
 /// The strings of a NULL-terminated C array (an argv); NULL is none.

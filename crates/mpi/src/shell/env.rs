@@ -65,20 +65,36 @@ pub unsafe extern "C" fn PMPI_Init_thread(
     MPI_SUCCESS
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Initialized(flag: *mut c_int) -> c_int {
-    if !flag.is_null() {
-        *flag = (PHASE.load(Ordering::Acquire) != PHASE_NONE) as c_int;
-    }
-    MPI_SUCCESS
+// MPI_Initialized, MPI_Get_version and the like are generated from
+// abi/functions.txt; these are their implementations.
+
+pub(crate) fn initialized() -> R<c_int> {
+    Ok((PHASE.load(Ordering::Acquire) != PHASE_NONE) as c_int)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Finalized(flag: *mut c_int) -> c_int {
-    if !flag.is_null() {
-        *flag = (PHASE.load(Ordering::Acquire) == PHASE_FINALIZED) as c_int;
-    }
-    MPI_SUCCESS
+pub(crate) fn finalized() -> R<c_int> {
+    Ok((PHASE.load(Ordering::Acquire) == PHASE_FINALIZED) as c_int)
+}
+
+pub(crate) fn query_thread(st: &mut State) -> R<c_int> {
+    Ok(st.thread_level)
+}
+
+pub(crate) fn is_thread_main(st: &mut State) -> R<c_int> {
+    Ok((std::thread::current().id() == st.main_thread) as c_int)
+}
+
+pub(crate) fn get_version() -> R<(c_int, c_int)> {
+    Ok((MPI_VERSION, MPI_SUBVERSION))
+}
+
+pub(crate) fn processor_name() -> R<String> {
+    Ok(crate::sys::hostname())
+}
+
+/// Hardware resources are not described yet: an empty info.
+pub(crate) fn hw_resource_info() -> R<MPI_Info> {
+    Ok(super::info::new_info(Info::default()))
 }
 
 /// The view of a communicator for internal collectives.
@@ -140,56 +156,13 @@ pub unsafe extern "C" fn PMPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Query_thread(provided: *mut c_int) -> c_int {
-    api("MPI_Query_thread", Target::NoComm, || {
-        let level = state::with(|st| Ok(st.thread_level))?;
-        check_ptr(provided, "provided")?;
-        *provided = level;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    api("MPI_Is_thread_main", Target::NoComm, || {
-        let main = state::with(|st| Ok(st.main_thread))?;
-        check_ptr(flag, "flag")?;
-        *flag = (std::thread::current().id() == main) as c_int;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
-    if !version.is_null() {
-        *version = MPI_VERSION;
-    }
-    if !subversion.is_null() {
-        *subversion = MPI_SUBVERSION;
-    }
-    MPI_SUCCESS
-}
-
-pub fn library_version() -> String {
-    format!(
+pub fn library_version() -> R<String> {
+    Ok(format!(
         "GridMPI {} (MPI {}.{}, MPICH ABI): an MPI for programs spanning several clusters",
         env!("CARGO_PKG_VERSION"),
         MPI_VERSION,
         MPI_SUBVERSION
-    )
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
-    write_cstr(version, MPI_MAX_LIBRARY_VERSION_STRING as usize, &library_version(), resultlen);
-    MPI_SUCCESS
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    write_cstr(name, MPI_MAX_PROCESSOR_NAME as usize, &crate::sys::hostname(), resultlen);
-    MPI_SUCCESS
+    ))
 }
 
 #[no_mangle]
@@ -227,16 +200,6 @@ pub unsafe extern "C" fn PMPI_Free_mem(base: *mut c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
     MPI_SUCCESS
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
-    api("MPI_Get_hw_resource_info", Target::NoComm, || {
-        check_ptr(hw_info, "hw_info")?;
-        let h = super::info::new_info(Info::default());
-        *hw_info = h;
-        Ok(())
-    })
 }
 
 #[allow(dead_code)]

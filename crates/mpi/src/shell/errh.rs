@@ -85,64 +85,72 @@ pub fn check_errhandler(h: MPI_Errhandler, kind: ErrhKind) -> R<()> {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<MPI_Comm_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Comm_create_errhandler", Target::NoComm, || {
-        check_ptr(errhandler, "errhandler")?;
-        let f = comm_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
-        *errhandler = new_errhandler(ErrhFunc::Comm(f));
+// Most MPI_X of this file are generated from abi/functions.txt; these are
+// their implementations.
+
+pub(crate) fn comm_create_errhandler(f: Option<MPI_Comm_errhandler_function>) -> R<MPI_Errhandler> {
+    Ok(new_errhandler(ErrhFunc::Comm(f.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?)))
+}
+
+pub(crate) fn comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> R<()> {
+    check_errhandler(errhandler, ErrhKind::Comm)?;
+    state::with(|st| {
+        let old = st.comm(comm)?.errh;
+        retain_errhandler(errhandler);
+        st.comm_mut(comm)?.errh = errhandler;
+        release_errhandler(old);
         Ok(())
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Errhandler_create(function: Option<MPI_Handler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    PMPI_Comm_create_errhandler(function, errhandler)
+/// The returned handle is a new reference the user frees.
+pub(crate) fn comm_get_errhandler(st: &mut State, comm: MPI_Comm) -> R<MPI_Errhandler> {
+    let h = st.comm(comm)?.errh;
+    retain_errhandler(h);
+    Ok(h)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-    api("MPI_Comm_set_errhandler", Target::Comm(comm), || {
-        check_errhandler(errhandler, ErrhKind::Comm)?;
-        state::with(|st| {
-            let old = st.comm(comm)?.errh;
-            retain_errhandler(errhandler);
-            st.comm_mut(comm)?.errh = errhandler;
-            release_errhandler(old);
-            Ok(())
-        })
-    })
+pub(crate) fn errhandler_free(h: MPI_Errhandler) -> R<MPI_Errhandler> {
+    if ![MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN, MPI_ERRORS_ABORT].contains(&h) {
+        errhandler_func(h).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")))?;
+        release_errhandler(h);
+    }
+    Ok(MPI_ERRHANDLER_NULL)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Comm_get_errhandler", Target::Comm(comm), || {
-        check_ptr(errhandler, "errhandler")?;
-        *errhandler = state::with(|st| {
-            let h = st.comm(comm)?.errh;
-            // The returned handle is a new reference the user frees.
-            retain_errhandler(h);
-            Ok(h)
-        })?;
-        Ok(())
-    })
+/// Before MPI_Init (and after MPI_Finalize) the predefined classes and
+/// strings are still known.
+fn with_errors<T>(f: impl Fn(&crate::errors::ErrorRegistry) -> Option<T>, code: c_int) -> R<T> {
+    let running = state::with(|st| Ok(f(&st.errors)));
+    let found = match running {
+        Ok(v) if crate::state::PHASE.load(std::sync::atomic::Ordering::Acquire) == crate::state::PHASE_RUNNING => v,
+        Ok(v) => v.or_else(|| f(&Default::default())),
+        Err(_) => f(&Default::default()),
+    };
+    found.ok_or_else(|| err(MPI_ERR_ARG, format!("{code} is not a valid error code")))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Errhandler_free", Target::NoComm, || {
-        check_ptr(errhandler, "errhandler")?;
-        let h = *errhandler;
-        match h {
-            MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT => {}
-            _ => {
-                errhandler_func(h).ok_or_else(|| err(MPI_ERR_ARG, format!("invalid error handler {h:#x}")))?;
-                release_errhandler(h);
-            }
-        }
-        *errhandler = MPI_ERRHANDLER_NULL;
-        Ok(())
-    })
+pub(crate) fn error_class_of(code: c_int) -> R<c_int> {
+    with_errors(|e| e.class_of(code), code)
+}
+
+pub(crate) fn error_string_of(code: c_int) -> R<String> {
+    with_errors(|e| e.string_of(code), code)
+}
+
+pub(crate) fn add_error_class(st: &mut State) -> R<c_int> {
+    st.errors.add_class()
+}
+
+pub(crate) fn add_error_code(st: &mut State, class: c_int) -> R<c_int> {
+    st.errors.add_code(class)
+}
+
+pub(crate) fn add_error_string(code: c_int, s: &str) -> R<()> {
+    if s.len() >= MPI_MAX_ERROR_STRING as usize {
+        return Err(err(MPI_ERR_ARG, format!("the error string is longer than {} characters", MPI_MAX_ERROR_STRING - 1)));
+    }
+    state::with(|st| st.errors.set_string(code, s.to_string()))
 }
 
 #[no_mangle]
@@ -161,64 +169,6 @@ pub unsafe extern "C" fn PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_
             MPI_SUCCESS
         }
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-    api("MPI_Error_class", Target::NoComm, || {
-        check_ptr(errorclass, "errorclass")?;
-        let c = state::with(|st| st.errors.class_of(errorcode).ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code"))));
-        // Before MPI_Init the predefined classes are still known.
-        let c = match c {
-            Ok(c) => c,
-            Err(_) if crate::state::PHASE.load(std::sync::atomic::Ordering::Acquire) != crate::state::PHASE_RUNNING => {
-                crate::errors::ErrorRegistry::default().class_of(errorcode).ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code")))?
-            }
-            Err(e) => return Err(e),
-        };
-        *errorclass = c;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Error_string", Target::NoComm, || {
-        let s = state::with(|st| Ok(st.errors.string_of(errorcode)))
-            .unwrap_or_else(|_| crate::errors::ErrorRegistry::default().string_of(errorcode))
-            .ok_or_else(|| err(MPI_ERR_ARG, format!("{errorcode} is not a valid error code")))?;
-        write_cstr(string, MPI_MAX_ERROR_STRING as usize, &s, resultlen);
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Add_error_class(errorclass: *mut c_int) -> c_int {
-    api("MPI_Add_error_class", Target::NoComm, || {
-        check_ptr(errorclass, "errorclass")?;
-        *errorclass = state::with(|st| st.errors.add_class())?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    api("MPI_Add_error_code", Target::NoComm, || {
-        check_ptr(errorcode, "errorcode")?;
-        *errorcode = state::with(|st| st.errors.add_code(errorclass))?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
-    api("MPI_Add_error_string", Target::NoComm, || {
-        let s = read_cstr(string)?;
-        if s.len() >= MPI_MAX_ERROR_STRING as usize {
-            return Err(err(MPI_ERR_ARG, format!("the error string is longer than {} characters", MPI_MAX_ERROR_STRING - 1)));
-        }
-        state::with(|st| st.errors.set_string(errorcode, s))
-    })
 }
 
 #[no_mangle]

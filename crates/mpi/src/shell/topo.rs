@@ -74,12 +74,7 @@ fn intra(st: &State, comm: MPI_Comm) -> R<(i32, i32)> {
 /// with `topo` attached; MPI_COMM_NULL for the others. Collective.
 fn topo_comm(comm: MPI_Comm, member: bool, color: c_int, topo: Topo) -> R<MPI_Comm> {
     let rank = state::with(|st| Ok(st.comm(comm)?.rank))?;
-    let mut newcomm = MPI_COMM_NULL;
-    // SAFETY: a valid output pointer.
-    let rc = unsafe { super::comm::PMPI_Comm_split(comm, if member { color } else { MPI_UNDEFINED }, rank, &mut newcomm) };
-    if rc != MPI_SUCCESS {
-        return Err(crate::errors::MpiError { class: MPI_ERR_OTHER, msg: "splitting the communicator failed".into(), code: Some(rc) });
-    }
+    let newcomm = super::comm::split(comm, if member { color } else { MPI_UNDEFINED }, rank)?;
     if newcomm != MPI_COMM_NULL {
         state::with(|st| {
             st.comm_mut(newcomm)?.topo = Some(Arc::new(topo));
