@@ -465,6 +465,20 @@ impl Driver {
         engine.transmit_later(Transmit { payload, ..t });
     }
 
+    /// Send an eager frame of `header` and the caller's contiguous `body`
+    /// (from [`Engine::eager_header`]) as [`Driver::send_now`] does.
+    pub fn send_bytes_now(&mut self, peer: Pid, header: Header, body: &[u8], engine: &mut Engine) {
+        let p = peer as usize;
+        if let (Route::Shm, Some(s)) = (self.routes[p], self.shm.as_mut()) {
+            if s.try_send_bytes(peer, &header, body) {
+                self.sent_bytes[p] += header.frame_len() as u64;
+                return;
+            }
+        }
+        let payload = if body.is_empty() { Payload::None } else { Payload::Owned(body.to_vec()) };
+        engine.transmit_later(Transmit { peer, header, payload, notify: None });
+    }
+
     /// Whether a blocking receive from `peer` may take its message straight
     /// from the ring ([`Driver::take_lone_eager`]): `peer` writes to us
     /// through shared memory, and nothing of ours waits to go out (what we

@@ -432,6 +432,17 @@ impl Runtime {
         Ok(())
     }
 
+    /// [`Runtime::send_eager`] for a message of contiguous bytes: with no
+    /// datatype to describe it, the frame is written straight from them.
+    pub fn send_eager_bytes(&mut self, dest: Pid, env: gridmpi_wire::Envelope, body: &[u8]) -> bool {
+        if !self.driver.on_shm(dest) {
+            return false;
+        }
+        let Some(h) = self.engine.eager_header(dest, env, body.len() as u64) else { return false };
+        self.driver.send_bytes_now(dest, h, body, &mut self.engine);
+        true
+    }
+
     /// Whether a blocking receive from `peer` may look for its message in
     /// `peer`'s ring itself (see [`Driver::lone_road`]).
     pub fn lone_road(&self, peer: Pid) -> bool {

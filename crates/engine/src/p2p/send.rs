@@ -22,20 +22,32 @@ impl Engine {
     /// messages that go in pieces on a paced link.
     pub fn eager_now(&mut self, a: SendArgs) -> Result<Transmit, SendArgs> {
         let len = a.buf.len();
-        if a.mode != SendMode::Standard || a.dest == self.me || !self.actions.is_empty() || self.ft.is_failed(a.dest) {
+        if a.mode != SendMode::Standard {
             return Err(a);
         }
-        if self.paced_piece(a.dest).is_some_and(|p| len > p) {
-            return Err(a);
-        }
-        let peer = &mut self.peers[a.dest as usize];
-        if len > peer.params.eager_limit || len > MAX_PAYLOAD as u64 || !peer.credit.try_spend(len + HEADER_LEN as u64) {
-            return Err(a);
-        }
-        let mut header = Header::new(Frame::Eager { env: Envelope { ctx: a.ctx, src: a.src, tag: a.tag }, sync: None }, len as u32);
-        header.credit = peer.credit.take_owed();
+        let Some(header) = self.eager_header(a.dest, Envelope { ctx: a.ctx, src: a.src, tag: a.tag }, len) else { return Err(a) };
         let payload = if len == 0 { Payload::None } else { Payload::User { buf: a.buf, offset: 0, len } };
         Ok(Transmit { peer: a.dest, header, payload, notify: None })
+    }
+
+    /// The header of a standard-mode message of `len` contiguous bytes that
+    /// may leave at once as one eager frame (the rules of
+    /// [`Engine::eager_now`]), its credit spent; the caller writes header
+    /// and bytes now, or hands them back with [`Engine::transmit_later`].
+    pub fn eager_header(&mut self, dest: Pid, env: Envelope, len: u64) -> Option<Header> {
+        if dest == self.me || !self.actions.is_empty() || self.ft.is_failed(dest) {
+            return None;
+        }
+        if self.paced_piece(dest).is_some_and(|p| len > p) {
+            return None;
+        }
+        let peer = &mut self.peers[dest as usize];
+        if len > peer.params.eager_limit || len > MAX_PAYLOAD as u64 || !peer.credit.try_spend(len + HEADER_LEN as u64) {
+            return None;
+        }
+        let mut header = Header::new(Frame::Eager { env, sync: None }, len as u32);
+        header.credit = peer.credit.take_owed();
+        Some(header)
     }
 
     /// Queue a frame from [`Engine::eager_now`] that the transport could

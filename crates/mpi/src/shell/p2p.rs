@@ -11,17 +11,35 @@ use gridmpi_engine::{Pid, RecvArgs, ReqId, SendArgs};
 /// 5.1: the handle may be freed while the request still uses it).
 pub trait TypeArg {
     fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>>;
+
+    /// The bytes `count` items fill when they are one dense run from the
+    /// buffer's start and the type is predefined (so valid, and nothing
+    /// else to check), else None.
+    fn dense_bytes(&self, st: &State, count: u64) -> Option<u64>;
 }
 
 impl TypeArg for MPI_Datatype {
     fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
         st.dtype(self)
     }
+
+    #[inline(always)]
+    fn dense_bytes(&self, st: &State, count: u64) -> Option<u64> {
+        let (dt, _) = st.predef.get(*self)?;
+        if !dt.is_contiguous() || dt.true_lb() != 0 {
+            return None;
+        }
+        count.checked_mul(dt.size())
+    }
 }
 
 impl TypeArg for Arc<gridmpi_datatype::Datatype> {
     fn resolve(self, _: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
         Ok(self)
+    }
+
+    fn dense_bytes(&self, _: &State, _: u64) -> Option<u64> {
+        None
     }
 }
 
@@ -59,6 +77,13 @@ impl State {
     ) -> R<Started> {
         let count = check_count(count)?;
         check_tag(tag)?;
+        if mode == SendMode::Standard {
+            if let Some(n) = datatype.dense_bytes(self, count) {
+                if let Some(done) = self.send_dense(buf, n, dest, tag, comm)? {
+                    return Ok(done);
+                }
+            }
+        }
         let dt = datatype.resolve(self)?;
         let c = self.comm(comm)?;
         let Some(pid) = c.check_dest(dest)? else { return Ok(Started::Done(ReqKind::Send)) };
@@ -80,6 +105,27 @@ impl State {
         };
         let r = self.rt.engine.isend(args);
         Ok(Started::Engine(r, ReqKind::Send))
+    }
+
+    /// A standard-mode send of `n` bytes at `buf` (a predefined type's
+    /// dense run) that may leave at once as one eager frame on this host:
+    /// written straight from those bytes, with no buffer description or
+    /// request. None leaves it to the usual road (which also reports a bad
+    /// buffer).
+    #[inline(always)]
+    fn send_dense(&mut self, buf: *const c_void, n: u64, dest: c_int, tag: c_int, comm: MPI_Comm) -> R<Option<Started>> {
+        if buf.is_null() && n > 0 {
+            return Ok(None);
+        }
+        let c = self.comm(comm)?;
+        let Some(pid) = c.check_dest(dest)? else { return Ok(Some(Started::Done(ReqKind::Send))) };
+        let env = gridmpi_wire::Envelope { ctx: c.ctx, src: c.rank, tag };
+        if self.rt.engine.ft_active() {
+            return Ok(None);
+        }
+        // SAFETY: MPI makes the caller pass `n` readable bytes at `buf`.
+        let bytes = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(buf as *const u8, n as usize) } };
+        Ok(self.rt.send_eager_bytes(pid, env, bytes).then_some(Started::Done(ReqKind::Send)))
     }
 
     fn start_bsend(&mut self, ub: UserBuf, ctx: u32, src: i32, pid: u32, tag: i32, comm: MPI_Comm) -> R<Started> {

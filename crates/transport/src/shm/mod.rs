@@ -168,22 +168,38 @@ impl Shm {
     /// Copy a frame into its peer's ring (and ring its doorbell if it
     /// sleeps); false when the ring has no room.
     fn write_frame(&mut self, t: &Transmit) -> bool {
-        let p = t.peer as usize;
+        self.write_with(t.peer, &t.header, t.payload.len() as usize, |body| match &t.payload {
+            Payload::None => {}
+            Payload::Owned(v) => body.copy_from_slice(v),
+            Payload::Word(w) => body.copy_from_slice(&w.to_le_bytes()),
+            // SAFETY: the engine keeps the user buffer valid until told it was sent.
+            Payload::User { buf, offset, len } => unsafe {
+                buf.read_packed(*offset, &mut body[..*len as usize]);
+            },
+        })
+    }
+
+    /// Write a frame of `header` and `body` (the caller's contiguous bytes)
+    /// now, as [`Shm::try_send_now`] does; false when it cannot.
+    pub fn try_send_bytes(&mut self, peer: Pid, header: &Header, body: &[u8]) -> bool {
+        let p = peer as usize;
+        if self.peers.get(p).is_none_or(|x| x.is_none()) || !self.backlog[p].is_empty() {
+            return false;
+        }
+        self.write_with(peer, header, body.len(), |slot| slot.copy_from_slice(body))
+    }
+
+    /// Copy a frame of `header` and `len` payload bytes (written by `fill`)
+    /// into `peer`'s ring, ringing its doorbell if it sleeps; false when the
+    /// ring has no room.
+    #[inline(always)]
+    fn write_with(&mut self, peer: Pid, header: &Header, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        let p = peer as usize;
         let peer = self.peers[p].as_mut().expect("a frame for a process that is not on this host");
-        let total = HEADER_LEN + t.payload.len() as usize;
-        let header = t.header.encode();
-        let ok = peer.writer().try_write(total, |slot| {
+        let header = header.encode();
+        let ok = peer.writer().try_write(HEADER_LEN + len, |slot| {
             slot[..HEADER_LEN].copy_from_slice(&header);
-            let body = &mut slot[HEADER_LEN..];
-            match &t.payload {
-                Payload::None => {}
-                Payload::Owned(v) => body.copy_from_slice(v),
-                Payload::Word(w) => body.copy_from_slice(&w.to_le_bytes()),
-                // SAFETY: the engine keeps the user buffer valid until told it was sent.
-                Payload::User { buf, offset, len } => unsafe {
-                    buf.read_packed(*offset, &mut body[..*len as usize]);
-                },
-            }
+            fill(&mut slot[HEADER_LEN..]);
         });
         if !ok {
             return false;
