@@ -19,6 +19,7 @@
 //! | [`Engine::poll_timeout`]             | the longest the driver may sleep without calling `handle_unsent` again |
 //! | [`Engine::is_complete`] / [`Engine::take`] | completion of a request                  |
 //! | [`Engine::eager_now`]                | a small send that needs no request: the driver writes the frame at once, or queues it owning a copy with [`Engine::transmit_later`] |
+//! | [`Engine::eager_header`]             | the same for contiguous bytes the caller holds: only the frame's header |
 //!
 //! A driver loops: drain `poll_action`, feed what the transports report,
 //! report unsent bytes of watched peers, until nothing moves; then it may
