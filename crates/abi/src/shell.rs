@@ -9,7 +9,8 @@
 //!   (entering `api`, taking the lock, waiting).
 //! - `api IMPL(EXTRA)`: `api("MPI_X", target, || IMPL(arg, ..., EXTRA))`;
 //!   IMPL returns `R<()>`, errors go to the handler of the first
-//!   argument when it is a communicator or a window, else of MPI_COMM_SELF.
+//!   argument when it is a communicator, a window, a session or a file,
+//!   else of MPI_COMM_SELF.
 //! - `alias MPI_Y`: the deprecated name of `MPI_Y`, with the same arguments.
 //! - `coll PLAN`: a collective. `MPI_X` starts PLAN's schedule and waits,
 //!   `MPI_IX` returns its request, `MPI_X_init` makes a persistent request
@@ -360,6 +361,7 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
         Some(p) if p.c_type == "MPI_Comm" => format!("Target::Comm({})", rust_ident(&p.name)),
         Some(p) if p.c_type == "MPI_Win" => format!("Target::Win({})", rust_ident(&p.name)),
         Some(p) if p.c_type == "MPI_Session" => format!("Target::Session({})", rust_ident(&p.name)),
+        Some(p) if p.c_type == "MPI_File" => format!("Target::File(file_id({}))", rust_ident(&p.name)),
         _ => "Target::NoComm".into(),
     };
     let has = |n: &str| f.params.iter().any(|p| p.name == n);

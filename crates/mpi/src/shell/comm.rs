@@ -856,7 +856,7 @@ pub(crate) fn comm_set_info(st: &mut State, comm: MPI_Comm, info: MPI_Info) -> R
 }
 
 pub(crate) fn comm_set_name(st: &mut State, comm: MPI_Comm, name: &str) -> R<()> {
-    st.comm_mut(comm)?.name = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+    st.comm_mut(comm)?.name = object_name(name);
     Ok(())
 }
 

@@ -472,7 +472,7 @@ pub(crate) fn type_dup(oldtype: MPI_Datatype) -> R<MPI_Datatype> {
 }
 
 pub(crate) fn type_set_name(st: &mut State, h: MPI_Datatype, name: &str) -> R<()> {
-    let name: String = name.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
+    let name = object_name(name);
     if st.predef.get(h).is_some() {
         st.predef.names.insert(h, name);
     } else {

@@ -492,26 +492,6 @@ pub unsafe extern "C" fn PMPI_File_delete(filename: *const c_char, info: MPI_Inf
 // ---- queries and settings ---------------------------------------------------
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_amode", Target::File(id), || {
-        check_ptr(amode, "amode")?;
-        *amode = state::with(|st| Ok(st.file(id)?.opened.amode))?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_atomicity", Target::File(id), || {
-        check_ptr(flag, "flag")?;
-        *flag = state::with(|st| Ok(st.file(id)?.atomic as c_int))?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_int {
     let id = file_id(fh);
     api("MPI_File_set_atomicity", Target::File(id), || {
@@ -521,43 +501,6 @@ pub unsafe extern "C" fn PMPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c
         })?;
         // Collective: accesses after it on any rank see the new mode everywhere.
         barrier(id)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_group", Target::File(id), || {
-        check_ptr(group, "group")?;
-        *group = state::with(|st| {
-            let c = st.file(id)?.comm;
-            let g = (*st.comm(c)?.group).clone();
-            Ok(st.new_group(g))
-        })?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_info", Target::File(id), || {
-        check_ptr(info_used, "info_used")?;
-        let entries = state::with(|st| Ok(st.file(id)?.hints.clone()))?;
-        *info_used = super::info::new_info(Info { entries });
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_set_info(fh: MPI_File, info: MPI_Info) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_set_info", Target::File(id), || {
-        let given = super::info::info_entries_or_empty(info)?;
-        state::with(|st| {
-            merge_hints(&mut st.file_mut(id)?.hints, given);
-            Ok(())
-        })
     })
 }
 
@@ -601,16 +544,6 @@ pub unsafe extern "C" fn PMPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_position", Target::File(id), || {
-        check_ptr(offset, "offset")?;
-        *offset = state::with(|st| Ok(st.file(id)?.pos as i64))?;
-        Ok(())
-    })
-}
-
 fn shared_of(f: &FileEntry) -> R<Arc<SharedPtr>> {
     f.shfp.clone().map_err(|why| err(MPI_ERR_UNSUPPORTED_OPERATION, format!("no shared file pointer: {why}")))
 }
@@ -650,17 +583,6 @@ pub unsafe extern "C" fn PMPI_File_get_position_shared(fh: MPI_File, offset: *mu
         check_ptr(offset, "offset")?;
         let p = state::with(|st| shared_of(st.file(id)?))?;
         *offset = p.get().map_err(|e| io_err("cannot read the shared file pointer", e))? as i64;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_size", Target::File(id), || {
-        check_ptr(size, "size")?;
-        let opened = state::with(|st| Ok(st.file(id)?.opened.clone()))?;
-        *size = opened.file.metadata().map_err(|e| io_err("cannot stat the file", e))?.len() as i64;
         Ok(())
     })
 }
@@ -714,18 +636,6 @@ pub unsafe extern "C" fn PMPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -
                 e => Err(std::io::Error::from_raw_os_error(e)),
             }
         })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_sync(fh: MPI_File) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_sync", Target::File(id), || {
-        let opened = state::with(|st| Ok(st.file(id)?.opened.clone()))?;
-        if opened.amode & MPI_MODE_RDONLY != 0 {
-            return Ok(());
-        }
-        opened.file.sync_all().map_err(|e| io_err("cannot sync the file", e))
     })
 }
 
@@ -809,20 +719,6 @@ pub unsafe extern "C" fn PMPI_File_get_view(fh: MPI_File, disp: *mut MPI_Offset,
         *etype = e;
         *filetype = f;
         write_cstr(datarep, MPI_MAX_DATAREP_STRING as usize, &name, std::ptr::null_mut());
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *mut MPI_Offset) -> c_int {
-    let id = file_id(fh);
-    api("MPI_File_get_byte_offset", Target::File(id), || {
-        check_ptr(disp, "disp")?;
-        if offset < 0 {
-            return Err(err(MPI_ERR_ARG, format!("invalid offset {offset} (must not be negative)")));
-        }
-        let v = state::with(|st| Ok(st.file(id)?.view.clone()))?;
-        *disp = v.map.file_offset(offset as u64 * v.map.esize) as i64;
         Ok(())
     })
 }
@@ -1428,46 +1324,6 @@ pub unsafe extern "C" fn PMPI_Register_datarep_c(
 // ---- error handlers and handle conversion ----------------------------------------
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_File_create_errhandler(file_errhandler_fn: Option<MPI_File_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_File_create_errhandler", Target::File(0), || {
-        check_ptr(errhandler, "errhandler")?;
-        let f = file_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
-        *errhandler = super::errh::new_errhandler(ErrhFunc::File(f));
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler) -> c_int {
-    let id = file_id(file);
-    api("MPI_File_set_errhandler", Target::File(id), || {
-        super::errh::check_errhandler(errhandler, super::errh::ErrhKind::File)?;
-        state::with(|st| {
-            let slot = if id == 0 { &mut st.file_null_errh } else { &mut st.file_mut(id)?.errh };
-            let old = std::mem::replace(slot, errhandler);
-            super::errh::retain_errhandler(errhandler);
-            super::errh::release_errhandler(old);
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errhandler) -> c_int {
-    let id = file_id(file);
-    api("MPI_File_get_errhandler", Target::File(id), || {
-        check_ptr(errhandler, "errhandler")?;
-        *errhandler = state::with(|st| {
-            let h = if id == 0 { st.file_null_errh } else { st.file(id)?.errh };
-            // The returned handle is a new reference the user frees.
-            super::errh::retain_errhandler(h);
-            Ok(h)
-        })?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> c_int {
     let id = file_id(fh);
     let known = state::with(|st| {
@@ -1494,3 +1350,91 @@ pub unsafe extern "C" fn PMPI_File_c2f(file: MPI_File) -> MPI_Fint {
 pub unsafe extern "C" fn PMPI_File_f2c(file: MPI_Fint) -> MPI_File {
     file_ptr(file)
 }
+
+/// Written out: its errors go to MPI_FILE_NULL's handler, which the
+/// generator knows nothing of.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_File_create_errhandler(file_errhandler_fn: Option<MPI_File_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
+    api("MPI_File_create_errhandler", Target::File(0), || {
+        check_ptr(errhandler, "errhandler")?;
+        let f = file_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
+        *errhandler = super::errh::new_errhandler(ErrhFunc::File(f));
+        Ok(())
+    })
+}
+
+// The queries of a file, its infos and error handlers and MPI_File_sync
+// are generated from abi/functions.txt; these are their implementations.
+
+pub(crate) fn file_get_group(st: &mut State, fh: MPI_File) -> R<MPI_Group> {
+    let c = st.file(file_id(fh))?.comm;
+    let g = (*st.comm(c)?.group).clone();
+    Ok(st.new_group(g))
+}
+
+pub(crate) fn file_get_amode(st: &mut State, fh: MPI_File) -> R<c_int> {
+    Ok(st.file(file_id(fh))?.opened.amode)
+}
+
+pub(crate) fn file_get_atomicity(st: &mut State, fh: MPI_File) -> R<c_int> {
+    Ok(st.file(file_id(fh))?.atomic as c_int)
+}
+
+pub(crate) fn file_get_position(st: &mut State, fh: MPI_File) -> R<MPI_Offset> {
+    Ok(st.file(file_id(fh))?.pos as MPI_Offset)
+}
+
+pub(crate) fn file_get_size(fh: MPI_File) -> R<MPI_Offset> {
+    let opened = state::with(|st| Ok(st.file(file_id(fh))?.opened.clone()))?;
+    Ok(opened.file.metadata().map_err(|e| io_err("cannot stat the file", e))?.len() as MPI_Offset)
+}
+
+pub(crate) fn file_get_info(st: &mut State, fh: MPI_File) -> R<MPI_Info> {
+    Ok(super::info::new_info(Info { entries: st.file(file_id(fh))?.hints.clone() }))
+}
+
+pub(crate) fn file_set_info(st: &mut State, fh: MPI_File, info: MPI_Info) -> R<()> {
+    let given = super::info::info_entries_or_empty(info)?;
+    merge_hints(&mut st.file_mut(file_id(fh))?.hints, given);
+    Ok(())
+}
+
+pub(crate) fn file_get_byte_offset(st: &mut State, fh: MPI_File, offset: MPI_Offset) -> R<MPI_Offset> {
+    if offset < 0 {
+        return Err(err(MPI_ERR_ARG, format!("invalid offset {offset} (must not be negative)")));
+    }
+    let v = &st.file(file_id(fh))?.view;
+    Ok(v.map.file_offset(offset as u64 * v.map.esize) as MPI_Offset)
+}
+
+pub(crate) fn file_sync(fh: MPI_File) -> R<()> {
+    let opened = state::with(|st| Ok(st.file(file_id(fh))?.opened.clone()))?;
+    if opened.amode & MPI_MODE_RDONLY != 0 {
+        return Ok(());
+    }
+    opened.file.sync_all().map_err(|e| io_err("cannot sync the file", e))
+}
+
+/// MPI_FILE_NULL has a handler of its own: that of files failing to open.
+fn errh_slot(st: &mut State, fh: MPI_File) -> R<&mut MPI_Errhandler> {
+    Ok(match file_id(fh) {
+        0 => &mut st.file_null_errh,
+        id => &mut st.file_mut(id)?.errh,
+    })
+}
+
+pub(crate) fn file_set_errhandler(st: &mut State, fh: MPI_File, errhandler: MPI_Errhandler) -> R<()> {
+    super::errh::check_errhandler(errhandler, super::errh::ErrhKind::File)?;
+    let old = std::mem::replace(errh_slot(st, fh)?, errhandler);
+    super::errh::retain_errhandler(errhandler);
+    super::errh::release_errhandler(old);
+    Ok(())
+}
+
+/// The returned handle is a new reference the user frees.
+pub(crate) fn file_get_errhandler(st: &mut State, fh: MPI_File) -> R<MPI_Errhandler> {
+    let h = *errh_slot(st, fh)?;
+    super::errh::retain_errhandler(h);
+    Ok(h)
+}
+

@@ -354,6 +354,27 @@ pub unsafe fn read_cstr(p: *const c_char) -> R<String> {
     Ok(std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
 }
 
+/// An object's name as MPI_X_set_name keeps it: at most
+/// MPI_MAX_OBJECT_NAME - 1 bytes, cut at a character's boundary.
+pub fn object_name(s: &str) -> String {
+    let mut cut = s.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s[..cut].to_string()
+}
+
+#[cfg(test)]
+#[test]
+fn names_are_cut_whole_characters_short_of_the_limit() {
+    let max = MPI_MAX_OBJECT_NAME as usize - 1;
+    assert_eq!(object_name("world"), "world");
+    assert_eq!(object_name(&"x".repeat(300)).len(), max);
+    // Two-byte characters: an odd limit leaves the last one out whole.
+    let n = object_name(&"é".repeat(300));
+    assert!(n.len() <= max && n.len() >= max - 1 && n.chars().all(|c| c == 'é'), "{}", n.len());
+}
+
 /// A C string argument named `what` (`where x: str` in functions.txt).
 pub unsafe fn in_str(p: *const c_char, what: &str) -> R<String> {
     check_ptr(p, what)?;

@@ -209,36 +209,23 @@ pub unsafe extern "C" fn PMPI_Op_create_c(user_fn: Option<MPI_User_function_c>, 
     op_create("MPI_Op_create_c", user_fn.map(|func| OpEntry::UserBig { func, commute: commute != 0 }), op)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_free(op: *mut MPI_Op) -> c_int {
-    api("MPI_Op_free", Target::NoComm, || {
-        check_ptr(op, "op")?;
-        let h = *op;
-        if predefined_op(h).is_some() {
-            return Err(err(MPI_ERR_OP, "predefined operations cannot be freed"));
-        }
-        state::with(|st| st.ops.remove(h).map(|_| ()).ok_or_else(|| err(MPI_ERR_OP, format!("invalid operation handle {h:#x}"))))?;
-        *op = MPI_OP_NULL;
-        Ok(())
-    })
+pub(crate) fn op_free(st: &mut State, h: MPI_Op) -> R<MPI_Op> {
+    if predefined_op(h).is_some() {
+        return Err(err(MPI_ERR_OP, "predefined operations cannot be freed"));
+    }
+    st.ops.remove(h).ok_or_else(|| err(MPI_ERR_OP, format!("invalid operation handle {h:#x}")))?;
+    Ok(MPI_OP_NULL)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> c_int {
-    api("MPI_Op_commutative", Target::NoComm, || {
-        check_ptr(commute, "commute")?;
-        // Every predefined operation counts as commutative (as in MPICH).
-        let c = if predefined_op(op).is_some() {
-            true
-        } else {
-            state::with(|st| match st.ops.get(op) {
-                Some(OpEntry::User { commute, .. }) | Some(OpEntry::UserBig { commute, .. }) => Ok(*commute),
-                None => Err(err(MPI_ERR_OP, format!("invalid operation handle {op:#x}"))),
-            })?
-        };
-        *commute = c as c_int;
-        Ok(())
-    })
+/// Every predefined operation counts as commutative (as in MPICH).
+pub(crate) fn op_commutative(st: &mut State, op: MPI_Op) -> R<c_int> {
+    if predefined_op(op).is_some() {
+        return Ok(1);
+    }
+    match st.ops.get(op) {
+        Some(OpEntry::User { commute, .. }) | Some(OpEntry::UserBig { commute, .. }) => Ok(*commute as c_int),
+        None => Err(err(MPI_ERR_OP, format!("invalid operation handle {op:#x}"))),
+    }
 }
 
 pub(crate) fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {

@@ -145,18 +145,31 @@ pub unsafe extern "C" fn PMPI_Session_get_nth_pset(session: MPI_Session, info: M
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Session_get_pset_info(session: MPI_Session, pset_name: *const c_char, info: *mut MPI_Info) -> c_int {
-    api("MPI_Session_get_pset_info", Target::Session(session), || {
-        check_ptr(info, "info")?;
-        let name = read_cstr(pset_name)?;
-        let size = state::with(|st| {
-            st.session(session)?;
-            st.psets().members(&name).map(|m| m.len()).ok_or_else(|| unknown_pset(&name))
-        })?;
-        *info = super::info::new_info(Info { entries: vec![("mpi_size".into(), size.to_string())] });
-        Ok(())
-    })
+// MPI_Session_get_pset_info, MPI_Group_from_session_pset and
+// MPI_Session_set_errhandler are generated from abi/functions.txt; these
+// are their implementations.
+
+fn pset_members(st: &mut State, session: MPI_Session, name: &str) -> R<Vec<gridmpi_engine::Pid>> {
+    st.session(session)?;
+    st.psets().members(name).map(<[_]>::to_vec).ok_or_else(|| unknown_pset(name))
+}
+
+pub(crate) fn session_pset_info(st: &mut State, session: MPI_Session, name: &str) -> R<MPI_Info> {
+    let size = pset_members(st, session, name)?.len();
+    Ok(super::info::new_info(Info { entries: vec![("mpi_size".into(), size.to_string())] }))
+}
+
+pub(crate) fn group_from_pset(st: &mut State, session: MPI_Session, name: &str) -> R<MPI_Group> {
+    let pids = pset_members(st, session, name)?;
+    Ok(st.new_group(Group { pids, session: Some(session) }))
+}
+
+pub(crate) fn session_set_errhandler(st: &mut State, session: MPI_Session, errhandler: MPI_Errhandler) -> R<()> {
+    super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Session)?;
+    let old = std::mem::replace(&mut st.session_mut(session)?.errh, errhandler);
+    super::errh::retain_errhandler(errhandler);
+    super::errh::release_errhandler(old);
+    Ok(())
 }
 
 fn unknown_pset(name: &str) -> crate::errors::MpiError {
@@ -172,20 +185,6 @@ pub(crate) fn session_get_info(st: &mut State, session: MPI_Session) -> R<MPI_In
     Ok(super::info::new_info(Info { entries: vec![(THREAD_LEVEL_KEY.into(), name.into()), (MPICH_THREAD_LEVEL_KEY.into(), name.into())] }))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Group_from_session_pset(session: MPI_Session, pset_name: *const c_char, newgroup: *mut MPI_Group) -> c_int {
-    api("MPI_Group_from_session_pset", Target::Session(session), || {
-        check_ptr(newgroup, "newgroup")?;
-        let name = read_cstr(pset_name)?;
-        *newgroup = state::with(|st| {
-            st.session(session)?;
-            let pids = st.psets().members(&name).ok_or_else(|| unknown_pset(&name))?.to_vec();
-            Ok(st.new_group(Group { pids, session: Some(session) }))
-        })?;
-        Ok(())
-    })
-}
-
 // ---- error handlers ------------------------------------------------------------------
 
 #[no_mangle]
@@ -196,20 +195,6 @@ pub unsafe extern "C" fn PMPI_Session_create_errhandler(session_errhandler_fn: O
         let f = session_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
         *errhandler = super::errh::new_errhandler(ErrhFunc::Session(f));
         Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Session_set_errhandler(session: MPI_Session, errhandler: MPI_Errhandler) -> c_int {
-    api("MPI_Session_set_errhandler", Target::Session(session), || {
-        super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Session)?;
-        state::with(|st| {
-            let e = st.session_mut(session)?;
-            let old = std::mem::replace(&mut e.errh, errhandler);
-            super::errh::retain_errhandler(errhandler);
-            super::errh::release_errhandler(old);
-            Ok(())
-        })
     })
 }
 

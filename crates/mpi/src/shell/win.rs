@@ -303,19 +303,6 @@ fn with_win<T>(win: MPI_Win, f: impl FnOnce(&mut State, WinId) -> R<T>) -> R<T> 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
-    api("MPI_Win_attach", Target::Win(win), || {
-        if size < 0 {
-            return Err(err(MPI_ERR_SIZE, format!("invalid size {size}")));
-        }
-        if base.is_null() && size > 0 {
-            return Err(err(MPI_ERR_BASE, "base is NULL"));
-        }
-        with_win(win, |st, id| st.rt.engine.win_attach(id, Region { base: base as u64, len: size as u64 }).map_err(rma_err))
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
     api("MPI_Win_detach", Target::Win(win), || with_win(win, |st, id| st.rt.engine.win_detach(id, base as u64).map_err(rma_err)))
 }
@@ -366,49 +353,6 @@ fn delete_all_win_attrs(win: MPI_Win) -> R<()> {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
-    api("MPI_Win_get_group", Target::Win(win), || {
-        check_ptr(group, "group")?;
-        *group = state::with(|st| {
-            let g = st.win(win)?.group.clone();
-            Ok(st.groups.insert(g))
-        })?;
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
-    api("MPI_Win_set_name", Target::Win(win), || {
-        let mut s = read_cstr(win_name)?;
-        let max = MPI_MAX_OBJECT_NAME as usize - 1;
-        if s.len() > max {
-            let mut cut = max;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            s.truncate(cut);
-        }
-        state::with(|st| {
-            st.win_mut(win)?.name = s;
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    api("MPI_Win_get_name", Target::Win(win), || {
-        check_ptr(win_name, "win_name")?;
-        check_ptr(resultlen, "resultlen")?;
-        // MPI_WIN_NULL has a name too (as MPICH answers).
-        let n = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { state::with(|st| Ok(st.win(win)?.name.clone()))? };
-        write_cstr(win_name, MPI_MAX_OBJECT_NAME as usize, &n, resultlen);
-        Ok(())
-    })
-}
-
 /// The hints a window reports: the defaults of what it does, with the
 /// program's own settings in their place.
 fn win_hints(w: &WinEntry) -> Vec<(String, String)> {
@@ -430,33 +374,6 @@ fn win_hints(w: &WinEntry) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
-    api("MPI_Win_set_info", Target::Win(win), || {
-        let kv = super::info::info_entries(info)?;
-        state::with(|st| {
-            let w = st.win_mut(win)?;
-            for (k, v) in kv {
-                match w.info.iter_mut().find(|(wk, _)| *wk == k) {
-                    Some(e) => e.1 = v,
-                    None => w.info.push((k, v)),
-                }
-            }
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
-    api("MPI_Win_get_info", Target::Win(win), || {
-        check_ptr(info_used, "info_used")?;
-        let kv = state::with(|st| Ok(win_hints(st.win(win)?)))?;
-        *info_used = super::info::new_info(Info { entries: kv });
-        Ok(())
-    })
 }
 
 /// MPI_Win_shared_query(_c): where a member's segment of a shared window
@@ -501,42 +418,6 @@ pub fn win_shared_query(name: &'static str, win: MPI_Win, rank: c_int, size: *mu
 // ---- error handlers -----------------------------------------------------------
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_create_errhandler(win_errhandler_fn: Option<MPI_Win_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Win_create_errhandler", Target::NoComm, || {
-        check_ptr(errhandler, "errhandler")?;
-        let f = win_errhandler_fn.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?;
-        *errhandler = super::errh::new_errhandler(ErrhFunc::Win(f));
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
-    api("MPI_Win_set_errhandler", Target::Win(win), || {
-        super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Win)?;
-        state::with(|st| {
-            let old = st.win(win)?.errh;
-            super::errh::retain_errhandler(errhandler);
-            st.win_mut(win)?.errh = errhandler;
-            super::errh::release_errhandler(old);
-            Ok(())
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler) -> c_int {
-    api("MPI_Win_get_errhandler", Target::Win(win), || {
-        check_ptr(errhandler, "errhandler")?;
-        let h = state::with(|st| Ok(st.win(win)?.errh))?;
-        // The returned handle is a new reference the user frees.
-        super::errh::retain_errhandler(h);
-        *errhandler = h;
-        Ok(())
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
     let known = state::with(|st| {
         st.win(win)?;
@@ -550,3 +431,70 @@ pub unsafe extern "C" fn PMPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int
     state::report("MPI_Win_call_errhandler", Target::Win(win), crate::errors::MpiError { class, msg, code: Some(errorcode) });
     MPI_SUCCESS
 }
+
+// MPI_Win_attach, the names, groups, infos and error handlers of windows
+// are generated from abi/functions.txt; these are their implementations.
+
+pub(crate) fn win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> R<()> {
+    if size < 0 {
+        return Err(err(MPI_ERR_SIZE, format!("invalid size {size}")));
+    }
+    if base.is_null() && size > 0 {
+        return Err(err(MPI_ERR_BASE, "base is NULL"));
+    }
+    with_win(win, |st, id| st.rt.engine.win_attach(id, Region { base: base as u64, len: size as u64 }).map_err(rma_err))
+}
+
+pub(crate) fn win_get_group(st: &mut State, win: MPI_Win) -> R<MPI_Group> {
+    let g = st.win(win)?.group.clone();
+    Ok(st.groups.insert(g))
+}
+
+pub(crate) fn win_set_name(st: &mut State, win: MPI_Win, name: &str) -> R<()> {
+    st.win_mut(win)?.name = object_name(name);
+    Ok(())
+}
+
+/// MPI_WIN_NULL has a name too (as MPICH answers).
+pub(crate) fn win_get_name(st: &mut State, win: MPI_Win) -> R<String> {
+    if win == MPI_WIN_NULL {
+        return Ok("MPI_WIN_NULL".into());
+    }
+    Ok(st.win(win)?.name.clone())
+}
+
+pub(crate) fn win_set_info(st: &mut State, win: MPI_Win, info: MPI_Info) -> R<()> {
+    let kv = super::info::info_entries(info)?;
+    let w = st.win_mut(win)?;
+    for (k, v) in kv {
+        match w.info.iter_mut().find(|(wk, _)| *wk == k) {
+            Some(e) => e.1 = v,
+            None => w.info.push((k, v)),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn win_get_info(st: &mut State, win: MPI_Win) -> R<MPI_Info> {
+    Ok(super::info::new_info(Info { entries: win_hints(st.win(win)?) }))
+}
+
+pub(crate) fn win_create_errhandler(f: Option<MPI_Win_errhandler_function>) -> R<MPI_Errhandler> {
+    Ok(super::errh::new_errhandler(ErrhFunc::Win(f.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?)))
+}
+
+pub(crate) fn win_set_errhandler(st: &mut State, win: MPI_Win, errhandler: MPI_Errhandler) -> R<()> {
+    super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Win)?;
+    let old = std::mem::replace(&mut st.win_mut(win)?.errh, errhandler);
+    super::errh::retain_errhandler(errhandler);
+    super::errh::release_errhandler(old);
+    Ok(())
+}
+
+/// The returned handle is a new reference the user frees.
+pub(crate) fn win_get_errhandler(st: &mut State, win: MPI_Win) -> R<MPI_Errhandler> {
+    let h = st.win(win)?.errh;
+    super::errh::retain_errhandler(h);
+    Ok(h)
+}
+
