@@ -616,7 +616,7 @@ pub mod tests {
                     let mut send: Vec<TBuf> = (0..n).map(|_| TBuf::new(items * n as u64, &dt)).collect();
                     let mut recv: Vec<TBuf> = (0..n).map(|_| TBuf::new(items * n as u64, &dt)).collect();
                     for (r, t) in send.iter_mut().enumerate() {
-                        t.set(&(0..items * n as u64).map(|i| (1000 * k + 100 * r as u64 + i)).collect::<Vec<_>>());
+                        t.set(&(0..items * n as u64).map(|i| 1000 * k + 100 * r as u64 + i).collect::<Vec<_>>());
                     }
                     let sb: Vec<UserBuf> = send.iter_mut().map(|t| t.ub()).collect();
                     let rb: Vec<UserBuf> = recv.iter_mut().map(|t| t.ub()).collect();

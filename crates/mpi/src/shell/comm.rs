@@ -845,13 +845,7 @@ pub(crate) fn comm_get_info(st: &mut State, comm: MPI_Comm) -> R<MPI_Info> {
 
 pub(crate) fn comm_set_info(st: &mut State, comm: MPI_Comm, info: MPI_Info) -> R<()> {
     let kv = super::info::info_entries(info)?;
-    let c = st.comm_mut(comm)?;
-    for (k, v) in kv {
-        match c.info.iter_mut().find(|(ck, _)| *ck == k) {
-            Some(e) => e.1 = v,
-            None => c.info.push((k, v)),
-        }
-    }
+    super::info::merge_entries(&mut st.comm_mut(comm)?.info, kv);
     Ok(())
 }
 

@@ -92,15 +92,17 @@ pub(crate) fn comm_create_errhandler(f: Option<MPI_Comm_errhandler_function>) ->
     Ok(new_errhandler(ErrhFunc::Comm(f.ok_or_else(|| err(MPI_ERR_ARG, "the handler function is NULL"))?)))
 }
 
-pub(crate) fn comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> R<()> {
+pub(crate) fn comm_set_errhandler(st: &mut State, comm: MPI_Comm, errhandler: MPI_Errhandler) -> R<()> {
     check_errhandler(errhandler, ErrhKind::Comm)?;
-    state::with(|st| {
-        let old = st.comm(comm)?.errh;
-        retain_errhandler(errhandler);
-        st.comm_mut(comm)?.errh = errhandler;
-        release_errhandler(old);
-        Ok(())
-    })
+    replace_errhandler(&mut st.comm_mut(comm)?.errh, errhandler);
+    Ok(())
+}
+
+/// Put `new` (checked by the caller) in an object's handler slot: the
+/// object holds a reference to its handler.
+pub(crate) fn replace_errhandler(slot: &mut MPI_Errhandler, new: MPI_Errhandler) {
+    retain_errhandler(new);
+    release_errhandler(std::mem::replace(slot, new));
 }
 
 /// The returned handle is a new reference the user frees.

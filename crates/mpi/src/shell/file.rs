@@ -286,16 +286,9 @@ const HINT_KEYS: &[&str] = &[
     "striping_unit",
 ];
 
-fn merge_hints(hints: &mut Vec<(String, String)>, given: Vec<(String, String)>) {
-    for (k, v) in given {
-        if !HINT_KEYS.contains(&k.as_str()) {
-            continue;
-        }
-        match hints.iter_mut().find(|(hk, _)| *hk == k) {
-            Some(h) => h.1 = v,
-            None => hints.push((k, v)),
-        }
-    }
+fn merge_hints(hints: &mut Vec<(String, String)>, mut given: Vec<(String, String)>) {
+    given.retain(|(k, _)| HINT_KEYS.contains(&k.as_str()));
+    super::info::merge_entries(hints, given);
 }
 
 /// The hints a file starts with: one aggregator per host.
@@ -1425,9 +1418,7 @@ fn errh_slot(st: &mut State, fh: MPI_File) -> R<&mut MPI_Errhandler> {
 
 pub(crate) fn file_set_errhandler(st: &mut State, fh: MPI_File, errhandler: MPI_Errhandler) -> R<()> {
     super::errh::check_errhandler(errhandler, super::errh::ErrhKind::File)?;
-    let old = std::mem::replace(errh_slot(st, fh)?, errhandler);
-    super::errh::retain_errhandler(errhandler);
-    super::errh::release_errhandler(old);
+    super::errh::replace_errhandler(errh_slot(st, fh)?, errhandler);
     Ok(())
 }
 

@@ -55,6 +55,17 @@ pub fn info_value(h: MPI_Info, key: &str) -> R<Option<String>> {
     Ok(info_entries(h)?.into_iter().find(|(k, _)| k == key).map(|(_, v)| v))
 }
 
+/// Set each of `given`'s keys in `entries` (an object's hints, kept in
+/// the order they were first set).
+pub fn merge_entries(entries: &mut Vec<(String, String)>, given: Vec<(String, String)>) {
+    for (k, v) in given {
+        match entries.iter_mut().find(|(ek, _)| *ek == k) {
+            Some(e) => e.1 = v,
+            None => entries.push((k, v)),
+        }
+    }
+}
+
 /// Change an info object the program may change (not MPI_INFO_ENV).
 fn with_info_mut<T>(h: MPI_Info, f: impl FnOnce(&mut Info) -> R<T>) -> R<T> {
     if h == MPI_INFO_ENV {

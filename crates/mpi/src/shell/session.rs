@@ -166,9 +166,7 @@ pub(crate) fn group_from_pset(st: &mut State, session: MPI_Session, name: &str) 
 
 pub(crate) fn session_set_errhandler(st: &mut State, session: MPI_Session, errhandler: MPI_Errhandler) -> R<()> {
     super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Session)?;
-    let old = std::mem::replace(&mut st.session_mut(session)?.errh, errhandler);
-    super::errh::retain_errhandler(errhandler);
-    super::errh::release_errhandler(old);
+    super::errh::replace_errhandler(&mut st.session_mut(session)?.errh, errhandler);
     Ok(())
 }
 

@@ -465,13 +465,7 @@ pub(crate) fn win_get_name(st: &mut State, win: MPI_Win) -> R<String> {
 
 pub(crate) fn win_set_info(st: &mut State, win: MPI_Win, info: MPI_Info) -> R<()> {
     let kv = super::info::info_entries(info)?;
-    let w = st.win_mut(win)?;
-    for (k, v) in kv {
-        match w.info.iter_mut().find(|(wk, _)| *wk == k) {
-            Some(e) => e.1 = v,
-            None => w.info.push((k, v)),
-        }
-    }
+    super::info::merge_entries(&mut st.win_mut(win)?.info, kv);
     Ok(())
 }
 
@@ -485,9 +479,7 @@ pub(crate) fn win_create_errhandler(f: Option<MPI_Win_errhandler_function>) -> R
 
 pub(crate) fn win_set_errhandler(st: &mut State, win: MPI_Win, errhandler: MPI_Errhandler) -> R<()> {
     super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Win)?;
-    let old = std::mem::replace(&mut st.win_mut(win)?.errh, errhandler);
-    super::errh::retain_errhandler(errhandler);
-    super::errh::release_errhandler(old);
+    super::errh::replace_errhandler(&mut st.win_mut(win)?.errh, errhandler);
     Ok(())
 }
 
