@@ -23,7 +23,9 @@
 //!   OUT pointer is not NULL, calls `IMPL(st, other args, EXTRA)` under the
 //!   lock, and stores what it returns (one value, or a tuple in OUT order)
 //!   through the OUT pointers. Errors go where `api`'s do. Without OUTs,
-//!   IMPL's result is the call's.
+//!   IMPL's result is the call's. IMPL must not take the lock again
+//!   (the lock is not reentrant): what waits, or reads MPI_INFO_ENV (whose
+//!   entries come from the state), is an `api`.
 //!
 //! `api` may have outputs too: IMPL runs without the lock and returns
 //! them, as `get`'s does.

@@ -843,10 +843,11 @@ pub(crate) fn comm_get_info(st: &mut State, comm: MPI_Comm) -> R<MPI_Info> {
     Ok(super::info::new_info(Info { entries: st.comm(comm)?.info.clone() }))
 }
 
-pub(crate) fn comm_set_info(st: &mut State, comm: MPI_Comm, info: MPI_Info) -> R<()> {
+/// The info's entries are read first, without the lock: MPI_INFO_ENV's
+/// look at the state.
+pub(crate) fn comm_set_info(comm: MPI_Comm, info: MPI_Info) -> R<()> {
     let kv = super::info::info_entries(info)?;
-    super::info::merge_entries(&mut st.comm_mut(comm)?.info, kv);
-    Ok(())
+    state::with(|st| Ok(super::info::merge_entries(&mut st.comm_mut(comm)?.info, kv)))
 }
 
 pub(crate) fn comm_set_name(st: &mut State, comm: MPI_Comm, name: &str) -> R<()> {

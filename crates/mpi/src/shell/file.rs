@@ -1386,10 +1386,11 @@ pub(crate) fn file_get_info(st: &mut State, fh: MPI_File) -> R<MPI_Info> {
     Ok(super::info::new_info(Info { entries: st.file(file_id(fh))?.hints.clone() }))
 }
 
-pub(crate) fn file_set_info(st: &mut State, fh: MPI_File, info: MPI_Info) -> R<()> {
+/// The info's entries are read first, without the lock: MPI_INFO_ENV's
+/// look at the state.
+pub(crate) fn file_set_info(fh: MPI_File, info: MPI_Info) -> R<()> {
     let given = super::info::info_entries_or_empty(info)?;
-    merge_hints(&mut st.file_mut(file_id(fh))?.hints, given);
-    Ok(())
+    state::with(|st| Ok(merge_hints(&mut st.file_mut(file_id(fh))?.hints, given)))
 }
 
 pub(crate) fn file_get_byte_offset(st: &mut State, fh: MPI_File, offset: MPI_Offset) -> R<MPI_Offset> {

@@ -463,10 +463,11 @@ pub(crate) fn win_get_name(st: &mut State, win: MPI_Win) -> R<String> {
     Ok(st.win(win)?.name.clone())
 }
 
-pub(crate) fn win_set_info(st: &mut State, win: MPI_Win, info: MPI_Info) -> R<()> {
+/// The info's entries are read first, without the lock: MPI_INFO_ENV's
+/// look at the state.
+pub(crate) fn win_set_info(win: MPI_Win, info: MPI_Info) -> R<()> {
     let kv = super::info::info_entries(info)?;
-    super::info::merge_entries(&mut st.win_mut(win)?.info, kv);
-    Ok(())
+    state::with(|st| Ok(super::info::merge_entries(&mut st.win_mut(win)?.info, kv)))
 }
 
 pub(crate) fn win_get_info(st: &mut State, win: MPI_Win) -> R<MPI_Info> {
