@@ -515,7 +515,7 @@ int MPI_Barrier(MPI_Comm comm); => coll plan_barrier | fast::barrier
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int coords[]); => get cart_get -> dims[maxdims], coords[maxdims]
 int MPI_Dims_create(int nnodes, int ndims, int dims[]); => api dims_create -> dims[ndims] where dims[ndims]
-int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag); => api info_get -> flag?, value: str(valuelen + 1) where key: str
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag); => api info_get -> flag?, value: str(valuelen as usize + 1) where key: str
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen); => get name -> comm_name: str(MPI_MAX_OBJECT_NAME, resultlen)
 int MPI_Group_free(MPI_Group *group); => get group_free -> group where *group
 int MPI_Type_commit(MPI_Datatype *datatype); => get type_commit where *datatype
@@ -577,7 +577,7 @@ int MPI_Win_free(MPI_Win *win);
             // An in-out array is read, then written.
             "let dims_in = in_array(dims, ndims, \"dims\", \"ndims\")?; let v0 = dims_create(nnodes.into(), ndims.into(), dims_in)?; put_array(dims, ndims, &v0, \"dims\")?;",
             // A flag says whether the value was there; strings both ways.
-            "check_ptr(flag, \"flag\")?; check_ptr(value, \"value\")?; let key_in = in_str(key, \"key\")?; let found = info_get(info.into(), &key_in, valuelen.into())?; *flag = found.is_some() as c_int; if let Some(v0) = found { write_cstr(value, (valuelen + 1) as usize, &v0, std::ptr::null_mut()); } Ok(())",
+            "check_ptr(flag, \"flag\")?; check_ptr(value, \"value\")?; let key_in = in_str(key, \"key\")?; let found = info_get(info.into(), &key_in, valuelen.into())?; *flag = found.is_some() as c_int; if let Some(v0) = found { write_cstr(value, (valuelen as usize + 1) as usize, &v0, std::ptr::null_mut()); } Ok(())",
             "check_ptr(comm_name, \"comm_name\")?; check_ptr(resultlen, \"resultlen\")?; let v0 = state::with(|st| name(st, comm.into()))?; write_cstr(comm_name, (MPI_MAX_OBJECT_NAME) as usize, &v0, resultlen);",
             // An in-out handle: read, freed, the null handle stored back.
             "check_ptr(group, \"group\")?; let group_in = *group; let v0 = state::with(|st| group_free(st, group_in))?; *group = v0; Ok(())",
