@@ -26,7 +26,7 @@
 //! log2(n) rounds of messages, each needing the receiver to be scheduled.
 
 use crate::sched::{CommView, Reducer, Schedule};
-use gridmpi_datatype::{Datatype, UserBuf};
+use gridmpi_datatype::{BasicType, Datatype, UserBuf};
 use std::sync::Arc;
 
 /// A communicator's shared area, as the engine uses it. Implemented by the
@@ -272,13 +272,15 @@ pub struct Host {
 /// pair, whose packed layout is not its layout in memory) and the
 /// operation is not a user function (which must run outside the library's
 /// lock).
-pub fn reduction_fits(slot: u64, count: u64, dt: &Datatype, op: &dyn Reducer) -> Option<Arc<Datatype>> {
+/// `user_code`: the operation is a user function. Gives the basic type to
+/// combine as.
+pub fn reduction_fits(slot: u64, count: u64, dt: &Datatype, user_code: bool) -> Option<BasicType> {
     if dt.pair().is_some() || dt.uniform_pair().is_some() {
         return None;
     }
     let basic = dt.uniform_element()?;
     let bytes = count.checked_mul(dt.size())?;
-    (bytes <= slot && !op.calls_user_code()).then(|| Datatype::basic_shared(basic))
+    (bytes <= slot && !user_code).then_some(basic)
 }
 
 fn one_step(view: CommView, tag: i32, step: HostStep) -> Schedule {

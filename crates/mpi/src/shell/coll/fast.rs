@@ -26,7 +26,7 @@ use gridmpi_wire::Pid;
 /// MPI_Barrier.
 pub(crate) fn barrier(name: &'static str, comm: MPI_Comm) -> Option<c_int> {
     run(name, comm, |st| {
-        let Some(t) = Turn::take(st, comm, |c, sel| sel.barrier(&c.input(0)) == sel::Barrier::Host)? else { return Ok(None) };
+        let Some((t, ())) = Turn::take(st, comm, |st, c| (st.coll_selector.barrier(&c.input(0)) == sel::Barrier::Host).then_some(()))? else { return Ok(None) };
         // SAFETY: nothing is written or read.
         unsafe { t.arrive(st, None, None, Read::Nothing) }.map(Some)
     })
@@ -36,8 +36,10 @@ pub(crate) fn barrier(name: &'static str, comm: MPI_Comm) -> Option<c_int> {
 pub(crate) fn bcast(name: &'static str, buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Option<c_int> {
     run(name, comm, |st| {
         let Some(bytes) = dense_bytes(st, datatype, count).filter(|&b| b == 0 || !buffer.is_null()) else { return Ok(None) };
-        let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && bytes as u64 <= c.host_slot && sel.bcast(&c.input(bytes as u64)) == sel::Bcast::Host;
-        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let fits = |st: &State, c: &CommShape| {
+            ((0..c.size).contains(&root) && bytes as u64 <= c.host_slot && st.coll_selector.bcast(&c.input(bytes as u64)) == sel::Bcast::Host).then_some(())
+        };
+        let Some((t, ())) = Turn::take(st, comm, fits)? else { return Ok(None) };
         let (write, read) = if t.member == root as usize {
             (Some((buffer as *const u8, bytes)), Read::Nothing)
         } else {
@@ -59,10 +61,11 @@ pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mu
         if bytes > 0 && (recvbuf.is_null() || input.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf))) {
             return Ok(None);
         }
-        let Some(r) = Reduction::of(st, datatype, op, count) else { return Ok(None) };
-        let (b, n) = (r.basic, r.count);
-        let fits = |c: &CommShape, sel: &Selector| r.on_host(c, |i| sel.allreduce(i) == sel::Allreduce::Host);
-        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let fits = |st: &State, c: &CommShape| {
+            let r = Reduction::of(st, datatype, o, count)?;
+            r.on_host(c, |i| st.coll_selector.allreduce(i) == sel::Allreduce::Host).then_some((r.basic, r.count))
+        };
+        let Some((t, (b, n))) = Turn::take(st, comm, fits)? else { return Ok(None) };
         // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
         unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Read::One(Source::Result, recvbuf as *mut u8, bytes)) }.map(Some)
@@ -83,10 +86,11 @@ pub(crate) fn reduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c
         if (!at_root && in_place(sendbuf)) || (bytes > 0 && (input.is_null() || (at_root && (recvbuf.is_null() || (!in_place(sendbuf) && std::ptr::eq(sendbuf, recvbuf)))))) {
             return Ok(None);
         }
-        let Some(r) = Reduction::of(st, datatype, op, count) else { return Ok(None) };
-        let (b, n) = (r.basic, r.count);
-        let fits = |c: &CommShape, sel: &Selector| (0..c.size).contains(&root) && r.on_host(c, |i| sel.reduce(i) == sel::Reduce::Host);
-        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let fits = |st: &State, c: &CommShape| {
+            let r = Reduction::of(st, datatype, o, count).filter(|_| (0..c.size).contains(&root))?;
+            r.on_host(c, |i| st.coll_selector.reduce(i) == sel::Reduce::Host).then_some((r.basic, r.count))
+        };
+        let Some((t, (b, n))) = Turn::take(st, comm, fits)? else { return Ok(None) };
         let read = if at_root { Read::One(Source::Result, recvbuf as *mut u8, bytes) } else { Read::Nothing };
         // SAFETY: the buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
@@ -110,8 +114,8 @@ pub(crate) fn alltoall(
         if sent != block || (block > 0 && (sendbuf.is_null() || recvbuf.is_null() || std::ptr::eq(sendbuf, recvbuf))) {
             return Ok(None);
         }
-        let fits = |c: &CommShape, sel: &Selector| sel.alltoall(&c.input(block as u64)) == sel::Alltoall::Host;
-        let Some(t) = Turn::take(st, comm, fits)? else { return Ok(None) };
+        let fits = |st: &State, c: &CommShape| (st.coll_selector.alltoall(&c.input(block as u64)) == sel::Alltoall::Host).then_some(());
+        let Some((t, ())) = Turn::take(st, comm, fits)? else { return Ok(None) };
         let (me, members) = (t.member, t.members);
         // SAFETY: each buffer holds `members` blocks of `block` dense bytes
         // (checked types and counts), valid for the blocking call; the
@@ -121,26 +125,28 @@ pub(crate) fn alltoall(
 }
 
 /// A reduction of a predefined type and operation the general road
-/// accepts: what its plan looks up.
-struct Reduction {
+/// accepts: what its plan looks up, without making the reducer (an
+/// allocation-free lookup: with many ranks on few cores every instruction
+/// here is paid once per rank sharing a core).
+struct Reduction<'a> {
+    op: Op,
     basic: BasicType,
     count: u64,
-    dt: Arc<Datatype>,
-    red: Arc<dyn gridmpi_engine::sched::Reducer>,
+    dt: &'a Datatype,
 }
 
-impl Reduction {
-    fn of(st: &State, datatype: MPI_Datatype, op: MPI_Op, count: MPI_Count) -> Option<Reduction> {
-        let dt = st.dtype(datatype).ok()?;
+impl<'a> Reduction<'a> {
+    fn of(st: &'a State, datatype: MPI_Datatype, op: Op, count: MPI_Count) -> Option<Reduction<'a>> {
+        let (dt, _) = st.predef.get(datatype)?;
+        super::super::op::check_predefined(op, dt).ok()?;
         let basic = dt.basic_type()?;
-        let red = st.reducer(op, datatype).ok()?;
-        Some(Reduction { basic, count: u64::try_from(count).ok()?, dt, red })
+        Some(Reduction { op, basic, count: u64::try_from(count).ok()?, dt })
     }
 
     /// Whether the general road runs it on the area: its data fits a slot
     /// and the table, asked by `choose` with the plan's input, says so.
     fn on_host(&self, c: &CommShape, choose: impl FnOnce(&Input) -> bool) -> bool {
-        let (i, basic) = super::reductions::reduction_input(c, self.count, &self.dt, &self.red);
+        let (i, basic) = super::reductions::selection_input(c, self.count, self.dt, self.op.is_commutative(), false);
         basic.is_some() && choose(&i)
     }
 }
@@ -176,16 +182,18 @@ struct Turn {
 
 impl Turn {
     /// Take `comm`'s next blocking collective tag and area operation if the
-    /// general road would run this call there (`fits`, asked with what its
-    /// plan asks the table) and may run it inline now (host_inline.rs).
-    fn take(st: &mut State, comm: MPI_Comm, fits: impl FnOnce(&CommShape, &Selector) -> bool) -> R<Option<Turn>> {
+    /// general road would run this call there (`fits` gives Some, asked
+    /// with what its plan asks the table; its value is returned with the
+    /// turn) and may run it inline now (host_inline.rs).
+    fn take<T>(st: &mut State, comm: MPI_Comm, fits: impl FnOnce(&State, &CommShape) -> Option<T>) -> R<Option<(Turn, T)>> {
         if st.rt.tracer.is_some() || st.rt.fault_tolerant || st.rt.engine.ft_active() || st.map_switch.is_some() {
             return Ok(None);
         }
         let Ok(shape) = CommShape::of(st, comm) else { return Ok(None) };
-        if shape.remote.is_some() || shape.host_slot == 0 || !fits(&shape, &st.coll_selector) {
+        if shape.remote.is_some() || shape.host_slot == 0 {
             return Ok(None);
         }
+        let Some(fit) = fits(st, &shape) else { return Ok(None) };
         let c = st.comm_mut(comm)?;
         let HostColl::Area { area, next_op, .. } = &mut c.host else { return Ok(None) };
         if area.turn() != *next_op {
@@ -194,7 +202,7 @@ impl Turn {
         let (area, op) = (area.clone(), *next_op);
         *next_op += 1;
         let _tag = c.next_coll_tag();
-        Ok(Some(Turn { area, op, member: c.rank as usize, members: c.size() as usize, pids: c.coll_pids.clone() }))
+        Ok(Some((Turn { area, op, member: c.rank as usize, members: c.size() as usize, pids: c.coll_pids.clone() }, fit)))
     }
 
     /// Put `write` into our slot and arrive; the last member combines

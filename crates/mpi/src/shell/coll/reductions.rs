@@ -5,16 +5,24 @@
 use super::*;
 use gridmpi_engine::coll::select::{Allreduce, Reduce, ReduceScatter, Scan};
 use gridmpi_engine::coll::{allreduce, reduce, reduce_scatter, scan};
+use gridmpi_datatype::BasicType;
 use gridmpi_engine::sched::Reducer;
 
-/// The selection input of a reduction over `n` items of `dt`.
 /// The table's input for a reduction of `n` items of `dt`, and the basic
 /// type to combine them as in the shared-memory area, when they can be
 /// (else the input says there is no area).
 pub(super) fn reduction_input(c: &CommShape, n: u64, dt: &Datatype, op: &Arc<dyn Reducer>) -> (Input, Option<Arc<Datatype>>) {
-    let basic = if c.host_slot > 0 { host::reduction_fits(c.host_slot, n, dt, op.as_ref()) } else { None };
+    let (input, basic) = selection_input(c, n, dt, op.is_commutative(), op.calls_user_code());
+    (input, basic.map(Datatype::basic_shared))
+}
+
+/// [`reduction_input`] from what it asks of the operation: the quick
+/// road (fast.rs) knows it of a predefined operation without making its
+/// reducer.
+pub(super) fn selection_input(c: &CommShape, n: u64, dt: &Datatype, commutative: bool, user_code: bool) -> (Input, Option<BasicType>) {
+    let basic = if c.host_slot > 0 { host::reduction_fits(c.host_slot, n, dt, user_code) } else { None };
     let host_slot = if basic.is_some() { c.host_slot } else { 0 };
-    (Input { count: n, commutative: op.is_commutative(), host_slot, ..c.input(n * dt.size()) }, basic)
+    (Input { count: n, commutative, host_slot, ..c.input(n * dt.size()) }, basic)
 }
 
 // ---- reduce ------------------------------------------------------------------------------
