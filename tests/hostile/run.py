@@ -18,10 +18,12 @@ on 127.0.0.1 only (a job on one host needs nothing more).
 
     python3 tests/hostile/run.py       # needs build/ (make build)
 """
+import atexit
 import os
 import random
 import re
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -81,6 +83,8 @@ def main():
         return 0
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     work = tempfile.mkdtemp(prefix="gridmpi-hostile-")
+    # Nothing of the run outlives it (the secret files among them).
+    atexit.register(shutil.rmtree, work, True)
     prog = os.path.join(work, "outage")
     subprocess.run([os.path.join(BIN, "mpicc"), "-O2", "-o", prog,
                     os.path.join(ROOT, "tests", "testbed", "outage.c")], check=True)

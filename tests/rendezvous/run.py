@@ -27,8 +27,10 @@ groups, each started by its own launcher on this host, form one job:
 
     python3 tests/rendezvous/run.py       # needs build/ (make build)
 """
+import atexit
 import os
 import random
+import shutil
 import socket
 import stat
 import subprocess
@@ -145,6 +147,8 @@ def hostile(addr, secret_ok):
 
 def main():
     work = tempfile.mkdtemp(prefix="gridmpi-rendezvous-")
+    # Nothing of the run outlives it (the secret files among them).
+    atexit.register(shutil.rmtree, work, True)
     for src, exe in [("tests/testbed/outage.c", "outage"), ("tests/testbed/cluster_map.c", "cmap"),
                      ("tests/rendezvous/fail.c", "fail")]:
         subprocess.check_call([os.path.join(BIN, "mpicc"), "-O2", "-o", os.path.join(work, exe), os.path.join(ROOT, src)])

@@ -72,10 +72,27 @@ fn ok_lines(stdout: &str) -> usize {
     stdout.lines().filter(|l| l.contains("pmi-check: rank") && l.contains(" ok (")).count()
 }
 
-fn tempdir(name: &str) -> PathBuf {
+/// A directory of the test's own, removed when the test ends (passed or
+/// not: nothing of a test outlives it).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("gridmpirun-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 /// A launch agent that runs the command here, with an empty environment
