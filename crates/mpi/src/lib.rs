@@ -24,6 +24,7 @@ pub mod progress_thread;
 pub mod psets;
 pub mod runtime;
 pub mod shell;
+mod solo;
 pub mod state;
 pub mod trace;
 pub mod wan_probe;

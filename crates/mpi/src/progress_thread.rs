@@ -29,6 +29,11 @@ pub fn start() -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the progress thread runs.
+pub fn running() -> bool {
+    THREAD.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+}
+
 /// Stop the progress thread, if one runs, and wait for it (at finalize,
 /// before the transports close).
 pub fn stop() {

@@ -3,7 +3,9 @@
 //!
 //! All MPI state lives in one [`State`] behind one mutex: MPI_THREAD_MULTIPLE
 //! is provided by serialising calls. A blocking call releases the lock while
-//! it waits, so other threads progress meanwhile.
+//! it waits, so other threads progress meanwhile. Below MPI_THREAD_MULTIPLE
+//! the thread that called MPI_Init reaches the state without the lock until
+//! another thread comes ([`go_solo`], solo.rs); [`Guard`] is either.
 //!
 //! Waiting threads ([`wait_until`]) take turns: at most one of them, the
 //! *poller*, sleeps in the kernel on the transports' fds; the others wait on
@@ -137,10 +139,71 @@ pub struct State {
 // inside are user addresses that MPI allows to be used from any thread.
 unsafe impl Send for State {}
 
-pub type Guard = MutexGuard<'static, Option<Box<State>>>;
+type Slot = Option<Box<State>>;
+
+/// The state, held: under its lock, or by the thread that alone calls MPI
+/// (solo.rs).
+pub struct Guard(Held);
+
+enum Held {
+    Locked(MutexGuard<'static, Slot>),
+    Solo(crate::solo::Entered),
+}
+
+impl std::ops::Deref for Guard {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        match &self.0 {
+            Held::Locked(g) => g,
+            // SAFETY: the slot lives in a static; the owner alone reaches
+            // it while `Entered` lives (solo.rs).
+            Held::Solo(e) => unsafe { &*e.slot::<Slot>() },
+        }
+    }
+}
+
+impl std::ops::DerefMut for Guard {
+    fn deref_mut(&mut self) -> &mut Slot {
+        match &mut self.0 {
+            Held::Locked(g) => g,
+            // SAFETY: as in deref.
+            Held::Solo(e) => unsafe { &mut *e.slot::<Slot>() },
+        }
+    }
+}
+
+impl Guard {
+    /// The lock itself (to wait on [`WAITERS`]).
+    fn into_locked(self) -> MutexGuard<'static, Slot> {
+        match self.0 {
+            Held::Locked(g) => g,
+            Held::Solo(e) => {
+                drop(e);
+                lock_mutex()
+            }
+        }
+    }
+}
+
+/// The lock, once no thread reaches the state without it.
+fn lock_mutex() -> MutexGuard<'static, Slot> {
+    loop {
+        if crate::solo::foreign() {
+            crate::solo::revoke();
+        }
+        let g = STATE.lock().unwrap_or_else(|p| p.into_inner());
+        // The owner's privilege began while we waited for the lock.
+        if !crate::solo::foreign() {
+            return g;
+        }
+    }
+}
 
 pub fn lock() -> Guard {
-    STATE.lock().unwrap_or_else(|p| p.into_inner())
+    match crate::solo::enter() {
+        Some(e) => Guard(Held::Solo(e)),
+        None => Guard(Held::Locked(lock_mutex())),
+    }
 }
 
 pub fn install(st: Box<State>) {
@@ -148,7 +211,19 @@ pub fn install(st: Box<State>) {
 }
 
 pub fn uninstall() -> Option<Box<State>> {
-    lock().take()
+    let mut g = lock();
+    crate::solo::end();
+    g.take()
+}
+
+/// From now on the calling thread alone calls MPI (MPI_Init asked for less
+/// than MPI_THREAD_MULTIPLE): it reaches the state without the lock until
+/// another thread comes (solo.rs).
+pub fn go_solo() {
+    let mut g = lock_mutex();
+    if g.is_some() {
+        crate::solo::begin(&mut *g as *mut Slot);
+    }
 }
 
 fn not_running() -> MpiError {
@@ -283,7 +358,7 @@ fn wait_from(spin: bool, check_first: bool, mut done: impl FnMut(&mut State) -> 
         if st.waiting.poller {
             // Another thread sleeps on the fds: wait until someone progresses.
             st.waiting.followers += 1;
-            g = WAITERS.wait_timeout(g, FOLLOWER_TIMEOUT).unwrap_or_else(|p| p.into_inner()).0;
+            g = Guard(Held::Locked(WAITERS.wait_timeout(g.into_locked(), FOLLOWER_TIMEOUT).unwrap_or_else(|p| p.into_inner()).0));
             if let Some(st) = g.as_mut() {
                 st.waiting.followers -= 1;
             }

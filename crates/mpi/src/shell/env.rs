@@ -26,6 +26,11 @@ fn init(required: c_int) -> R<c_int> {
         Ok(())
     })?;
     PHASE.store(PHASE_RUNNING, Ordering::Release);
+    // One thread calls MPI: it need not take the lock (solo.rs). A progress
+    // thread would take it at once.
+    if level < MPI_THREAD_MULTIPLE && !crate::progress_thread::running() {
+        state::go_solo();
+    }
     // A spawned process meets its parent before the program runs.
     super::dynamic::connect_to_parent()?;
     Ok(level)
