@@ -440,12 +440,10 @@ pub fn typed_span(count: u64, dt: &Datatype) -> (i64, i64) {
     (lo, hi - lo)
 }
 
-thread_local! {
-    static BYTE: Arc<Datatype> = Arc::new(Datatype::basic(gridmpi_datatype::BasicType::Byte));
-}
-
+/// MPI_BYTE, made once for the process. (Not thread-local: MPI_Finalize
+/// may run from an atexit handler, after the thread's locals are gone.)
 pub fn byte_type() -> Arc<Datatype> {
-    BYTE.with(|b| b.clone())
+    Datatype::basic_shared(gridmpi_datatype::BasicType::Byte)
 }
 
 pub(crate) struct Running {
