@@ -8,7 +8,7 @@
 //! asks: classes from `FIRST_USER_CLASS`, codes from `FIRST_USER_CODE`.
 
 use crate::ffi::*;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// An MPI error from a shell function: class and reason (without the
 /// function name and rank, which are added when it is reported).
@@ -36,11 +36,16 @@ pub struct ErrorRegistry {
     /// Recent detailed messages, by slot (ring).
     messages: Vec<String>,
     next_slot: usize,
-    /// User classes ever added (values never reused); removed ones are gone from `live_classes`.
-    user_classes: Vec<c_int>,
-    live_classes: Vec<c_int>,
-    /// User codes: index -> class, None once removed.
+    /// User classes: index (value - FIRST_USER_CLASS) -> how many user
+    /// codes it has, None once removed. A removed value is handed out again
+    /// (the lowest first), and the table shrinks from its end, so programs
+    /// that add and remove classes in a loop stay at constant cost.
+    user_classes: Vec<Option<usize>>,
+    free_classes: BTreeSet<usize>,
+    /// User codes: index (value - FIRST_USER_CODE) -> class, None once
+    /// removed; reused as the classes are.
     user_codes: Vec<Option<c_int>>,
+    free_codes: BTreeSet<usize>,
     /// Strings set by MPI_Add_error_string, by code or class.
     strings: HashMap<c_int, String>,
 }
@@ -51,8 +56,9 @@ impl Default for ErrorRegistry {
             messages: vec![String::new(); SLOTS],
             next_slot: 1,
             user_classes: Vec::new(),
-            live_classes: Vec::new(),
+            free_classes: BTreeSet::new(),
             user_codes: Vec::new(),
+            free_codes: BTreeSet::new(),
             strings: HashMap::new(),
         }
     }
@@ -86,7 +92,13 @@ impl ErrorRegistry {
     }
 
     fn is_class(&self, c: c_int) -> bool {
-        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || (MPIX_ERR_PROC_FAILED..=MPIX_ERR_REVOKED).contains(&c) || self.live_classes.contains(&c)
+        (0..=MPI_ERR_ABI).contains(&c) && c != 54 || (MPIX_ERR_PROC_FAILED..=MPIX_ERR_REVOKED).contains(&c) || self.user_class(c).is_some()
+    }
+
+    /// The slot of a live user class.
+    fn user_class(&self, c: c_int) -> Option<usize> {
+        let i = usize::try_from(c.checked_sub(FIRST_USER_CLASS)?).ok()?;
+        (c <= LAST_USER_CLASS && self.user_classes.get(i)?.is_some()).then_some(i)
     }
 
     pub fn string_of(&self, code: c_int) -> Option<String> {
@@ -112,21 +124,29 @@ impl ErrorRegistry {
     }
 
     pub fn add_class(&mut self) -> R<c_int> {
-        let c = FIRST_USER_CLASS + self.user_classes.len() as c_int;
-        if c > LAST_USER_CLASS {
-            return Err(err(MPI_ERR_OTHER, "no more error classes can be added"));
+        let i = take_slot(&mut self.user_classes, &mut self.free_classes, Some(0));
+        match c_int::try_from(i).ok().and_then(|i| FIRST_USER_CLASS.checked_add(i)).filter(|&c| c <= LAST_USER_CLASS) {
+            Some(c) => Ok(c),
+            None => {
+                give_back(&mut self.user_classes, &mut self.free_classes, i);
+                Err(err(MPI_ERR_OTHER, "no more error classes can be added"))
+            }
         }
-        self.user_classes.push(c);
-        self.live_classes.push(c);
-        Ok(c)
     }
 
     pub fn add_code(&mut self, class: c_int) -> R<c_int> {
         if !self.is_class(class) {
             return Err(err(MPI_ERR_ARG, format!("{class} is not an error class")));
         }
-        self.user_codes.push(Some(class));
-        Ok(FIRST_USER_CODE + (self.user_codes.len() as c_int - 1))
+        let i = take_slot(&mut self.user_codes, &mut self.free_codes, Some(class));
+        let Some(code) = c_int::try_from(i).ok().and_then(|i| FIRST_USER_CODE.checked_add(i)) else {
+            give_back(&mut self.user_codes, &mut self.free_codes, i);
+            return Err(err(MPI_ERR_OTHER, "no more error codes can be added"));
+        };
+        if let Some(n) = self.user_class(class).and_then(|k| self.user_classes[k].as_mut()) {
+            *n += 1;
+        }
+        Ok(code)
     }
 
     pub fn set_string(&mut self, code: c_int, s: String) -> R<()> {
@@ -139,16 +159,16 @@ impl ErrorRegistry {
 
     /// MPI_Remove_error_class: a user class with no codes and no string.
     pub fn remove_class(&mut self, class: c_int) -> R<()> {
-        if !self.live_classes.contains(&class) {
+        let Some(i) = self.user_class(class) else {
             return Err(err(MPI_ERR_ARG, format!("{class} is not a user-defined error class")));
-        }
-        if self.user_codes.contains(&Some(class)) {
+        };
+        if self.user_classes[i] != Some(0) {
             return Err(err(MPI_ERR_ARG, format!("error class {class} still has error codes (remove them first)")));
         }
         if self.strings.contains_key(&class) {
             return Err(err(MPI_ERR_ARG, format!("error class {class} still has an error string (remove it first)")));
         }
-        self.live_classes.retain(|&c| c != class);
+        give_back(&mut self.user_classes, &mut self.free_classes, i);
         Ok(())
     }
 
@@ -161,7 +181,11 @@ impl ErrorRegistry {
         if self.strings.contains_key(&code) {
             return Err(err(MPI_ERR_ARG, format!("error code {code} still has an error string (remove it first)")));
         }
-        self.user_codes[i] = None;
+        let class = self.user_codes[i].expect("checked");
+        give_back(&mut self.user_codes, &mut self.free_codes, i);
+        if let Some(n) = self.user_class(class).and_then(|k| self.user_classes[k].as_mut()) {
+            *n -= 1;
+        }
         Ok(())
     }
 
@@ -171,14 +195,39 @@ impl ErrorRegistry {
 
     /// The largest error code in use (MPI_LASTUSEDCODE).
     pub fn last_used_code(&self) -> c_int {
-        let mut last = MPI_ERR_LASTCODE;
-        if let Some(&c) = self.user_classes.last() {
-            last = c;
-        }
+        // Both tables end with a live entry (give_back).
         if !self.user_codes.is_empty() {
-            last = FIRST_USER_CODE + (self.user_codes.len() as c_int - 1);
+            FIRST_USER_CODE + (self.user_codes.len() as c_int - 1)
+        } else if !self.user_classes.is_empty() {
+            FIRST_USER_CLASS + (self.user_classes.len() as c_int - 1)
+        } else {
+            MPI_ERR_LASTCODE
         }
-        last
+    }
+}
+
+/// The lowest free slot of `table`, filled with `v`.
+fn take_slot<T>(table: &mut Vec<Option<T>>, free: &mut BTreeSet<usize>, v: Option<T>) -> usize {
+    match free.pop_first() {
+        Some(i) => {
+            table[i] = v;
+            i
+        }
+        None => {
+            table.push(v);
+            table.len() - 1
+        }
+    }
+}
+
+/// Free slot `i` of `table`; free slots at its end are dropped, so the
+/// table always ends with a live one.
+fn give_back<T>(table: &mut Vec<Option<T>>, free: &mut BTreeSet<usize>, i: usize) {
+    table[i] = None;
+    free.insert(i);
+    while table.last().is_some_and(|e| e.is_none()) {
+        table.pop();
+        free.remove(&table.len());
     }
 }
 
@@ -291,5 +340,37 @@ mod tests {
         assert!(r.remove_code(code).is_err(), "removed twice");
         r.remove_class(class).unwrap();
         assert_eq!(r.class_of(code), None);
+        assert_eq!(r.last_used_code(), MPI_ERR_LASTCODE, "nothing of the user's is left");
+    }
+
+    /// Removed values are handed out again, so adding and removing in a
+    /// loop neither grows the tables nor slows down (an outside suite runs
+    /// 10,000 rounds of 32 classes with 5 codes each).
+    #[test]
+    fn removed_classes_and_codes_are_reused() {
+        let mut r = ErrorRegistry::default();
+        let keep = r.add_class().unwrap();
+        let mut first = None;
+        for _ in 0..1000 {
+            let classes: Vec<c_int> = (0..32).map(|_| r.add_class().unwrap()).collect();
+            let codes: Vec<c_int> = classes.iter().flat_map(|&c| (0..5).map(|_| r.add_code(c).unwrap()).collect::<Vec<_>>()).collect();
+            assert_eq!(*first.get_or_insert((classes[0], codes[0], r.last_used_code())), (classes[0], codes[0], r.last_used_code()));
+            assert_eq!(r.class_of(codes[7]), Some(classes[1]));
+            assert!(r.remove_class(classes[3]).is_err(), "it still has codes");
+            for &code in &codes {
+                r.remove_code(code).unwrap();
+            }
+            for &class in classes.iter().rev() {
+                r.remove_class(class).unwrap();
+            }
+        }
+        assert_eq!(r.user_classes.len(), 1);
+        assert!(r.user_codes.is_empty() && r.free_codes.is_empty() && r.free_classes.is_empty());
+        assert_eq!(r.last_used_code(), keep);
+        // A hole in the middle is filled first.
+        let (a, b) = (r.add_class().unwrap(), r.add_class().unwrap());
+        r.remove_class(a).unwrap();
+        assert_eq!(r.add_class().unwrap(), a);
+        assert_eq!(r.last_used_code(), b);
     }
 }
