@@ -88,6 +88,17 @@ impl State {
         self.dtype_any(h, true)
     }
 
+    /// The datatype of a point-to-point call of `count` items: as
+    /// [`State::dtype`], but no items of MPI_DATATYPE_NULL are an empty
+    /// message, as in MPICH (which took refusing them for a bug; programs
+    /// pass it with a zero count where they have nothing to send).
+    pub fn p2p_dtype(&self, h: MPI_Datatype, count: u64) -> R<Arc<Datatype>> {
+        if count == 0 && h == MPI_DATATYPE_NULL {
+            return Ok(gridmpi_datatype::Datatype::basic_shared(gridmpi_datatype::BasicType::Byte));
+        }
+        self.dtype(h)
+    }
+
     /// The datatype behind a handle; `committed` requires it committed.
     pub fn dtype_any(&self, h: MPI_Datatype, committed: bool) -> R<Arc<Datatype>> {
         if let Some((dt, _)) = self.predef.get(h) {

@@ -10,7 +10,8 @@ use gridmpi_engine::{Pid, RecvArgs, ReqId, SendArgs};
 /// already holds (a persistent request keeps its datatype alive, MPI 4.1
 /// 5.1: the handle may be freed while the request still uses it).
 pub trait TypeArg {
-    fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>>;
+    /// The datatype of `count` items ([`State::p2p_dtype`]).
+    fn resolve(self, st: &State, count: u64) -> R<Arc<gridmpi_datatype::Datatype>>;
 
     /// The bytes `count` items fill when they are one dense run from the
     /// buffer's start and the type is predefined (so valid, and nothing
@@ -19,8 +20,8 @@ pub trait TypeArg {
 }
 
 impl TypeArg for MPI_Datatype {
-    fn resolve(self, st: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
-        st.dtype(self)
+    fn resolve(self, st: &State, count: u64) -> R<Arc<gridmpi_datatype::Datatype>> {
+        st.p2p_dtype(self, count)
     }
 
     #[inline(always)]
@@ -34,7 +35,7 @@ impl TypeArg for MPI_Datatype {
 }
 
 impl TypeArg for Arc<gridmpi_datatype::Datatype> {
-    fn resolve(self, _: &State) -> R<Arc<gridmpi_datatype::Datatype>> {
+    fn resolve(self, _: &State, _: u64) -> R<Arc<gridmpi_datatype::Datatype>> {
         Ok(self)
     }
 
@@ -84,7 +85,7 @@ impl State {
                 }
             }
         }
-        let dt = datatype.resolve(self)?;
+        let dt = datatype.resolve(self, count)?;
         let c = self.comm(comm)?;
         let Some(pid) = c.check_dest(dest)? else { return Ok(Started::Done(ReqKind::Send)) };
         let (ctx, src) = (c.ctx, c.rank);
@@ -249,7 +250,7 @@ impl State {
     ) -> R<Option<(RecvArgs, Option<Pid>)>> {
         let count = check_count(count)?;
         let tag = check_recv_tag(tag)?;
-        let dt = datatype.resolve(self)?;
+        let dt = datatype.resolve(self, count)?;
         let c = self.comm(comm)?;
         if source == MPI_PROC_NULL {
             return Ok(None);
@@ -444,8 +445,9 @@ pub(crate) fn send_init(
         // the datatype (the program may free its handle before MPI_Start).
         check_count(count)?;
         check_tag(tag)?;
+        let dt = st.p2p_dtype(datatype, check_count(count)?)?;
         st.comm(comm)?.check_dest(dest)?;
-        Ok(PersistentSpec::Send { buf, count, dt: st.dtype(datatype)?, dest, tag, comm, mode })
+        Ok(PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode })
     })
 }
 
@@ -455,13 +457,14 @@ pub(crate) fn recv_init(
     request: *mut MPI_Request,
 ) -> c_int {
     persistent(name, comm, request, |st| {
-        check_count(count)?;
+        let n = check_count(count)?;
         check_recv_tag(tag)?;
+        let dt = st.p2p_dtype(datatype, n)?;
         let c = st.comm(comm)?;
         if source != MPI_PROC_NULL {
             c.check_source(source)?;
         }
-        Ok(PersistentSpec::Recv { buf, count, dt: st.dtype(datatype)?, source, tag, comm })
+        Ok(PersistentSpec::Recv { buf, count, dt, source, tag, comm })
     })
 }
 
