@@ -443,11 +443,10 @@ pub(crate) fn send_init(
     persistent(name, comm, request, |st| {
         // Check the arguments now, as the standard asks; the request keeps
         // the datatype (the program may free its handle before MPI_Start).
-        check_count(count)?;
+        let n = check_count(count)?;
         check_tag(tag)?;
-        let dt = st.p2p_dtype(datatype, check_count(count)?)?;
         st.comm(comm)?.check_dest(dest)?;
-        Ok(PersistentSpec::Send { buf, count, dt, dest, tag, comm, mode })
+        Ok(PersistentSpec::Send { buf, count, dt: st.p2p_dtype(datatype, n)?, dest, tag, comm, mode })
     })
 }
 
@@ -459,12 +458,11 @@ pub(crate) fn recv_init(
     persistent(name, comm, request, |st| {
         let n = check_count(count)?;
         check_recv_tag(tag)?;
-        let dt = st.p2p_dtype(datatype, n)?;
         let c = st.comm(comm)?;
         if source != MPI_PROC_NULL {
             c.check_source(source)?;
         }
-        Ok(PersistentSpec::Recv { buf, count, dt, source, tag, comm })
+        Ok(PersistentSpec::Recv { buf, count, dt: st.p2p_dtype(datatype, n)?, source, tag, comm })
     })
 }
 
