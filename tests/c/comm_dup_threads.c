@@ -2,7 +2,9 @@
 /*
  * Communicators made at the same time by several threads
  * (MPI_THREAD_MULTIPLE): each thread of each rank duplicates its own copy
- * of MPI_COMM_WORLD, or splits it, over and over, and passes a token
+ * of MPI_COMM_WORLD (blocking and nonblocking), splits it, or makes a
+ * communicator of its group (MPI_Comm_create_group, collective over the
+ * group only), over and over, and passes a token
  * around a ring of the new communicator. Two communicators given one
  * context id would swap the threads' tokens (or hang). Every token is
  * checked for its thread and round.
@@ -15,16 +17,30 @@
 
 static MPI_Comm base[THREADS];
 static int rank, size;
+static pthread_barrier_t together;
 
 static void *worker(void *arg)
 {
     int t = (int)(intptr_t)arg;
     for (int round = 0; round < ROUNDS; round++) {
         MPI_Comm c;
-        if (round % 2)
-            MPI_Comm_split(base[t], 0, rank, &c);
-        else
+        /* One kind at a time, started together, so the threads' calls overlap. */
+        int kind = round * 4 / ROUNDS;
+        pthread_barrier_wait(&together);
+        if (kind == 0) {
             MPI_Comm_dup(base[t], &c);
+        } else if (kind == 1) {
+            MPI_Comm_split(base[t], 0, rank, &c);
+        } else if (kind == 2) {
+            MPI_Group g;
+            MPI_Comm_group(base[t], &g);
+            MPI_Comm_create_group(base[t], g, t, &c);
+            MPI_Group_free(&g);
+        } else {
+            MPI_Request r;
+            MPI_Comm_idup(base[t], &c, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
         int out[3] = {t, round, rank}, in[3] = {-1, -1, -1};
         MPI_Sendrecv(out, 3, MPI_INT, (rank + 1) % size, 0, in, 3, MPI_INT, (rank + size - 1) % size, 0, c, MPI_STATUS_IGNORE);
         CHECK(in[0] == t && in[1] == round && in[2] == (rank + size - 1) % size,
@@ -44,10 +60,12 @@ int main(int argc, char **argv)
     for (int t = 0; t < THREADS; t++)
         MPI_Comm_dup(MPI_COMM_WORLD, &base[t]);
     pthread_t th[THREADS];
+    pthread_barrier_init(&together, NULL, THREADS);
     for (int t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
     for (int t = 0; t < THREADS; t++)
         pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&together);
     for (int t = 0; t < THREADS; t++)
         MPI_Comm_free(&base[t]);
     MPI_Finalize();

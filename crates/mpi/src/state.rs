@@ -93,7 +93,7 @@ pub struct State {
     /// Next context id this process proposes for a new communicator.
     pub next_ctx: u32,
     /// Context-id agreements in flight (threads).
-    pub ctx_agreements: crate::shell::comm::CtxAgreements,
+    pub ctx_agreements: crate::shell::ctx_id::CtxAgreements,
     pub bsend: Option<BsendBuffer>,
     /// The thread level of the world model (MPI_Init_thread).
     pub thread_level: c_int,
@@ -111,7 +111,7 @@ pub struct State {
     /// last progress (see shell/rma.rs: `issue`).
     pub rma_quiet_calls: u32,
     /// MPI_Comm_idup calls waiting for their context id.
-    pub pending_idups: Vec<crate::shell::comm::PendingIdup>,
+    pub pending_idups: Vec<crate::shell::ctx_id::PendingIdup>,
     /// Storage the predefined attributes point to (MPI_TAG_UB, ...).
     pub attr_storage: Box<[c_int; 8]>,
     /// The collective algorithms in force (shell/coll_select.rs).

@@ -12,7 +12,6 @@ use crate::objects::*;
 use crate::state::{self, api, Target};
 use gridmpi_engine::coll::{self, agree};
 use gridmpi_engine::sched::{byte_type, CommView, Schedule, Step};
-use gridmpi_engine::ReqId;
 
 /// Bit 30 of a collective tag: internal exchanges that are not sequenced
 /// collectives (MPI_Comm_create_group, intercommunicator leaders).
@@ -37,7 +36,7 @@ fn i32_buf(v: &mut [i32]) -> UserBuf {
     unsafe { UserBuf::new(v.as_mut_ptr() as *mut u8, (v.len() * 4) as u64, byte_type()) }
 }
 
-fn run(s: Schedule) -> R<()> {
+pub(crate) fn run(s: Schedule) -> R<()> {
     let r = state::with(|st| {
         let r = st.rt.engine.start_schedule(s);
         st.progress()?;
@@ -113,122 +112,6 @@ fn exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, out
     Ok(())
 }
 
-/// Agree on a new context id (and reserve `pairs` consecutive pairs) over
-/// the members of `comm` (both groups of an intercommunicator).
-///
-/// Every member proposes its next free id and the largest proposal is
-/// taken. When some member runs MPI_THREAD_MULTIPLE, another of its
-/// threads may be agreeing over another communicator at the same time and
-/// reach the same largest proposal; then each member also checks that the
-/// result is free at it and that no agreement in flight at it goes first
-/// (the one whose communicator has the lower context id, the same at every
-/// member, so no two agreements keep failing each other), and if any
-/// member says no, all propose again.
-pub fn agree_ctx(comm: MPI_Comm, pairs: u32) -> R<u32> {
-    let width = 2 * pairs;
-    loop {
-        // [proposal, whether this process runs threads]
-        let mut v = [0u32; 2];
-        let (s, me) = state::with(|st| {
-            // The world model's level, or a session's (MPI_Session_init's info).
-            let threaded = st.thread_level == MPI_THREAD_MULTIPLE || st.sessions.values().any(|s| s.thread_level == MPI_THREAD_MULTIPLE);
-            v = [st.next_ctx, threaded as u32];
-            // Our own other threads propose past it.
-            st.next_ctx += width;
-            let c = st.comm_mut(comm)?;
-            let parent = c.ctx;
-            let tag = c.next_coll_tag();
-            let (view, local) = super::coll::coll_views(c);
-            let s = agree::max_u32(view, local, tag, u32_buf(&mut v));
-            Ok((s, st.ctx_agreements.begin(parent)))
-        })?;
-        let done = |st: &mut State, commit: Option<u32>| {
-            st.ctx_agreements.end(me, commit.map(|c| (c, width)));
-            if let Some(c) = commit {
-                st.next_ctx = st.next_ctx.max(c + width);
-            }
-        };
-        if let Err(e) = run(s) {
-            state::with(|st| Ok(done(st, None)))?;
-            return Err(e);
-        }
-        let ctx = v[0];
-        if v[1] == 0 {
-            state::with(|st| Ok(done(st, Some(ctx))))?;
-            return Ok(ctx);
-        }
-        // Threads somewhere: every member checks, and all hear if one objects.
-        let mut objection = [0u32];
-        let s = state::with(|st| {
-            let free = !st.comms.values().any(|c| ctx_in_use(c, ctx, width));
-            objection[0] = !(free && st.ctx_agreements.claim(me, ctx, width)) as u32;
-            let c = st.comm_mut(comm)?;
-            let tag = c.next_coll_tag();
-            let (view, local) = super::coll::coll_views(c);
-            Ok(agree::max_u32(view, local, tag, u32_buf(&mut objection)))
-        })?;
-        let r = run(s);
-        let agreed = r.is_ok() && objection[0] == 0;
-        state::with(|st| Ok(done(st, agreed.then_some(ctx))))?;
-        r?;
-        if agreed {
-            return Ok(ctx);
-        }
-    }
-}
-
-/// Whether communicator `c` uses any of the `width` context ids from `ctx`.
-fn ctx_in_use(c: &Comm, ctx: u32, width: u32) -> bool {
-    let hit = |x: u32| x != u32::MAX && x.saturating_add(1) >= ctx && x < ctx + width;
-    hit(c.ctx) || c.local_ctx.is_some_and(hit)
-}
-
-/// Context-id agreements in flight in this process (MPI_THREAD_MULTIPLE:
-/// several threads may agree at once), and the ids they claimed or took.
-#[derive(Default)]
-pub struct CtxAgreements {
-    next_id: u64,
-    /// (agreement, its communicator's context id: the lower goes first).
-    inflight: Vec<(u64, u32)>,
-    /// Ids claimed by an agreement in flight, or taken by one that ended
-    /// while others were in flight (whose result may be any id above their
-    /// proposal): (agreement, first id, count).
-    claims: Vec<(u64, u32, u32)>,
-}
-
-impl CtxAgreements {
-    fn begin(&mut self, parent_ctx: u32) -> u64 {
-        self.next_id += 1;
-        self.inflight.push((self.next_id, parent_ctx));
-        self.next_id
-    }
-
-    /// Agreement `me` may take `width` ids from `ctx` here: none of them is
-    /// claimed or taken by another agreement, and no agreement in flight
-    /// goes before it. Claims them if so.
-    fn claim(&mut self, me: u64, ctx: u32, width: u32) -> bool {
-        let mine = self.inflight.iter().find(|a| a.0 == me).map_or(u32::MAX, |a| a.1);
-        let first = self.inflight.iter().all(|&(id, parent)| id == me || parent > mine);
-        let free = self.claims.iter().all(|&(id, s, n)| id == me || s + n <= ctx || ctx + width <= s);
-        if first && free {
-            self.claims.push((me, ctx, width));
-        }
-        first && free
-    }
-
-    /// Agreement `me` ended, having taken `taken` (first id, count) or not.
-    fn end(&mut self, me: u64, taken: Option<(u32, u32)>) {
-        self.inflight.retain(|a| a.0 != me);
-        self.claims.retain(|c| c.0 != me);
-        if self.inflight.is_empty() {
-            // Every later proposal is past what was taken (next_ctx).
-            self.claims.clear();
-        } else if let Some((s, n)) = taken {
-            self.claims.push((0, s, n));
-        }
-    }
-}
-
 impl State {
     /// Register a new communicator built from `parent`'s settings.
     pub(crate) fn add_comm(&mut self, parent: MPI_Comm, mut c: Comm, copy_topo: bool) -> R<MPI_Comm> {
@@ -263,7 +146,7 @@ pub(crate) fn comm_test_inter(st: &mut State, comm: MPI_Comm) -> R<c_int> {
 /// Duplicate `comm` with a fresh context (collective); attributes copied.
 pub(crate) fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_Comm> {
     let inter = state::with(|st| Ok(st.comm(comm)?.is_inter()))?;
-    let ctx = agree_ctx(comm, if inter { 2 } else { 1 })?;
+    let ctx = super::ctx_id::agree_ctx(comm, if inter { 2 } else { 1 })?;
     let (h, copies) = state::with(|st| {
         let p = st.comm(comm)?;
         let mut c = Comm::new(ctx, p.group.clone(), p.rank, p.errh);
@@ -285,22 +168,15 @@ fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_C
     check_ptr(newcomm, "newcomm")?;
     check_ptr(request, "request")?;
     let (h, rq, copies) = state::with(|st| {
-        let proposal = st.next_ctx;
-        let p = st.comm_mut(comm)?;
+        let p = st.comm(comm)?;
         // An intercommunicator also needs a context pair for its local group.
         let pairs = if p.is_inter() { 2 } else { 1 };
-        let tag = p.next_icoll_tag();
-        let (view, local) = super::coll::coll_views(p);
         let mut c = Comm::new(u32::MAX, p.group.clone(), p.rank, p.errh);
         c.remote = p.remote.clone();
         c.info = info.clone().unwrap_or_else(|| p.info.clone());
-        // Reserve our own proposal now so later communicators never collide.
-        st.next_ctx += 2 * pairs;
-        let mut buf = Box::new([proposal]);
-        let sched = st.rt.engine.start_schedule(agree::max_u32(view, local, tag, u32_buf(&mut buf[..])));
-        let user = st.rt.engine.external_request();
         let h = st.add_comm(comm, c, true)?;
-        st.pending_idups.push(PendingIdup { sched, user, comm: h, buf, pairs });
+        let user = st.rt.engine.external_request();
+        super::ctx_id::start_idup(st, comm, h, pairs, user)?;
         st.progress()?;
         let rq = st.reqs.insert(ReqEntry::Active { r: user, kind: ReqKind::Coll, comm });
         Ok((h, rq, super::attr::comm_attrs_of(st, comm)))
@@ -312,48 +188,6 @@ fn idup(comm: MPI_Comm, info: Option<Vec<(String, String)>>, newcomm: *mut MPI_C
         *request = rq;
     }
     Ok(())
-}
-
-/// An MPI_Comm_idup waiting for its context id.
-pub struct PendingIdup {
-    pub sched: ReqId,
-    pub user: ReqId,
-    pub comm: MPI_Comm,
-    /// The proposal, then the agreed context id (the schedule writes it).
-    pub buf: Box<[u32; 1]>,
-    /// Context pairs the new communicator takes.
-    pub pairs: u32,
-}
-
-impl State {
-    /// Finish MPI_Comm_idup calls whose agreement completed.
-    #[inline]
-    pub fn progress_idups(&mut self) {
-        if !self.pending_idups.is_empty() {
-            self.advance_idups();
-        }
-    }
-
-    fn advance_idups(&mut self) {
-        let mut i = 0;
-        while i < self.pending_idups.len() {
-            let p = &self.pending_idups[i];
-            if self.rt.engine.take(p.sched).is_some() {
-                let p = self.pending_idups.swap_remove(i);
-                let ctx = p.buf[0];
-                self.next_ctx = self.next_ctx.max(ctx + 2 * p.pairs);
-                if let Some(c) = self.comms.get_mut(p.comm) {
-                    c.ctx = ctx;
-                    if c.is_inter() {
-                        c.local_ctx = Some(ctx + 2);
-                    }
-                }
-                self.rt.engine.complete_external(p.user, Default::default());
-            } else {
-                i += 1;
-            }
-        }
-    }
 }
 
 #[no_mangle]
@@ -404,7 +238,7 @@ pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> R<MPI_Comm> {
         }
         None => None,
     };
-    let ctx = agree_ctx(comm, if inter.is_some() { 2 } else { 1 })?;
+    let ctx = super::ctx_id::agree_ctx(comm, if inter.is_some() { 2 } else { 1 })?;
     if color == MPI_UNDEFINED {
         return Ok(MPI_COMM_NULL);
     }
@@ -496,7 +330,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newc
             bcast(view.clone(), tag, &mut n, 0)?;
             theirs.resize(n[0] as usize, 0);
             bcast(view, tag, &mut theirs, 0)?;
-            let ctx = agree_ctx(comm, 2)?;
+            let ctx = super::ctx_id::agree_ctx(comm, 2)?;
             *newcomm = match g.rank_of(me) {
                 Some(rank) if !theirs.is_empty() => state::with(|st| {
                     let mut c = Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL);
@@ -508,7 +342,7 @@ pub unsafe extern "C" fn PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newc
             };
             return Ok(());
         }
-        let ctx = agree_ctx(comm, 1)?;
+        let ctx = super::ctx_id::agree_ctx(comm, 1)?;
         *newcomm = match g.rank_of(me) {
             Some(rank) => state::with(|st| st.add_comm(comm, Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL), false))?,
             None => MPI_COMM_NULL,
@@ -522,7 +356,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
     api("MPI_Comm_create_group", Target::Comm(comm), || {
         check_ptr(newcomm, "newcomm")?;
         check_tag(tag)?;
-        let (g, me, cctx, proposal) = state::with(|st| {
+        let (g, me, cctx) = state::with(|st| {
             let c = st.comm(comm)?;
             if c.is_inter() {
                 return Err(err(MPI_ERR_COMM, "MPI_Comm_create_group needs an intracommunicator"));
@@ -533,7 +367,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
                     return Err(err(MPI_ERR_GROUP, format!("process {p} of the group is not in the communicator")));
                 }
             }
-            Ok((g, st.rt.me, c.ctx + 1, st.next_ctx))
+            Ok((g, st.rt.me, c.ctx + 1))
         })?;
         let Some(rank) = g.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
@@ -541,11 +375,8 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
         // Agree among the group's members only, on a tag no sequenced
         // collective uses.
         let view = CommView { ctx: cctx, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
-        let mut v = [proposal];
-        allreduce_max(view, SIDE_TAG | tag, &mut v)?;
-        let ctx = v[0];
+        let ctx = super::ctx_id::agree_blocking(1, |v| allreduce_max(view.clone(), SIDE_TAG | tag, v))?;
         *newcomm = state::with(|st| {
-            st.next_ctx = st.next_ctx.max(ctx + 2);
             st.add_comm(comm, Comm::new(ctx, g.clone(), rank, MPI_ERRORS_ARE_FATAL), false)
         })?;
         Ok(())
@@ -560,20 +391,17 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag
     api("MPI_Comm_create_from_group", group_target(group), || {
         check_ptr(newcomm, "newcomm")?;
         let tagstr = read_cstr(stringtag)?;
-        let (g, me, proposal, kv) = state::with(|st| {
+        let (g, me, kv) = state::with(|st| {
             let g = st.group(group)?;
             super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Comm)?;
-            Ok((g, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
+            Ok((g, st.rt.me, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = g.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the group"));
         };
         let view = CommView { ctx: WORLD_COLL_CTX, rank, size: g.size(), pids: g.pids.clone().into(), local_pids: None };
-        let mut v = [proposal];
-        allreduce_max(view, string_tag(&tagstr, 0), &mut v)?;
-        let ctx = v[0];
+        let ctx = super::ctx_id::agree_blocking(1, |v| allreduce_max(view.clone(), string_tag(&tagstr, 0), v))?;
         *newcomm = state::with(|st| {
-            st.next_ctx = st.next_ctx.max(ctx + 2);
             let mut c = Comm::new(ctx, g.clone(), rank, errhandler);
             c.session = g.session;
             insert_parentless(st, c, kv)
@@ -793,7 +621,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, 
             (1, 0) => false,
             _ => local_first_by_id,
         };
-        let ctx = agree_ctx(intercomm, 1)?;
+        let ctx = super::ctx_id::agree_ctx(intercomm, 1)?;
         let pids: Vec<u32> = if local_first { local.iter().chain(remote.iter()).copied().collect() } else { remote.iter().chain(local.iter()).copied().collect() };
         let rank = pids.iter().position(|&p| p == me).unwrap() as i32;
         *newintracomm = state::with(|st| st.add_comm(intercomm, Comm::new(ctx, Arc::new(Group::new(pids)), rank, MPI_ERRORS_ARE_FATAL), false))?;

@@ -320,7 +320,7 @@ fn open(comm: MPI_Comm, filename: &str, amode: c_int, info: MPI_Info) -> R<c_int
         Some((_, v)) => u32::from_str_radix(v.trim_start_matches("0o"), 8).map_err(|_| err(MPI_ERR_INFO, format!("file_perm {v:?} is not an octal mode")))?,
         None => 0o644,
     };
-    let ctx = super::comm::agree_ctx(comm, 1)?;
+    let ctx = super::ctx_id::agree_ctx(comm, 1)?;
     let mut fcomm = Comm::new(ctx, group, rank, MPI_ERRORS_RETURN);
     let view = super::env::coll_view(&fcomm);
     let shfp_path = shared_ptr::sidecar_path(&path, job, ctx);

@@ -10,6 +10,7 @@ pub mod coll;
 pub mod coll_select;
 pub mod comm;
 pub mod conv;
+pub mod ctx_id;
 pub mod dtype;
 pub mod dynamic;
 pub mod env;

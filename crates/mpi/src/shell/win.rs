@@ -191,7 +191,7 @@ fn create(comm: MPI_Comm, flavor: Flavor, user_base: *mut c_void, size: i64, dis
         }
         Ok((c.rank, c.group.clone()))
     })?;
-    let ctx = super::comm::agree_ctx(comm, 1)?;
+    let ctx = super::ctx_id::agree_ctx(comm, 1)?;
     let made = match flavor {
         Flavor::Create => Made { base: user_base, memory: WinMemory::User, direct: None, ctl: None },
         Flavor::Dynamic => Made { base: std::ptr::null_mut(), memory: WinMemory::User, direct: None, ctl: None },
