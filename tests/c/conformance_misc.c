@@ -7,7 +7,8 @@
  *     large counts;
  *   - MPI_Reduce_local with MPI_IN_PLACE is an error, not a crash;
  *   - a collective whose send and receive buffers are the same memory (not
- *     MPI_IN_PLACE) fails with MPI_ERR_BUFFER;
+ *     MPI_IN_PLACE) fails with MPI_ERR_BUFFER, and so does MPI_Reduce_local
+ *     with inbuf == inoutbuf;
  *   - MPI_Type_get_name(MPI_C_COMPLEX) says MPI_C_COMPLEX;
  *   - a persistent send keeps its datatype: MPI_Start works after the
  *     handle was freed;
@@ -79,6 +80,23 @@ int main(int argc, char **argv)
         CHECK_ERR_CLASS(MPI_Allreduce(x, x, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
         int *blocks = calloc((size_t)size, sizeof(int));
         CHECK_ERR_CLASS(MPI_Alltoall(blocks, 1, MPI_INT, blocks, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        int *ones = malloc((size_t)size * sizeof(int)), *displs = malloc((size_t)size * sizeof(int));
+        MPI_Datatype *types = malloc((size_t)size * sizeof(MPI_Datatype));
+        for (int i = 0; i < size; i++)
+            ones[i] = 1, displs[i] = i, types[i] = MPI_INT;
+        CHECK_ERR_CLASS(MPI_Alltoallv(blocks, ones, displs, MPI_INT, blocks, ones, displs, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        for (int i = 0; i < size; i++)
+            displs[i] = i * (int)sizeof(int);
+        CHECK_ERR_CLASS(MPI_Alltoallw(blocks, ones, displs, types, blocks, ones, displs, types, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+        /* Open MPI 5.0.11 reduces y into itself. */
+        if (!TU_PEER_OPENMPI) {
+            int y[2] = {1, 2};
+            MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+            CHECK_ERR_CLASS(MPI_Reduce_local(y, y, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER);
+            MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+            CHECK(y[0] == 1 && y[1] == 2, "a failed MPI_Reduce_local changed its buffer: %d %d", y[0], y[1]);
+        }
+        free(ones), free(displs), free(types);
         free(blocks);
         /* In place is the way to say it. */
         CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, x, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD));

@@ -240,6 +240,11 @@ pub(crate) fn reduce_local(name: &'static str, inbuf: *const c_void, inoutbuf: *
         }
         check_ptr(inbuf, "inbuf")?;
         check_ptr(inoutbuf, "inoutbuf")?;
+        if std::ptr::eq(inbuf, inoutbuf as *const c_void) {
+            // The operation reads each input item while it writes the
+            // output; MPI 4.1 (2.6.3) forbids such aliasing, as MPICH checks.
+            return Err(err(MPI_ERR_BUFFER, "inbuf and inoutbuf are the same buffer"));
+        }
         // SAFETY: the caller's buffers hold `count` items of the datatype.
         unsafe { red.reduce(inbuf as *const u8, inoutbuf as *mut u8, n, &dt) }.map_err(|e| err(MPI_ERR_OP, e))
     })

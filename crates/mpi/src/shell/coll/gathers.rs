@@ -426,6 +426,7 @@ pub(crate) fn plan_alltoallv(
     } else {
         Some(blocks_v(sendbuf, &counts(sendcounts, q, "sendcounts")?, &sdispls.read(q.into(), "sdispls")?, &st.dtype(sendtype)?)?)
     };
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && sends_data(&send))?;
     Ok(alltoall_build(&c, send, recv, uneven(&c), None))
 }
 
@@ -460,5 +461,11 @@ pub(crate) fn plan_alltoallw(
         let sd = sdispls.read(q.into(), "sdispls")?;
         Some(blocks_w(st, sendbuf, sendcounts, &sd, sendtypes, q, "send")?)
     };
+    not_aliased(sendbuf, recvbuf, c.remote.is_none() && sends_data(&send))?;
     Ok(alltoall_build(&c, send, recv, uneven(&c), None))
+}
+
+/// Whether any of the send blocks (None: in place) holds data.
+fn sends_data(send: &Option<Vec<UserBuf>>) -> bool {
+    send.as_ref().is_some_and(|b| b.iter().any(|b| b.len() > 0))
 }
