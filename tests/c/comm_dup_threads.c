@@ -4,16 +4,17 @@
  * (MPI_THREAD_MULTIPLE): each thread of each rank duplicates its own copy
  * of MPI_COMM_WORLD (blocking and nonblocking), splits it, or makes a
  * communicator of its group (MPI_Comm_create_group, collective over the
- * group only), over and over, and passes a token
- * around a ring of the new communicator. Two communicators given one
- * context id would swap the threads' tokens (or hang). Every token is
- * checked for its thread and round.
+ * group only), over and over, and passes a token around a ring of the new
+ * communicator; or it joins the even and odd ranks by
+ * MPI_Intercomm_create and allreduces over the intercommunicator. Two
+ * communicators given one context id would swap the threads' tokens (or
+ * hang). Every token and sum is checked for its thread and round.
  */
 #include "testutil.h"
 #include <pthread.h>
 
 #define THREADS 3
-#define ROUNDS 40
+#define ROUNDS 50
 
 static MPI_Comm base[THREADS];
 static int rank, size;
@@ -25,8 +26,24 @@ static void *worker(void *arg)
     for (int round = 0; round < ROUNDS; round++) {
         MPI_Comm c;
         /* One kind at a time, started together, so the threads' calls overlap. */
-        int kind = round * 4 / ROUNDS;
+        int kind = round * 5 / ROUNDS;
         pthread_barrier_wait(&together);
+        if (kind == 4) {
+            /* An intercommunicator between the even and the odd ranks:
+             * an allreduce over it gives the other group's sum. */
+            MPI_Comm local, inter;
+            MPI_Comm_split(base[t], rank % 2, rank, &local);
+            MPI_Intercomm_create(local, 0, base[t], 1 - rank % 2, t, &inter);
+            int v = 1000 * t + rank, sum = -1, want = 0;
+            for (int r = 0; r < size; r++)
+                if (r % 2 != rank % 2)
+                    want += 1000 * t + r;
+            MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, inter);
+            CHECK(sum == want, "thread %d round %d: allreduce over the intercommunicator gave %d, expected %d", t, round, sum, want);
+            MPI_Comm_free(&inter);
+            MPI_Comm_free(&local);
+            continue;
+        }
         if (kind == 0) {
             MPI_Comm_dup(base[t], &c);
         } else if (kind == 1) {

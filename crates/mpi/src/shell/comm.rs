@@ -472,11 +472,11 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     api("MPI_Intercomm_create_from_groups", group_target(local_group), || {
         check_ptr(newintercomm, "newintercomm")?;
         let tagstr = read_cstr(stringtag)?;
-        let (lg, rg, me, proposal, kv) = state::with(|st| {
+        let (lg, rg, me, kv) = state::with(|st| {
             let lg = st.group(local_group)?;
             let rg = st.group(remote_group)?;
             super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Comm)?;
-            Ok((lg, rg, st.rt.me, st.next_ctx, super::info::info_entries_or_empty(info)?))
+            Ok((lg, rg, st.rt.me, super::info::info_entries_or_empty(info)?))
         })?;
         let Some(rank) = lg.rank_of(me) else {
             return Err(err(MPI_ERR_GROUP, "the calling process is not in the local group"));
@@ -491,25 +491,42 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
             return Err(err(MPI_ERR_GROUP, format!("process {p} is in both the local and the remote group")));
         }
         let view = CommView { ctx: WORLD_COLL_CTX, rank, size: lg.size(), pids: lg.pids.clone().into(), local_pids: None };
-        let mut v = [proposal];
-        allreduce_max(view.clone(), string_tag(&tagstr, 0), &mut v)?;
-        // The leaders talk with world ranks on a tag of their own.
-        let mut agreed = [v[0] as i32, 0];
+        // The leaders talk with world ranks on a tag of their own: first
+        // whether both name the same groups, then each round of the
+        // context agreement.
+        let peer = rg.pids[remote_leader as usize];
+        let mut same = [1];
         if rank == local_leader {
-            let mut mine = vec![v[0] as i32];
-            mine.extend(lg.pids.iter().map(|&p| p as i32));
-            let peer = rg.pids[remote_leader as usize];
+            let mine: Vec<i32> = lg.pids.iter().map(|&p| p as i32).collect();
             let theirs = leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), &mine)?;
-            let same = theirs.len() == rg.pids.len() + 1 && theirs[1..].iter().zip(&rg.pids).all(|(&a, &b)| a as u32 == b);
-            agreed = [(theirs.first().copied().unwrap_or(0) as u32).max(v[0]) as i32, same as i32];
+            same[0] = (theirs.len() == rg.pids.len() && theirs.iter().zip(&rg.pids).all(|(&a, &b)| a as u32 == b)) as i32;
+            // Both sides stop if either finds a mismatch.
+            let verdict = leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), &same)?;
+            same[0] &= verdict.first().copied().unwrap_or(0);
         }
-        bcast(view, string_tag(&tagstr, 0), &mut agreed, local_leader)?;
-        if agreed[1] == 0 {
+        bcast(view.clone(), string_tag(&tagstr, 0), &mut same, local_leader)?;
+        if same[0] == 0 {
             return Err(err(MPI_ERR_GROUP, format!("the remote leader's group does not match remote_group (string tag \"{tagstr}\")")));
         }
-        let ctx = agreed[0] as u32;
+        let ctx = super::ctx_id::agree_blocking(2, |v| {
+            allreduce_max(view.clone(), string_tag(&tagstr, 0), v)?;
+            let mut both: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+            if rank == local_leader {
+                let theirs = leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), &both)?;
+                if theirs.len() != both.len() {
+                    return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed context proposal"));
+                }
+                for (a, b) in both.iter_mut().zip(theirs) {
+                    *a = (*a as u32).max(b as u32) as i32;
+                }
+            }
+            bcast(view.clone(), string_tag(&tagstr, 0), &mut both, local_leader)?;
+            for (a, b) in v.iter_mut().zip(both) {
+                *a = b as u32;
+            }
+            Ok(())
+        })?;
         *newintercomm = state::with(|st| {
-            st.next_ctx = st.next_ctx.max(ctx + 4);
             let mut c = Comm::new(ctx, lg.clone(), rank, errhandler);
             c.session = lg.session;
             c.remote = Some(rg.clone());
@@ -525,8 +542,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
     api("MPI_Intercomm_create", Target::Comm(local_comm), || {
         check_ptr(newintercomm, "newintercomm")?;
         check_tag(tag)?;
-        let (view, ltag, my_pids, proposal, peer) = state::with(|st| {
-            let proposal = st.next_ctx;
+        let (view, ltag, my_pids, peer) = state::with(|st| {
             let l = st.comm(local_comm)?;
             if l.is_inter() {
                 return Err(err(MPI_ERR_COMM, "the local communicator must be an intracommunicator"));
@@ -544,17 +560,35 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
             };
             let l = st.comm_mut(local_comm)?;
             let ltag = l.next_coll_tag();
-            Ok((super::env::coll_view(l), ltag, l.group.pids.clone(), proposal, peer))
+            Ok((super::env::coll_view(l), ltag, l.group.pids.clone(), peer))
         })?;
-        // Local agreement on the proposal.
-        let mut v = [proposal];
-        allreduce_max(view.clone(), ltag, &mut v)?;
-        // Leaders swap (proposal, pids...) over the peer communicator with the user's tag.
+        // Each round of the context agreement: the local maximum, swapped
+        // by the leaders over the peer communicator with the user's tag,
+        // the larger spread over the local group.
+        let ctx = super::ctx_id::agree_blocking(2, |v| {
+            allreduce_max(view.clone(), ltag, v)?;
+            let mut both: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+            if let Some((pctx, prank, ppid)) = peer {
+                let theirs = leader_exchange(pctx, prank, remote_leader, ppid, tag, &both)?;
+                if theirs.len() != both.len() {
+                    return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed context proposal"));
+                }
+                for (a, b) in both.iter_mut().zip(theirs) {
+                    *a = (*a as u32).max(b as u32) as i32;
+                }
+            }
+            bcast(view.clone(), ltag, &mut both, local_leader)?;
+            for (a, b) in v.iter_mut().zip(both) {
+                *a = b as u32;
+            }
+            Ok(())
+        })?;
+        // Leaders swap their groups.
         let mut info: Vec<i32> = Vec::new();
         if let Some((pctx, prank, ppid)) = peer {
             // Processes as (world, rank): the two groups may come from
             // different jobs joined before, where pids differ.
-            let mut mine = vec![v[0] as i32];
+            let mut mine = Vec::new();
             state::with(|st| {
                 for &p in &my_pids {
                     let who = st.rt.who(p);
@@ -568,19 +602,17 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         bcast(view.clone(), ltag, &mut n, local_leader)?;
         info.resize(n[0] as usize, 0);
         bcast(view.clone(), ltag, &mut info, local_leader)?;
-        if info.is_empty() || (info.len() - 1) % 3 != 0 {
+        if info.is_empty() || info.len() % 3 != 0 {
             return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed group"));
         }
-        let ctx = (info[0] as u32).max(v[0]);
         *newintercomm = state::with(|st| {
-            let remote = info[1..]
+            let remote = info
                 .chunks(3)
                 .map(|w| {
                     let who = gridmpi_transport::tcp::handshake::Who { world: w[0] as u32 as u64 | (w[1] as u32 as u64) << 32, rank: w[2] as u32 };
                     st.rt.pid_of(who).ok_or_else(|| err(MPI_ERR_COMM, format!("rank {} of job {:016x} in the remote group is not connected to this process (join the jobs with MPI_Comm_accept/connect first)", who.rank, who.world)))
                 })
                 .collect::<R<Vec<u32>>>()?;
-            st.next_ctx = st.next_ctx.max(ctx + 4);
             let l = st.comm(local_comm)?;
             let mut c = Comm::new(ctx, l.group.clone(), l.rank, MPI_ERRORS_ARE_FATAL);
             c.remote = Some(Arc::new(Group::new(remote)));
