@@ -76,6 +76,29 @@ pub(crate) fn bcast(view: CommView, tag: i32, v: &mut [i32], root: i32) -> R<()>
     run(coll::bcast_binomial(view, tag, i32_buf(v), root))
 }
 
+/// One round of a context agreement between two groups that have no
+/// intercommunicator yet: the maximum of `v` over the local group (`view`),
+/// swapped by the leaders (`swap`, given at the local leader only), the
+/// larger of the two spread over the local group.
+fn two_group_max(view: &CommView, tag: i32, leader: i32, swap: Option<&dyn Fn(&[i32]) -> R<Vec<i32>>>, v: &mut [u32]) -> R<()> {
+    allreduce_max(view.clone(), tag, v)?;
+    let mut both: Vec<i32> = v.iter().map(|&x| x as i32).collect();
+    if let Some(swap) = swap {
+        let theirs = swap(&both)?;
+        if theirs.len() != both.len() {
+            return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed context proposal"));
+        }
+        for (a, b) in both.iter_mut().zip(theirs) {
+            *a = (*a as u32).max(b as u32) as i32;
+        }
+    }
+    bcast(view.clone(), tag, &mut both, leader)?;
+    for (a, b) in v.iter_mut().zip(both) {
+        *a = b as u32;
+    }
+    Ok(())
+}
+
 /// Point-to-point exchange of i32 vectors between two leaders (any length).
 fn leader_exchange(ctx: u32, my_rank: i32, peer_rank: i32, peer_pid: u32, tag: i32, mine: &[i32]) -> R<Vec<i32>> {
     let view = CommView { ctx, rank: my_rank, size: 0, pids: Vec::new().into(), local_pids: None };
@@ -508,24 +531,9 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
         if same[0] == 0 {
             return Err(err(MPI_ERR_GROUP, format!("the remote leader's group does not match remote_group (string tag \"{tagstr}\")")));
         }
-        let ctx = super::ctx_id::agree_blocking(2, |v| {
-            allreduce_max(view.clone(), string_tag(&tagstr, 0), v)?;
-            let mut both: Vec<i32> = v.iter().map(|&x| x as i32).collect();
-            if rank == local_leader {
-                let theirs = leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), &both)?;
-                if theirs.len() != both.len() {
-                    return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed context proposal"));
-                }
-                for (a, b) in both.iter_mut().zip(theirs) {
-                    *a = (*a as u32).max(b as u32) as i32;
-                }
-            }
-            bcast(view.clone(), string_tag(&tagstr, 0), &mut both, local_leader)?;
-            for (a, b) in v.iter_mut().zip(both) {
-                *a = b as u32;
-            }
-            Ok(())
-        })?;
+        let swap = |both: &[i32]| leader_exchange(WORLD_COLL_CTX, me as i32, peer as i32, peer, string_tag(&tagstr, 1), both);
+        let leader: Option<&dyn Fn(&[i32]) -> R<Vec<i32>>> = (rank == local_leader).then_some(&swap);
+        let ctx = super::ctx_id::agree_blocking(2, |v| two_group_max(&view, string_tag(&tagstr, 0), local_leader, leader, v))?;
         *newintercomm = state::with(|st| {
             let mut c = Comm::new(ctx, lg.clone(), rank, errhandler);
             c.session = lg.session;
@@ -565,24 +573,12 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         // Each round of the context agreement: the local maximum, swapped
         // by the leaders over the peer communicator with the user's tag,
         // the larger spread over the local group.
-        let ctx = super::ctx_id::agree_blocking(2, |v| {
-            allreduce_max(view.clone(), ltag, v)?;
-            let mut both: Vec<i32> = v.iter().map(|&x| x as i32).collect();
-            if let Some((pctx, prank, ppid)) = peer {
-                let theirs = leader_exchange(pctx, prank, remote_leader, ppid, tag, &both)?;
-                if theirs.len() != both.len() {
-                    return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed context proposal"));
-                }
-                for (a, b) in both.iter_mut().zip(theirs) {
-                    *a = (*a as u32).max(b as u32) as i32;
-                }
-            }
-            bcast(view.clone(), ltag, &mut both, local_leader)?;
-            for (a, b) in v.iter_mut().zip(both) {
-                *a = b as u32;
-            }
-            Ok(())
-        })?;
+        let swap = |both: &[i32]| {
+            let (pctx, prank, ppid) = peer.expect("only the leader swaps");
+            leader_exchange(pctx, prank, remote_leader, ppid, tag, both)
+        };
+        let leader: Option<&dyn Fn(&[i32]) -> R<Vec<i32>>> = peer.is_some().then_some(&swap);
+        let ctx = super::ctx_id::agree_blocking(2, |v| two_group_max(&view, ltag, local_leader, leader, v))?;
         // Leaders swap their groups.
         let mut info: Vec<i32> = Vec::new();
         if let Some((pctx, prank, ppid)) = peer {
