@@ -76,6 +76,11 @@ pub struct OpDesc {
     pub count: u64,
     pub packed_at: u64,
     pub packed_len: u64,
+    /// The type describes this piece alone (an operation whose type is too
+    /// large to repeat in every frame): the piece is packed bytes
+    /// `[0, packed_len)` of `count` items of it, and `packed_at` only says
+    /// where the piece sits in the whole operation (where its reply goes).
+    pub piece_type: bool,
 }
 
 impl OpDesc {
@@ -108,7 +113,7 @@ impl OpDesc {
     fn encode_head(&self, v: &mut Vec<u8>, typemap: &[u8]) {
         v.push(self.kind as u8);
         v.push(self.op.unwrap_or(NO_REDUCTION));
-        v.extend_from_slice(&[0, 0]);
+        v.extend_from_slice(&[self.piece_type as u8, 0]);
         v.extend_from_slice(&(typemap.len() as u32).to_le_bytes());
         for x in [self.count, self.packed_at, self.packed_len] {
             v.extend_from_slice(&x.to_le_bytes());
@@ -130,11 +135,11 @@ impl OpDesc {
             (false, _) => return bad("a reduction on an operation that takes none"),
             (true, _) => return bad("unknown reduction"),
         };
-        if payload[2] != 0 || payload[3] != 0 {
-            return bad("reserved descriptor bytes are not zero");
+        if payload[2] > 1 || payload[3] != 0 {
+            return bad("reserved descriptor bits are not zero");
         }
         let type_len = u32::from_le_bytes(payload[4..8].try_into().expect("4 bytes")) as usize;
-        let d = OpDesc { kind, op, count: u64_at(8), packed_at: u64_at(16), packed_len: u64_at(24) };
+        let d = OpDesc { kind, op, count: u64_at(8), packed_at: u64_at(16), packed_len: u64_at(24), piece_type: payload[2] == 1 };
         if d.packed_len == 0 {
             return bad("an empty operation");
         }
@@ -159,18 +164,23 @@ mod tests {
 
     #[test]
     fn descriptors_round_trip_and_lengths_are_checked() {
-        let d = OpDesc { kind: OpKind::Accumulate, op: Some(2), count: 3, packed_at: 8, packed_len: 4 };
+        let d = OpDesc { kind: OpKind::Accumulate, op: Some(2), count: 3, packed_at: 8, packed_len: 4, piece_type: false };
         let p = d.encode(&[0, 7], &[1, 2, 3, 4]);
         assert_eq!(OpDesc::decode(&p), Ok((d, &[0u8, 7][..], &[1u8, 2, 3, 4][..])));
+        let piece = OpDesc { piece_type: true, ..d };
+        assert_eq!(OpDesc::decode(&piece.encode(&[0, 7], &[1, 2, 3, 4])).map(|r| r.0), Ok(piece));
+        let mut p = piece.encode(&[0, 7], &[1, 2, 3, 4]);
+        p[2] = 2;
+        assert!(OpDesc::decode(&p).is_err(), "unknown descriptor bits");
         // One byte of data too many or too few.
         assert!(OpDesc::decode(&d.encode(&[0, 7], &[1, 2, 3])).is_err());
         assert!(OpDesc::decode(&d.encode(&[0, 7], &[1, 2, 3, 4, 5])).is_err());
-        let g = OpDesc { kind: OpKind::Get, op: None, count: 1, packed_at: 0, packed_len: 100 };
+        let g = OpDesc { kind: OpKind::Get, op: None, count: 1, packed_at: 0, packed_len: 100, piece_type: false };
         assert!(OpDesc::decode(&g.encode(&[0, 7], &[])).is_ok());
         assert!(OpDesc::decode(&g.encode(&[0, 7], &[1])).is_err());
-        let cas = OpDesc { kind: OpKind::CompareAndSwap, op: None, count: 1, packed_at: 0, packed_len: 4 };
+        let cas = OpDesc { kind: OpKind::CompareAndSwap, op: None, count: 1, packed_at: 0, packed_len: 4, piece_type: false };
         assert!(OpDesc::decode(&cas.encode(&[0, 7], &[0; 8])).is_ok());
-        let noop = OpDesc { kind: OpKind::FetchAndOp, op: Some(NO_OP_INDEX), count: 1, packed_at: 0, packed_len: 8 };
+        let noop = OpDesc { kind: OpKind::FetchAndOp, op: Some(NO_OP_INDEX), count: 1, packed_at: 0, packed_len: 8, piece_type: false };
         assert!(OpDesc::decode(&noop.encode(&[0, 7], &[])).is_ok());
         let mut p = g.encode(&[0, 7], &[]);
         p[1] = 3;

@@ -206,7 +206,7 @@ impl FastWin {
             };
         }
         self.stored.store(true, Ordering::Relaxed);
-        let d = OpDesc { kind, op: Some(super::origin::op_index(op)), count, packed_at: 0, packed_len: len };
+        let d = OpDesc { kind, op: Some(super::origin::op_index(op)), count, packed_at: 0, packed_len: len, piece_type: false };
         let mem = Items { addr: at as u64, count, dt };
         Some(apply_into(&d, Some(op), mem, data, self.ctl.acc_mutex(rank as usize), old))
     }

@@ -170,12 +170,17 @@ impl Engine {
         if let Some(t) = self.rma.types.get(bytes) {
             return Ok(t.clone());
         }
-        let t = gridmpi_datatype::decode_typemap(bytes).map_err(|e| ProtocolError { peer: from, reason: e.to_string() })?;
+        let t = self.rma_type_once(from, bytes)?;
         if self.rma.types.len() >= TYPE_CACHE {
             self.rma.types.clear();
         }
         self.rma.types.insert(bytes.to_vec(), t.clone());
         Ok(t)
+    }
+
+    /// A datatype from the bytes of an operation, not kept.
+    pub(crate) fn rma_type_once(&self, from: Pid, bytes: &[u8]) -> Result<Arc<Datatype>, ProtocolError> {
+        gridmpi_datatype::decode_typemap(bytes).map_err(|e| ProtocolError { peer: from, reason: e.to_string() })
     }
 
     /// The error of a completed RMA request, if it failed (taken).

@@ -9,7 +9,8 @@ use super::{buf_at, Op, RmaError, RmaErrorKind, TargetSpec, WinId};
 use crate::p2p::{RecvOp, RecvStage};
 use crate::request::{ReqId, ReqOp, Status};
 use crate::Engine;
-use gridmpi_datatype::{Datatype, UserBuf};
+use gridmpi_datatype::{BasicType, Datatype, UserBuf};
+use std::sync::Arc;
 use gridmpi_wire::rma::{OpDesc, OpKind, OP_DESC_LEN};
 use gridmpi_wire::{Frame, Header, Payload};
 
@@ -38,6 +39,52 @@ fn atom(dt: &Datatype) -> u64 {
         return b.size().max(1) as u64;
     }
     dt.size().max(1)
+}
+
+/// The element a piece's own type is made of (see [`piece_type`]), if the
+/// operation can be cut so: any type for puts and gets (as bytes), a type
+/// of one predefined element for the reductions; not pairs (MINLOC and
+/// MAXLOC need them whole) nor compare-and-swap (one element).
+fn piece_element(kind: OpKind, dt: &Datatype) -> Option<BasicType> {
+    match kind {
+        OpKind::Put | OpKind::Get => Some(dt.uniform_element().filter(|_| dt.pair().or(dt.uniform_pair()).is_none()).unwrap_or(BasicType::Byte)),
+        OpKind::CompareAndSwap => None,
+        _ => dt.uniform_element().filter(|_| dt.pair().or(dt.uniform_pair()).is_none()),
+    }
+}
+
+/// The target layout of packed bytes `[at, at + n)` of `count` items of
+/// `dt` as a type of its own: the runs, as an hindexed type of `elem` from
+/// the same base. `n` is as much as fits `room` with the type and
+/// `data_factor` data bytes per byte of the piece (at least one `unit`,
+/// and whole units). Returns the type's bytes and `n`.
+#[allow(clippy::too_many_arguments)]
+fn piece_type(dt: &Datatype, count: u64, at: u64, total: u64, elem: BasicType, unit: u64, room: u64, data_factor: u64) -> (Vec<u8>, u64) {
+    // The encoding: a tag, two list lengths, the element; 16 bytes a run.
+    const FIXED: u64 = 19;
+    const PER_RUN: u64 = 16;
+    let mut cur = dt.cursor(count);
+    cur.seek(at);
+    let (mut blocks, mut displs) = (Vec::new(), Vec::new());
+    let mut n = 0u64;
+    while at + n < total {
+        let meta = FIXED + PER_RUN * (blocks.len() as u64 + 1);
+        let data_room = if data_factor == 0 { u64::MAX } else { room.saturating_sub(meta) / data_factor };
+        let mut want = data_room.saturating_sub(n).min(total - at - n) / unit * unit;
+        if meta > room || want == 0 {
+            if n > 0 {
+                break;
+            }
+            // Always one unit, whatever the room.
+            want = unit.min(total - at);
+        }
+        let Some((off, len)) = cur.next_run(want as usize) else { break };
+        blocks.push((len / elem.size()) as i64);
+        displs.push(off);
+        n += len as u64;
+    }
+    let t = Datatype::hindexed(&blocks, &displs, &Arc::new(Datatype::basic(elem))).expect("runs of whole elements make a type");
+    (t.typemap_bytes(), n)
 }
 
 pub(crate) fn op_index(op: Op) -> u8 {
@@ -135,7 +182,7 @@ impl Engine {
             return Ok(done(self));
         }
         let (me, direct, gate) = (w.rank, w.members[t.rank as usize].direct, w.targets[t.rank as usize].gate);
-        let desc = OpDesc { kind: c.kind, op: c.op.map(op_index), count: t.count, packed_at: 0, packed_len: len };
+        let desc = OpDesc { kind: c.kind, op: c.op.map(op_index), count: t.count, packed_at: 0, packed_len: len, piece_type: false };
         if let (Some(ctl), Some(base)) = (w.shared.as_deref(), direct) {
             // Every member's memory is mapped here: the operation is done
             // now, in the target's memory (see shared.rs), once the epoch
@@ -270,31 +317,45 @@ impl Engine {
             let h = Header::new(Frame::RmaOp { win: win.0, offset, reply: reply.map(|r| r.0) }, payload.len() as u32);
             (h, Payload::Owned(payload))
         };
-        if c.kind == OpKind::Get {
-            frames.push(frame(whole.encode(&type_bytes, &[])));
-        } else {
-            // Pieces of at most a frame each, cut at element boundaries.
-            let room = (self.peers[pid as usize].params.max_data_frame as u64).saturating_sub((OP_DESC_LEN + type_bytes.len()) as u64);
-            let a = atom(&t.dt);
-            let piece = if c.kind == OpKind::CompareAndSwap { whole.packed_len } else { (room / a * a).max(a) };
-            let mut at = 0;
-            while at < whole.packed_len {
-                let n = (whole.packed_len - at).min(piece);
-                let d = OpDesc { packed_at: at, packed_len: n, ..whole };
-                // The data (and compare value) copied once, into the frame.
-                let parts = [c.origin, c.compare];
-                let data_len = parts.iter().flatten().count() as u64 * n;
-                let payload = d.encode_with(&type_bytes, data_len as usize, |out| {
-                    for (i, b) in parts.iter().flatten().enumerate() {
-                        let i = i * n as usize;
-                        // SAFETY: the caller's buffers hold their items until
-                        // the call returns (we copy now).
-                        unsafe { b.read_packed(at, &mut out[i..i + n as usize]) };
-                    }
-                });
-                frames.push(frame(payload));
-                at += n;
-            }
+        // The data (and compare value) go in the frames, copied once.
+        let parts = [c.origin, c.compare];
+        let data_factor = parts.iter().flatten().count() as u64;
+        let room = (self.peers[pid as usize].params.max_data_frame as u64).saturating_sub(OP_DESC_LEN as u64);
+        let a = atom(&t.dt);
+        // A type that would fill much of every frame (an indexed type of
+        // many blocks) travels cut to each piece instead: repeated whole,
+        // a large one left a few bytes of data per frame, or no frame it
+        // fits in.
+        let cut_type = (type_bytes.len() as u64 > room / 4).then(|| piece_element(c.kind, &t.dt)).flatten();
+        let mut at = 0;
+        while at < whole.packed_len {
+            let (d, piece_bytes) = match cut_type {
+                Some(elem) => {
+                    let (bytes, n) = piece_type(&t.dt, t.count, at, whole.packed_len, elem, a, room, data_factor);
+                    (OpDesc { count: 1, packed_at: at, packed_len: n, piece_type: true, ..whole }, Some(bytes))
+                }
+                None => {
+                    // Pieces of at most a frame each, cut at element
+                    // boundaries; a get asks for all at once.
+                    let left = room.saturating_sub(type_bytes.len() as u64);
+                    let piece = match c.kind {
+                        OpKind::Get | OpKind::CompareAndSwap => whole.packed_len,
+                        _ => (left / a * a).max(a),
+                    };
+                    (OpDesc { packed_at: at, packed_len: (whole.packed_len - at).min(piece), ..whole }, None)
+                }
+            };
+            let n = d.packed_len;
+            let payload = d.encode_with(piece_bytes.as_deref().unwrap_or(&type_bytes), (data_factor * n) as usize, |out| {
+                for (i, b) in parts.iter().flatten().enumerate() {
+                    let i = i * n as usize;
+                    // SAFETY: the caller's buffers hold their items until
+                    // the call returns (we copy now).
+                    unsafe { b.read_packed(at, &mut out[i..i + n as usize]) };
+                }
+            });
+            frames.push(frame(payload));
+            at += n;
         }
         let w = self.rma.windows.get_mut(&win.0).expect("checked by the caller");
         let ts = &mut w.targets[t.rank as usize];

@@ -386,7 +386,7 @@ mod tests {
 
     fn desc(kind: OpKind, op: Op, count: u64, len: u64) -> OpDesc {
         let op = Op::ALL.iter().position(|&o| o == op).map(|i| i as u8);
-        OpDesc { kind, op, count, packed_at: 0, packed_len: len }
+        OpDesc { kind, op, count, packed_at: 0, packed_len: len, piece_type: false }
     }
 
     /// Threads as origins: every kind of element (atomic, CAS-looped,

@@ -99,7 +99,12 @@ impl Engine {
     pub(crate) fn rma_op_arrived(&mut self, from: Pid, win: u32, offset: u64, reply: Option<u32>, payload: &[u8]) -> Result<(), ProtocolError> {
         let err = |reason: String| ProtocolError { peer: from, reason };
         let (d, type_bytes, data) = OpDesc::decode(payload).map_err(|e| err(e.to_string()))?;
-        let dt = self.rma_type(from, type_bytes)?;
+        // Where the piece's reply goes in the origin's buffer. A piece
+        // with a type of its own is that type's first bytes (and its type
+        // is not kept: no other frame names it).
+        let reply_at = d.packed_at;
+        let d = if d.piece_type { OpDesc { packed_at: 0, ..d } } else { d };
+        let dt = if d.piece_type { self.rma_type_once(from, type_bytes)? } else { self.rma_type(from, type_bytes)? };
         if d.kind.replies() != reply.is_some() {
             return Err(err(format!("{:?} operation {} a reply request", d.kind, if reply.is_some() { "with" } else { "without" })));
         }
@@ -129,7 +134,7 @@ impl Engine {
         match d.kind {
             OpKind::Get => {
                 let r = reply.expect("checked above");
-                self.reply_data(from, r, d.packed_at, d.packed_len, |off, len| Payload::User { buf: mem.clone(), offset: off, len });
+                self.reply_data(from, r, reply_at, d.packed_len, |off, len| Payload::User { buf: mem.clone(), offset: off - reply_at + d.packed_at, len });
             }
             _ => {
                 let old = match &shared {
@@ -139,8 +144,8 @@ impl Engine {
                 .map_err(err)?;
                 if let (Some(old), Some(r)) = (old, reply) {
                     let old = std::sync::Arc::new(old);
-                    self.reply_data(from, r, d.packed_at, d.packed_len, |off, len| {
-                        let s = (off - d.packed_at) as usize;
+                    self.reply_data(from, r, reply_at, d.packed_len, |off, len| {
+                        let s = (off - reply_at) as usize;
                         Payload::Owned(old[s..s + len as usize].to_vec())
                     });
                 }

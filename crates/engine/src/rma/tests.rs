@@ -437,7 +437,7 @@ fn hostile_rma_frames_get_protocol_errors() {
         let p = d.encode(&tb, data);
         (Header::new(Frame::RmaOp { win: win.0, offset, reply }, p.len() as u32), p)
     };
-    let put = OpDesc { kind: gridmpi_wire::rma::OpKind::Put, op: None, count: 1, packed_at: 0, packed_len: 8 };
+    let put = OpDesc { kind: gridmpi_wire::rma::OpKind::Put, op: None, count: 1, packed_at: 0, packed_len: 8, piece_type: false };
     let (h, p) = op(0, put, &[1; 8], None);
     let bad_win = Header::new(Frame::RmaOp { win: 77, offset: 0, reply: None }, p.len() as u32);
     assert!(reason(e.handle_frame(0, &bad_win, &p)).contains("unknown window 77"));
@@ -481,6 +481,7 @@ fn hostile_rma_frames_get_protocol_errors() {
             count: rng.below(6),
             packed_at: rng.below(40),
             packed_len: 1 + rng.below(40),
+            piece_type: rng.below(2) == 1,
         };
         let data = vec![3u8; d.data_len().unwrap_or(0).min(100) as usize];
         let (h, p) = op(rng.below(40), d, &data, d.kind.replies().then(|| rng.below(5) as u32));
