@@ -2,7 +2,8 @@
 /*
  * User error handlers: Comm_create_errhandler with a function that is
  * called with the communicator the error happened on and the error code
- * (whose class is right), and the MPI call then returns that code;
+ * (whose class is right), and the MPI call then returns that code, or
+ * the code the handler put in its place;
  * Comm_get_errhandler (default MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD,
  * then whatever was set); inheritance by Comm_dup; Comm_call_errhandler
  * (user handler called with the given code, returns MPI_SUCCESS);
@@ -11,6 +12,16 @@
  * MPI_LASTUSEDCODE following the new class.
  */
 #include "testutil.h"
+
+static int forgiven;
+
+/* Sets the code the failed call returns. */
+static void forgive(MPI_Comm *comm, int *code, ...)
+{
+    (void)comm;
+    forgiven++;
+    *code = MPI_SUCCESS;
+}
 
 static int calls;
 static MPI_Comm last_comm;
@@ -82,6 +93,18 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_get_errhandler(d, &got));
     CHECK(got == MPI_ERRORS_RETURN, "Comm_get_errhandler after setting MPI_ERRORS_RETURN");
     MPI_Errhandler_free(&got);
+
+    /* A handler that sets the code to MPI_SUCCESS: the call returns it
+     * (Open MPI 5.0.11 returns the original code). */
+    MPI_Errhandler fe;
+    CHECK_MPI(MPI_Comm_create_errhandler(forgive, &fe));
+    CHECK_MPI(MPI_Comm_set_errhandler(d, fe));
+    MPI_Errhandler_free(&fe);
+    rc = MPI_Send(&buf, 1, MPI_INT, size + 1, 0, d);
+    CHECK(forgiven == 1, "the forgiving handler was called %d times", forgiven);
+    if (!TU_PEER_OPENMPI)
+        CHECK(rc == MPI_SUCCESS, "MPI_Send returned %d after its handler set MPI_SUCCESS", rc);
+    MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
 
     /* Names removed in MPI 3.0 that the MPICH ABI still exports (Open MPI's
      * header no longer declares them). */

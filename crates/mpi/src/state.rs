@@ -644,13 +644,16 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             eprintln!("GridMPI: {msg}");
             st.rt.pmi.abort(1, &msg)
         }
+        // The handler is given "the error code to be returned by the MPI
+        // routine" (MPI 4.1, 9.3) by reference: what it leaves there is
+        // returned, as MPICH does (Open MPI returns the original code).
         Handling::Comm(f, comm) => {
             drop(g);
             let mut c = comm;
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut c, &mut code_v) };
-            code
+            code_v
         }
         Handling::Win(f, win) => {
             drop(g);
@@ -658,7 +661,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut w, &mut code_v) };
-            code
+            code_v
         }
         Handling::File(f, file) => {
             drop(g);
@@ -666,7 +669,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut fh, &mut code_v) };
-            code
+            code_v
         }
         Handling::Session(f, session) => {
             drop(g);
@@ -674,7 +677,7 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
             let mut code_v = code;
             // SAFETY: calling the user's handler as MPI specifies.
             unsafe { f(&mut s, &mut code_v) };
-            code
+            code_v
         }
     }
 }
