@@ -5,7 +5,10 @@
 //! [`State`]) has two kinds of users, which may coexist (MPI 4.1, 11.3):
 //! the world model (MPI_Init .. MPI_Finalize) and each session
 //! (MPI_Session_init .. MPI_Session_finalize). The first of them to come
-//! starts the runtime; the last to leave tears it down.
+//! starts the runtime; the last to leave tears it down, but for a process
+//! that has only used sessions: sessions may be made again after the last
+//! one ended (MPI 4.1, 11.3), so its runtime stays, idle, and is torn down
+//! when the process exits.
 //!
 //! Starting meets every other process of the job (the address cards are
 //! exchanged through a PMI fence), so every process of a job starts MPI,
@@ -37,6 +40,9 @@ struct Users {
     sessions: u32,
     /// The runtime was torn down (it cannot start again).
     ended: bool,
+    /// The runtime runs with no user: every session ended, the world
+    /// model never started. Torn down at exit ([`teardown_at_exit`]).
+    idle: bool,
 }
 
 impl Users {
@@ -47,14 +53,15 @@ impl Users {
 
 /// Held for the whole of a start or a teardown, so two threads starting
 /// sessions at once start one runtime. Lock order: this, then the state's.
-static USERS: Mutex<Users> = Mutex::new(Users { world: false, sessions: 0, ended: false });
+static USERS: Mutex<Users> = Mutex::new(Users { world: false, sessions: 0, ended: false, idle: false });
 
 fn users() -> MutexGuard<'static, Users> {
     USERS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The runtime was torn down (MPI_Finalize or the last
-/// MPI_Session_finalize): MPI cannot be used again in this process.
+/// The runtime was torn down (MPI_Finalize and the end of every session,
+/// or the exit of a process that used only sessions): MPI cannot be used
+/// again in this process.
 pub fn ended() -> bool {
     users().ended
 }
@@ -69,7 +76,7 @@ pub enum Phase {
 
 pub fn phase() -> Phase {
     let u = users();
-    match (u.any(), u.ended) {
+    match (u.any() || u.idle, u.ended) {
         (_, true) => Phase::Ended,
         (true, false) => Phase::Running,
         (false, false) => Phase::NotStarted,
@@ -88,12 +95,13 @@ pub fn join(user: User) -> R<()> {
     if u.ended {
         return Err(err(
             MPI_ERR_OTHER,
-            "MPI was finalized in this process (by MPI_Finalize or the last MPI_Session_finalize) and cannot be started again",
+            "MPI was finalized in this process (by MPI_Finalize, and the last MPI_Session_finalize if sessions were used) and cannot be started again",
         ));
     }
-    if !u.any() {
+    if !u.any() && !u.idle {
         start()?;
     }
+    u.idle = false;
     match user {
         User::World => u.world = true,
         User::Session => u.sessions += 1,
@@ -111,8 +119,31 @@ pub fn leave(user: User) -> R<()> {
     if u.any() || u.ended {
         return Ok(());
     }
+    if user == User::Session && crate::state::PHASE.load(std::sync::atomic::Ordering::Acquire) == crate::state::PHASE_NONE {
+        u.idle = true;
+        static AT_EXIT: std::sync::Once = std::sync::Once::new();
+        // SAFETY: registering a plain function with the C library.
+        AT_EXIT.call_once(|| unsafe {
+            libc::atexit(teardown_at_exit);
+        });
+        return Ok(());
+    }
     u.ended = true;
     teardown()
+}
+
+/// The exit of a process whose sessions all ended: the runtime they left
+/// idle is torn down (meeting the other processes, which do the same).
+extern "C" fn teardown_at_exit() {
+    let mut u = users();
+    if !u.idle || u.ended {
+        return;
+    }
+    u.idle = false;
+    u.ended = true;
+    if let Err(e) = teardown() {
+        eprintln!("GridMPI: at exit: {}", e.msg);
+    }
 }
 
 /// Bootstrap and install the state. The world and self communicators are
