@@ -7,8 +7,9 @@
  *     large counts;
  *   - MPI_Reduce_local with MPI_IN_PLACE is an error, not a crash;
  *   - a collective whose send and receive buffers are the same memory (not
- *     MPI_IN_PLACE) fails with MPI_ERR_BUFFER, and so does MPI_Reduce_local
- *     with inbuf == inoutbuf;
+ *     MPI_IN_PLACE) fails with MPI_ERR_BUFFER, at every rank (also when the
+ *     send data is the rank's block of the receive buffer), and so does
+ *     MPI_Reduce_local with inbuf == inoutbuf;
  *   - MPI_Type_get_name(MPI_C_COMPLEX) says MPI_C_COMPLEX;
  *   - a persistent send keeps its datatype: MPI_Start works after the
  *     handle was freed;
@@ -95,6 +96,15 @@ int main(int argc, char **argv)
             CHECK_ERR_CLASS(MPI_Reduce_local(y, y, 2, MPI_INT, MPI_SUM), MPI_ERR_BUFFER);
             MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
             CHECK(y[0] == 1 && y[1] == 2, "a failed MPI_Reduce_local changed its buffer: %d %d", y[0], y[1]);
+        }
+        /* The send data inside the receive buffer, not at its start on
+         * ranks above 0: every rank must see the error (or the others
+         * wait for it in the collective). */
+        if (!TU_PEER_OPENMPI) {
+            CHECK_ERR_CLASS(MPI_Allgather(&blocks[rank], 1, MPI_INT, blocks, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+            for (int i = 0; i < size; i++)
+                displs[i] = i;
+            CHECK_ERR_CLASS(MPI_Allgatherv(&blocks[rank], 1, MPI_INT, blocks, ones, displs, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
         }
         free(ones), free(displs), free(types);
         free(blocks);

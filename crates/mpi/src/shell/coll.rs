@@ -446,6 +446,22 @@ pub fn not_aliased<T, U>(sendbuf: *const T, recvbuf: *const U, carries_data: boo
     Ok(())
 }
 
+/// The send data may not overlap the receive blocks either (a program
+/// passing `&recvbuf[rank]` as sendbuf means MPI_IN_PLACE too). Checked
+/// where both are dense, the common case; a rank that let it pass would
+/// wait in the collective for ranks that failed it.
+pub fn not_overlapping(send: Option<&UserBuf>, recv: &[UserBuf]) -> R<()> {
+    let span = |b: &UserBuf| b.contiguous().filter(|_| b.len() > 0).map(|p| (p as usize, p as usize + b.len() as usize));
+    let Some((s0, s1)) = send.and_then(span) else { return Ok(()) };
+    let hit = |(r0, r1): (usize, usize)| r0 < s1 && s0 < r1;
+    // All the blocks' bounds first: almost always another array.
+    let bounds = recv.iter().filter_map(span).fold(None, |acc: Option<(usize, usize)>, (a, b)| Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b)))));
+    if bounds.is_some_and(hit) && recv.iter().filter_map(span).any(hit) {
+        return Err(err(MPI_ERR_BUFFER, "sendbuf overlaps recvbuf (pass MPI_IN_PLACE as sendbuf to send from the receive buffer)"));
+    }
+    Ok(())
+}
+
 /// MPI_IN_PLACE is only allowed at the root of a rooted collective.
 pub fn in_place_only_at_root<T>(is_root: bool, p: *const T) -> R<()> {
     if !is_root && in_place(p) {

@@ -49,6 +49,9 @@ pub(crate) fn plan_gather(
                 (false, Some(s)) => (Vec::new(), s.len()),
                 (false, None) => unreachable!(),
             };
+            if is_root {
+                not_overlapping(send.as_ref(), &bl)?;
+            }
             let input = c.input(block);
             Ok(Box::new(move |e| match e.sel.gather(&e.fit(&input)) {
                 Rooted::Host => host::gather(e.v(), e.tag, &e.host(), send.clone(), &bl, root),
@@ -102,6 +105,9 @@ pub(crate) fn plan_gatherv(
             }
             let send = if is_root && in_place(sendbuf) { None } else { Some(send()?) };
             let bl = if is_root { recv_blocks()? } else { Vec::new() };
+            if is_root {
+                not_overlapping(send.as_ref(), &bl)?;
+            }
             // Block sizes are known at the root only: no leader aggregation.
             let input = uneven(&c);
             Ok(Box::new(move |e| match (e.sel.gather(&input), &e.sites) {
@@ -256,6 +262,9 @@ pub(crate) fn plan_allgather(
     let mine = if in_place(sendbuf) { None } else { Some(user_buf(sendbuf, check_count(sendcount)?, st.dtype(sendtype)?)?) };
     let (rc, rdt) = (check_count(recvcount)?, st.dtype(recvtype)?);
     let bl = blocks(recvbuf, c.peers(), rc, &rdt)?;
+    if c.remote.is_none() {
+        not_overlapping(mine.as_ref(), &bl)?;
+    }
     Ok(allgather_build(&c, mine, bl, c.input(rc * rdt.size())))
 }
 
@@ -278,6 +287,9 @@ pub(crate) fn plan_allgatherv(
     let rdt = st.dtype(recvtype)?;
     let rc = counts(recvcounts, c.peers(), "recvcounts")?;
     let bl = blocks_v(recvbuf, &rc, &displs.read(c.peers().into(), "displs")?, &rdt)?;
+    if c.remote.is_none() {
+        not_overlapping(mine.as_ref(), &bl)?;
+    }
     let total: u64 = rc.iter().sum::<u64>() * rdt.size();
     let input = Input { equal_blocks: false, ..c.input(total / c.peers().max(1) as u64) };
     Ok(allgather_build(&c, mine, bl, input))
