@@ -134,7 +134,16 @@ impl Engine {
         match d.kind {
             OpKind::Get => {
                 let r = reply.expect("checked above");
-                self.reply_data(from, r, reply_at, d.packed_len, |off, len| Payload::User { buf: mem.clone(), offset: off - reply_at + d.packed_at, len });
+                // Read now, not when the transport writes the frame: that
+                // may be after the epoch ended here (MPI_Win_wait returns
+                // once the origin's complete arrived, behind this get) and
+                // the program changed the memory.
+                self.reply_data(from, r, reply_at, d.packed_len, |off, len| {
+                    let mut v = vec![0u8; len as usize];
+                    // SAFETY: the range was checked against the window.
+                    unsafe { mem.read_packed(off - reply_at + d.packed_at, &mut v) };
+                    Payload::Owned(v)
+                });
             }
             _ => {
                 let old = match &shared {
