@@ -37,7 +37,7 @@ pub fn check_info(h: MPI_Info) -> R<()> {
 /// The entries of an info object, including MPI_INFO_ENV.
 pub fn info_entries(h: MPI_Info) -> R<Vec<(String, String)>> {
     if h == MPI_INFO_ENV {
-        return Ok(env_info().entries);
+        return Ok(env_info(true).entries);
     }
     with_infos(|t| t.get(h).map(|i| i.entries.clone()).ok_or_else(|| bad_handle(h)))
 }
@@ -86,8 +86,9 @@ pub fn info_set(h: MPI_Info, k: &str, v: &str) -> R<()> {
 }
 
 /// MPI_INFO_ENV: how this process was started (MPI 4.1, 11.2.3). Before
-/// MPI_Init only what the process itself knows.
-fn env_info() -> Info {
+/// MPI_Init only what the process itself knows; `from_runtime` adds what
+/// the running MPI knows (maxprocs, thread_level).
+fn env_info(from_runtime: bool) -> Info {
     let mut e = Vec::new();
     let args: Vec<String> = std::env::args().collect();
     if let Some(cmd) = args.first() {
@@ -96,7 +97,7 @@ fn env_info() -> Info {
     if args.len() > 1 {
         e.push(("argv".to_string(), args[1..].join(" ")));
     }
-    let running = state::with(|st| Ok((st.rt.size, st.thread_level))).ok();
+    let running = if from_runtime { state::with(|st| Ok((st.rt.size, st.thread_level))).ok() } else { None };
     if let Some((size, _)) = running {
         e.push(("maxprocs".to_string(), size.to_string()));
     }
@@ -126,7 +127,9 @@ pub(crate) fn info_create() -> R<MPI_Info> {
 }
 
 pub(crate) fn info_create_env(_argc: c_int, _argv: *mut *mut c_char) -> R<MPI_Info> {
-    Ok(new_info(env_info()))
+    // The same keys and values before MPI_Init, while it runs and after
+    // MPI_Finalize (as MPICH gives): what the process itself knows.
+    Ok(new_info(env_info(false)))
 }
 
 /// MPI_Info_set: the program's own write, checked.
