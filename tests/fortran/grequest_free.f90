@@ -2,7 +2,8 @@
 ! A generalized request started from Fortran (a user-reported bug: its free
 ! routine was never called). MPI_WAIT on a completed generalized request
 ! (or MPI_TEST, MPI_WAITALL, MPI_WAITANY, MPI_TESTALL) calls the query routine, then the free routine,
-! each once, with the EXTRA_STATE given to MPI_GREQUEST_START;
+! each once, with the EXTRA_STATE given to MPI_GREQUEST_START (the
+! program's variable itself: what the routines leave there, it sees);
 ! MPI_REQUEST_FREE calls only the free routine, at MPI_GREQUEST_COMPLETE if
 ! the request is not complete yet; MPI_CANCEL calls the cancel routine with
 ! COMPLETE as it is. MPICH 4.0.2 (built with its own wrapper and run with
@@ -41,6 +42,17 @@ subroutine free_fn(extra_state, ierror)
   ierror = MPI_SUCCESS
 end subroutine
 
+! Keeps its state in the program's EXTRA_STATE variable itself, which the
+! callbacks get by reference (as in MPICH and Open MPI).
+subroutine free_dec(extra_state, ierror)
+  use mpi
+  implicit none
+  integer(kind=MPI_ADDRESS_KIND) :: extra_state
+  integer :: ierror
+  extra_state = extra_state - 1
+  ierror = MPI_SUCCESS
+end subroutine
+
 subroutine cancel_fn(extra_state, complete, ierror)
   use mpi
   use greq_state
@@ -57,7 +69,8 @@ program grequest_free
   use mpi
   use greq_state
   implicit none
-  external :: query_fn, free_fn, cancel_fn
+  external :: query_fn, free_fn, cancel_fn, free_dec
+  integer(kind=MPI_ADDRESS_KIND) :: mine
   integer :: ierr, req, status(MPI_STATUS_SIZE), n, errors, reqs(2), statuses(MPI_STATUS_SIZE, 2)
   logical :: flag
   errors = 0
@@ -145,6 +158,16 @@ program grequest_free
   call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
   if (cancels /= 1 .or. seen_complete .or. frees /= 10) then
     print *, 'FAILED: cancel: cancels', cancels, 'complete', seen_complete, 'frees', frees
+    errors = errors + 1
+  end if
+
+  ! The free routine changes the program's own variable.
+  mine = 1
+  call MPI_Grequest_start(query_fn, free_dec, cancel_fn, mine, req, ierr)
+  call MPI_Grequest_complete(req, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  if (mine /= 0) then
+    print *, 'FAILED: the free routine decremented its EXTRA_STATE, the variable is', mine
     errors = errors + 1
   end if
 

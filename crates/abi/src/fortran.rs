@@ -634,7 +634,7 @@ fn gen_param(f: &FFunction, p: &FParam, g: &mut Gen) -> Result<(), String> {
             let (Some(q), Some(fr), Some(c)) = (find(Kind::GreqQuery), find(Kind::GreqFree), find(Kind::GreqCancel)) else {
                 return Err(format!("{}: greq_extra needs greq_query, greq_free and greq_cancel", f.func.name));
             };
-            g.cargs.push(format!("rt::greq_extra({q}, {fr}, {c}, *{n})"));
+            g.cargs.push(format!("rt::greq_extra({q}, {fr}, {c}, {n})"));
         }
         Kind::Weights => {
             fparam(&rty);

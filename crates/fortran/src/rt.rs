@@ -505,14 +505,18 @@ struct GreqState {
     query: usize,
     free: usize,
     cancel: usize,
-    extra: MPI_Aint,
+    /// The program's EXTRA_STATE variable itself, as MPICH and Open MPI
+    /// pass it: the callbacks may keep their state in it, and the program
+    /// sees what they leave there (so it must outlive the request, as the
+    /// state a C program points to must).
+    extra: *const MPI_Aint,
 }
 
 type FGreqQuery = unsafe extern "C" fn(*const MPI_Aint, *mut MPI_Fint, *mut MPI_Fint);
 type FGreqFree = unsafe extern "C" fn(*const MPI_Aint, *mut MPI_Fint);
 type FGreqCancel = unsafe extern "C" fn(*const MPI_Aint, *const MPI_Fint, *mut MPI_Fint);
 
-pub fn greq_extra(query: *const c_void, free: *const c_void, cancel: *const c_void, extra: MPI_Aint) -> *mut c_void {
+pub fn greq_extra(query: *const c_void, free: *const c_void, cancel: *const c_void, extra: *const MPI_Aint) -> *mut c_void {
     Box::into_raw(Box::new(GreqState { query: query as usize, free: free as usize, cancel: cancel as usize, extra })) as *mut c_void
 }
 
@@ -522,7 +526,7 @@ pub unsafe extern "C" fn greq_query_trampoline(extra: *mut c_void, status: *mut 
     let st = &*(extra as *const GreqState);
     let f: FGreqQuery = std::mem::transmute(st.query);
     let mut ierr: MPI_Fint = MPI_SUCCESS;
-    f(&st.extra, status as *mut MPI_Fint, &mut ierr);
+    f(st.extra, status as *mut MPI_Fint, &mut ierr);
     ierr
 }
 
@@ -531,7 +535,7 @@ pub unsafe extern "C" fn greq_free_trampoline(extra: *mut c_void) -> c_int {
     let st = Box::from_raw(extra as *mut GreqState);
     let f: FGreqFree = std::mem::transmute(st.free);
     let mut ierr: MPI_Fint = MPI_SUCCESS;
-    f(&st.extra, &mut ierr);
+    f(st.extra, &mut ierr);
     ierr
 }
 
@@ -541,7 +545,7 @@ pub unsafe extern "C" fn greq_cancel_trampoline(extra: *mut c_void, complete: c_
     let f: FGreqCancel = std::mem::transmute(st.cancel);
     let c = logical_c2f(complete);
     let mut ierr: MPI_Fint = MPI_SUCCESS;
-    f(&st.extra, &c, &mut ierr);
+    f(st.extra, &c, &mut ierr);
     ierr
 }
 
