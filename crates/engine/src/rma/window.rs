@@ -36,6 +36,28 @@ impl Region {
     fn holds(&self, lo: i128, hi: i128) -> bool {
         lo >= self.base as i128 && hi <= self.base as i128 + self.len as i128
     }
+
+    fn end(&self) -> i128 {
+        self.base as i128 + self.len as i128
+    }
+}
+
+/// Whether the attached `regions` together hold bytes `[lo, hi)`: one
+/// operation may span attachments that touch (MPI asks only that the
+/// memory be attached).
+fn attached(regions: &[Region], lo: i128, hi: i128) -> bool {
+    if lo == hi {
+        return regions.iter().any(|r| r.holds(lo, hi));
+    }
+    let mut at = lo;
+    while at < hi {
+        // The region holding `at` that reaches furthest.
+        match regions.iter().filter(|r| r.base as i128 <= at && at < r.end()).map(Region::end).max() {
+            Some(end) => at = end,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// What this process knows of a member's window.
@@ -222,7 +244,7 @@ impl Window {
         match self.flavor {
             Flavor::Dynamic => {
                 let (a, b) = (offset as i128 + lo, offset as i128 + hi);
-                self.regions.iter().any(|r| r.holds(a, b)).then_some(offset)
+                attached(&self.regions, a, b).then_some(offset)
             }
             _ => {
                 let r = self.regions.first().copied().unwrap_or(Region { base: 0, len: 0 });
@@ -370,5 +392,24 @@ impl Engine {
         let w = self.window(win)?;
         w.check_rank(rank)?;
         Ok(w.members[rank as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operation_may_span_attachments_that_touch() {
+        let r = |base, len| Region { base, len };
+        let regions = [r(100, 50), r(150, 50), r(300, 10)];
+        assert!(attached(&regions, 120, 180), "across two touching regions");
+        assert!(attached(&regions, 100, 200));
+        assert!(!attached(&regions, 190, 210), "past the second");
+        assert!(!attached(&regions, 195, 305), "over the gap");
+        assert!(attached(&regions, 300, 310));
+        assert!(!attached(&regions, 90, 110), "before the first");
+        // Overlapping attachments count too.
+        assert!(attached(&[r(0, 100), r(50, 100)], 10, 140));
     }
 }

@@ -449,7 +449,8 @@ pub fn not_aliased<T, U>(sendbuf: *const T, recvbuf: *const U, carries_data: boo
 /// The send data may not overlap the receive blocks either (a program
 /// passing `&recvbuf[rank]` as sendbuf means MPI_IN_PLACE too). Checked
 /// where both are dense, the common case; a rank that let it pass would
-/// wait in the collective for ranks that failed it.
+/// wait in the collective for ranks that failed it. (For a scatter the
+/// roles turn: the root's receive buffer against its send blocks.)
 pub fn not_overlapping(send: Option<&UserBuf>, recv: &[UserBuf]) -> R<()> {
     let span = |b: &UserBuf| b.contiguous().filter(|_| b.len() > 0).map(|p| (p as usize, p as usize + b.len() as usize));
     let Some((s0, s1)) = send.and_then(span) else { return Ok(()) };

@@ -162,6 +162,9 @@ pub(crate) fn plan_scatter(
                 (false, Some(r)) => (Vec::new(), r.len()),
                 (false, None) => unreachable!(),
             };
+            if is_root {
+                not_overlapping(recv.as_ref(), &bl)?;
+            }
             let input = c.input(block);
             Ok(Box::new(move |e| match e.sel.scatter(&input) {
                 // Selector::scatter never chooses the area.
@@ -215,6 +218,9 @@ pub(crate) fn plan_scatterv(
             }
             let recv = if is_root && in_place(recvbuf) { None } else { Some(recv()?) };
             let bl = if is_root { send_blocks()? } else { Vec::new() };
+            if is_root {
+                not_overlapping(recv.as_ref(), &bl)?;
+            }
             // Block sizes are known at the root only: no leader aggregation.
             let input = uneven(&c);
             Ok(Box::new(move |e| match (e.sel.scatter(&input), &e.sites) {
