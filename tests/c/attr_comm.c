@@ -6,7 +6,8 @@
  * gets); the delete callback runs on Comm_free, on Comm_delete_attr and when
  * an attribute is replaced by Comm_set_attr; MPI_COMM_NULL_COPY_FN does not
  * copy, MPI_COMM_DUP_FN copies the value; freeing a keyval keeps existing
- * attributes working until they are deleted; attributes on MPI_COMM_SELF are
+ * attributes working until they are deleted (a copy of its handle still
+ * gets and deletes them); attributes on MPI_COMM_SELF are
  * deleted at MPI_Finalize in reverse order of setting; the deprecated
  * MPI_Keyval_create / MPI_Attr_put / MPI_Attr_get still work.
  */
@@ -128,6 +129,11 @@ int main(int argc, char **argv)
     CHECK(key == MPI_KEYVAL_INVALID, "Comm_free_keyval did not set MPI_KEYVAL_INVALID");
     d0 = st_a.deletes;
     CHECK_MPI(MPI_Comm_dup(base, &dup)); /* still copied */
+    /* A copy of the freed handle still reaches the attributes that use it. */
+    CHECK_MPI(MPI_Comm_get_attr(base, key_copy, &val, &flag));
+    CHECK(flag == 1 && (intptr_t)val == 300, "get through the freed keyval: flag %d value %ld", flag, (long)(intptr_t)val);
+    CHECK_MPI(MPI_Comm_delete_attr(dup, key_copy));
+    CHECK(st_a.deletes == d0 + 1, "delete_attr through the freed keyval ran %d delete callbacks", st_a.deletes - d0);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&base);
     CHECK(st_a.deletes == d0 + 2, "after freeing the keyval, delete callbacks ran %d times (expected 2)", st_a.deletes - d0);

@@ -26,6 +26,17 @@ impl State {
         }
     }
 
+    /// A keyval that attributes may still use: also one the program freed
+    /// while they do (its handle's copies keep reaching them, as the
+    /// standard's "the actual free does not transpire until" all uses end
+    /// implies, and MPICH allows).
+    fn keyval_of_attrs(&self, k: c_int, kind: KeyvalKind) -> R<&Keyval> {
+        match self.keyvals.get(k) {
+            Some(kv) if kv.kind == kind => Ok(kv),
+            _ => self.keyval(k, kind),
+        }
+    }
+
     fn type_attrs_mut(&mut self, h: MPI_Datatype) -> R<&mut Attrs> {
         if self.predef.get(h).is_some() {
             return Ok(self.predef.attrs.entry(h).or_default());
@@ -262,7 +273,7 @@ pub(crate) fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void,
                 return Ok(v);
             }
         }
-        st.keyval(k, kind)?;
+        st.keyval_of_attrs(k, kind)?;
         let attrs = st.attrs_mut(kind, obj)?;
         Ok(attrs.get(&k).copied())
     })?;
@@ -281,7 +292,7 @@ pub(crate) fn get_attr(kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_void,
 
 pub(crate) fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
     let old = state::with(|st| {
-        let kv = st.keyval(k, kind)?;
+        let kv = st.keyval_of_attrs(k, kind)?;
         let (del, extra) = (kv.delete, kv.extra);
         let attrs = st.attrs_mut(kind, obj)?;
         let v = attrs.remove(&k).ok_or_else(|| err(MPI_ERR_KEYVAL, format!("no attribute is set for keyval {k:#x}")))?;
