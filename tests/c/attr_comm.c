@@ -9,7 +9,8 @@
  * attributes working until they are deleted (a copy of its handle still
  * gets and deletes them); attributes on MPI_COMM_SELF are
  * deleted at MPI_Finalize in reverse order of setting; the deprecated
- * MPI_Keyval_create / MPI_Attr_put / MPI_Attr_get still work.
+ * MPI_Keyval_create / MPI_Attr_put / MPI_Attr_get still work; a copy
+ * callback's error fails MPI_Comm_dup, which then gives MPI_COMM_NULL.
  */
 #include "testutil.h"
 
@@ -56,6 +57,12 @@ static int final_delete(MPI_Comm comm, int keyval, void *value, void *extra)
         final_order[final_count] = (int)(intptr_t)value;
     final_count++;
     return MPI_SUCCESS;
+}
+
+static int refuse_copy(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag)
+{
+    (void)c, (void)k, (void)extra, (void)in, (void)out, (void)flag;
+    return MPI_ERR_OTHER;
 }
 
 static int old_copy(MPI_Comm c, int k, void *extra, void *in, void *out, int *flag)
@@ -158,6 +165,23 @@ int main(int argc, char **argv)
         MPI_Comm_free(&c);
         MPI_Comm_free_keyval(&knull);
         MPI_Comm_free_keyval(&kdup);
+    }
+
+    /* A copy callback that fails: MPI_Comm_dup fails and gives
+     * MPI_COMM_NULL (Open MPI 5.0.11 leaves the variable as it was). */
+    {
+        int k;
+        MPI_Comm c, d = MPI_COMM_WORLD;
+        CHECK_MPI(MPI_Comm_create_keyval(refuse_copy, MPI_COMM_NULL_DELETE_FN, &k, NULL));
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        CHECK_MPI(MPI_Comm_set_attr(c, k, (void *)(intptr_t)5));
+        int rc = MPI_Comm_dup(c, &d);
+        CHECK(rc != MPI_SUCCESS, "MPI_Comm_dup succeeded although a copy callback failed");
+        if (!TU_PEER_OPENMPI)
+            CHECK(d == MPI_COMM_NULL, "a failed MPI_Comm_dup did not give MPI_COMM_NULL");
+        MPI_Comm_free(&c);
+        MPI_Comm_free_keyval(&k);
     }
 
     /* Deprecated interface. */

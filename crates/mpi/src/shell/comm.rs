@@ -181,8 +181,32 @@ pub(crate) fn dup(comm: MPI_Comm, info: Option<Vec<(String, String)>>) -> R<MPI_
         let h = st.add_comm(comm, c, true)?;
         Ok((h, super::attr::comm_attrs_of(st, comm)))
     })?;
-    super::attr::copy_comm_attrs(comm, h, copies)?;
+    if let Err(e) = super::attr::copy_comm_attrs(comm, h, copies) {
+        // A copy callback failed: no duplicate (it holds no attribute yet).
+        comm_free(h)?;
+        return Err(e);
+    }
     Ok(h)
+}
+
+/// MPI_Comm_dup and MPI_Comm_dup_with_info: on an error the program gets
+/// MPI_COMM_NULL (as from MPICH), not what its variable held before.
+pub(crate) fn comm_dup(name: &'static str, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    dup_into(name, comm, None, newcomm)
+}
+
+pub(crate) fn comm_dup_with_info(name: &'static str, comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    dup_into(name, comm, Some(info), newcomm)
+}
+
+fn dup_into(name: &'static str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> c_int {
+    api(name, Target::Comm(comm), || {
+        check_ptr(newcomm, "newcomm")?;
+        let made = info.map(super::info::info_entries_or_empty).transpose().and_then(|kv| dup(comm, kv));
+        // SAFETY: checked non-null.
+        unsafe { *newcomm = *made.as_ref().unwrap_or(&MPI_COMM_NULL) };
+        made.map(|_| ())
+    })
 }
 
 /// MPI_Comm_idup: the new handle is valid at once; its context is agreed by
@@ -731,9 +755,5 @@ pub(crate) fn comm_free(h: MPI_Comm) -> R<MPI_Comm> {
         Ok(())
     })?;
     Ok(MPI_COMM_NULL)
-}
-
-pub(crate) fn dup_with_info(comm: MPI_Comm, info: MPI_Info) -> R<MPI_Comm> {
-    dup(comm, Some(super::info::info_entries_or_empty(info)?))
 }
 

@@ -467,8 +467,24 @@ pub(crate) fn type_dup(oldtype: MPI_Datatype) -> R<MPI_Datatype> {
         let h = st.new_type(Datatype::dup(&old), committed);
         Ok((h, super::attr::type_attrs_of(st, oldtype)))
     })?;
-    super::attr::copy_type_attrs(oldtype, h, copies)?;
+    if let Err(e) = super::attr::copy_type_attrs(oldtype, h, copies) {
+        // A copy callback failed: no duplicate (it holds no attribute yet).
+        type_free(h)?;
+        return Err(e);
+    }
     Ok(h)
+}
+
+/// MPI_Type_dup: on an error the program gets MPI_DATATYPE_NULL (as from
+/// MPICH), not what its variable held before.
+pub(crate) fn type_dup_call(name: &'static str, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    api(name, Target::NoComm, || {
+        check_ptr(newtype, "newtype")?;
+        let made = type_dup(oldtype);
+        // SAFETY: checked non-null.
+        unsafe { *newtype = *made.as_ref().unwrap_or(&MPI_DATATYPE_NULL) };
+        made.map(|_| ())
+    })
 }
 
 pub(crate) fn type_set_name(st: &mut State, h: MPI_Datatype, name: &str) -> R<()> {
