@@ -34,6 +34,9 @@ What runs (see the header comment of each program for the method):
            rate, fetch-and-op, lock/put/unlock (rma.c), shared memory and TCP
   threads  2 ranks x 4 threads, MPI_THREAD_MULTIPLE ping-pong, each thread
            on its own communicator, 4 B, 4 KiB and 400 KiB (threads.c)
+  dtype    1 rank, derived datatypes: MPI_Pack / MPI_Unpack of an indexed
+           type of short blocks, a vector and a struct, next to the same
+           gather written by hand (dtype.c)
 
 Nothing here is a test: nothing asserts on time. A wrong result makes the
 program print ERROR and exit non-zero; the cell then says FAIL, and the
@@ -56,7 +59,7 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 BUILD_DIR = os.path.join(BENCH_DIR, "build")
-PROGRAMS = ["p2p", "coll", "oversub", "rma", "threads"]
+PROGRAMS = ["p2p", "coll", "oversub", "rma", "threads", "dtype"]
 IMPL_ORDER = ["gridmpi", "mpich", "openmpi"]
 IMPL_NAME = {"gridmpi": "GridMPI", "mpich": "MPICH", "openmpi": "Open MPI"}
 
@@ -502,8 +505,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="short smoke run: fewer, shorter repetitions")
-    ap.add_argument("--only", default="p2p,coll,oversub,rma,threads",
-                    help="comma list of p2p, coll, oversub, rma, threads (default: all)")
+    ap.add_argument("--only", default="p2p,coll,oversub,rma,threads,dtype",
+                    help="comma list of p2p, coll, oversub, rma, threads, dtype (default: all)")
     ap.add_argument("--impls", default=",".join(IMPL_ORDER), help="comma list of gridmpi, mpich, openmpi")
     ap.add_argument("--out", help="markdown file to write (default: see above)")
     ap.add_argument("--mpich-prefix", default=os.environ.get("BENCH_MPICH_PREFIX", "/opt/peers/mpich"))
@@ -547,6 +550,7 @@ def main():
         # The sizes of the core-layers issue: 4 B, 4 KiB, 400 KiB.
         "threads": (["--reps", "3", "--rep-ms", "10"] if q else ["--reps", "11", "--rep-ms", "100"])
                    + ["--sizes", "4,4096,409600"],
+        "dtype": ["--reps", "3", "--rep-ms", "5"] if q else ["--reps", "7", "--rep-ms", "30"],
     }
     ncores = os.cpu_count() or 1
     oversub_ranks = max(8, 4 * ncores)
@@ -561,6 +565,8 @@ def main():
         jobs += [(("rma", "shm", 2), 2, "shm", "rma"), (("rma", "tcp", 2), 2, "tcp", "rma")]
     if "threads" in parts:
         jobs += [(("threads", "shm", 2), 2, "shm", "threads")]
+    if "dtype" in parts:
+        jobs += [(("dtype", "shm", 1), 1, "shm", "dtype")]
 
     objs = {k: Impl(k, args) for k in impls}
     os.makedirs(BUILD_DIR, exist_ok=True)
@@ -748,6 +754,20 @@ def render(args, parts, impls, jobs, runs, compile_errors, info, versions, sourc
               "(us, lower is better).\n\n")
             w(table(sec, impls, "threads", sizes_of(sec, "threads"), "us", False))
             w("\n")
+        elif prog == "dtype":
+            w("## Derived datatypes, MPI_Pack and MPI_Unpack on one rank\n\n")
+            w("Time per call (us, lower is better); size = packed bytes (bench/dtype.c). The indexed type has "
+              "one double per block at element i*3 + i%3 (every third block touches the next); the vector "
+              "takes every third double; the struct is 2 int32 and that vector at absolute addresses. "
+              "\"by hand\" is the indexed gather as a C loop, the same code for every MPI.\n\n")
+            for b, title in (("pack_indexed", "MPI_Pack, indexed block type"),
+                             ("unpack_indexed", "MPI_Unpack, indexed block type"),
+                             ("pack_vector", "MPI_Pack, vector"),
+                             ("pack_struct", "MPI_Pack, struct of 2 int32 and the vector"),
+                             ("manual_indexed", "the indexed gather by hand (no MPI call)")):
+                w("### %s\n\n" % title)
+                w(table(sec, impls, b, sizes_of(sec, b), "us", False))
+                w("\n")
         else:
             w("## Oversubscribed: %d ranks on %d CPUs\n\n" % (nranks, info["nproc"]))
             w("Time per operation (us, lower is better). ring: per hop of an 8-byte token around all ranks; "

@@ -14,7 +14,7 @@
 //! a panic (the caller's buffer contract covers them).
 
 use crate::datatype::Datatype;
-use crate::layout::{Kid, Node, Seq};
+use crate::layout::{Kid, Node, Part, Seq};
 
 /// Receives the runs a cursor produces.
 pub(crate) trait Sink {
@@ -27,6 +27,14 @@ pub(crate) trait Sink {
         for _ in 0..n {
             self.run(at, len);
             at = at.wrapping_add(stride);
+        }
+    }
+    /// Whole `parts` of one instance of a flat sequence (its kids all
+    /// runs) whose origin is `origin`.
+    #[inline]
+    fn parts(&mut self, origin: i64, parts: &[Part], kids: &[Kid]) {
+        for part in parts {
+            emit_part(self, origin.wrapping_add(part.disp), part.count, &kids[part.kid as usize]);
         }
     }
 }
@@ -304,8 +312,14 @@ impl<'a> Cursor<'a> {
         if seq.depth != 1 || !part_done {
             return;
         }
-        // 2. The following parts of this instance, each whole.
+        // 2. The following parts of this instance, each whole: all at once
+        // when they fit (the usual case), else as many as fit.
         let mut next = top.part + 1;
+        if next < seq.parts.len() && seq.size - seq.start(next) <= *left {
+            sink.parts(top.base, &seq.parts[next..], &seq.kids);
+            *left -= seq.size - seq.start(next);
+            next = seq.parts.len();
+        }
         while next < seq.parts.len() {
             let part = seq.parts[next];
             let kid = &seq.kids[part.kid as usize];
@@ -329,11 +343,7 @@ impl<'a> Cursor<'a> {
         let parent = self.frames.top();
         let n = (parent.count - parent.copy - 1).min(*left / seq.size);
         for k in 1..=n {
-            let origin = parent.origin(parent.copy + k);
-            for part in seq.parts.iter() {
-                let kid = &seq.kids[part.kid as usize];
-                emit_part(sink, origin.wrapping_add(part.disp), part.count, kid);
-            }
+            sink.parts(parent.origin(parent.copy + k), &seq.parts, &seq.kids);
         }
         parent.copy += n;
         *left -= n * seq.size;
@@ -372,7 +382,7 @@ impl<'a> Cursor<'a> {
 
 /// All `count` copies of a run kid, the first at `at`.
 #[inline(always)]
-fn emit_part(sink: &mut impl Sink, at: i64, count: u64, kid: &Kid) {
+fn emit_part<S: Sink + ?Sized>(sink: &mut S, at: i64, count: u64, kid: &Kid) {
     match kid.dense {
         Some(len) => sink.run(at, (len * count) as usize),
         None if count == 1 => sink.run(at, kid.size as usize),
