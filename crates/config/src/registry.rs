@@ -40,6 +40,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "how long a blocked call that shares its core (ranks outnumber cores, or its peer runs on its core) keeps yielding the CPU between polls before sleeping in the kernel",
     },
     Setting {
+        name: "GRIDMPI_SPREAD",
+        kind: Kind::Bool,
+        default: "yes",
+        scope: Scope::Library,
+        help: "at MPI_Init, move each rank of a host that has a CPU per rank to a CPU of its own, then give it back all its CPUs (it is not bound: the kernel keeps it there while it runs); ranks started on one CPU otherwise share it until the kernel balances them, tens of milliseconds of slow messages",
+    },
+    Setting {
         name: "GRIDMPI_PROGRESS_THREAD",
         kind: Kind::Bool,
         default: "no",

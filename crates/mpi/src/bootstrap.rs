@@ -163,6 +163,7 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
     let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
     let oversubscribed = local.len() > cpus;
+    spread(config, &local, me, &cards);
     let relay_key = if cards.iter().any(|c| c.relay.is_some()) {
         match &joined {
             Some(j) => Some(j.relay_key),
@@ -297,6 +298,25 @@ pub fn relay_way(cards: &[Card], me: Pid, peer: Pid, key: Option<[u8; 32]>) -> O
         (Some(a), _) | (None, Some(a)) => vec![a],
     };
     Some(tcp::RelayWay { first: hops[0], via: hops[1..].to_vec(), key: key? })
+}
+
+/// Ranks forked by one launcher start on its CPU, and the kernel spreads
+/// busy ones only after tens of milliseconds: until then two ranks that
+/// poll for each other's messages share a CPU (80 us per message instead
+/// of 0.4 on this machine, the first 15 ms of a job). So where every local
+/// rank may use the same CPUs, at least one each, each moves to its own
+/// (by its index among the local ranks) and stays unbound
+/// ([`sys::move_to_cpu`]): threads the program starts may use them all.
+fn spread(config: &Config, local: &[Pid], me: Pid, cards: &[Card]) {
+    let mask = &cards[me as usize].cpus;
+    let cpus: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
+    let same = local.iter().all(|&p| &cards[p as usize].cpus == mask);
+    if !config.get_bool("GRIDMPI_SPREAD") || local.len() < 2 || !same || cpus < local.len() {
+        return;
+    }
+    if let Some(index) = local.iter().position(|&p| p == me) {
+        sys::move_to_cpu(mask, index);
+    }
 }
 
 /// How many CPUs the ranks of this host may use between them: the union of

@@ -99,6 +99,32 @@ pub fn affinity_mask() -> Vec<u64> {
     }
 }
 
+/// Moves the calling thread to the `index`-th CPU of `mask` (as
+/// [`affinity_mask`] gives it), then gives it all of `mask` back. The
+/// kernel moves a thread off a CPU its new mask excludes at once, and
+/// leaves a running thread where it is: this places the thread without
+/// binding it. False if a call failed (the thread then keeps `mask`).
+pub fn move_to_cpu(mask: &[u64], index: usize) -> bool {
+    let cpus: Vec<usize> = (0..mask.len() * 64).filter(|&c| mask[c / 64] & (1 << (c % 64)) != 0).collect();
+    let Some(&cpu) = cpus.get(index) else { return false };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return false;
+    }
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: cpu_set_t is plain data; the sets are filled by CPU_SET and
+    // read by sched_setaffinity for the calling thread (pid 0).
+    unsafe {
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut one);
+        let mut all: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(c, &mut all);
+        }
+        let moved = libc::sched_setaffinity(0, size, &one) == 0;
+        libc::sched_setaffinity(0, size, &all) == 0 && moved
+    }
+}
+
 pub fn getpid() -> u32 {
     std::process::id()
 }
