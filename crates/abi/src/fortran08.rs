@@ -164,9 +164,9 @@ fn dummy(f: &FFunction, p: &FParam) -> Result<Option<Dummy>, String> {
         _ => match base.as_str() {
             "char" => {
                 d.hidden_len = matches!(p.kind, Kind::StringIn | Kind::StringInStripped | Kind::StringOut | Kind::Argv | Kind::Strings(_) | Kind::Argvs(_));
-                if t.matches('*').count() + t.matches('[').count() > 1 {
-                    dims = "*".into();
-                }
+                // One string (`char *name` or `char name[]`) is a scalar
+                // of any length; an array of them (`char *argv[]`) is not.
+                dims = if t.matches('*').count() + t.matches('[').count() > 1 { "*".into() } else { String::new() };
                 if let Kind::Argvs(n) = &p.kind {
                     dims = format!("{n},*");
                 }
@@ -648,7 +648,10 @@ pub fn render_mpi_f08_module(template: &str, funcs: &[Function], t: &FortranTabl
 
     let handles = handle_constants(template);
     for (ty, name, value) in &consts {
-        if name.ends_with("_KIND") || matches!(name.as_str(), "MPI_SOURCE" | "MPI_TAG" | "MPI_ERROR") {
+        // MPI_SOURCE, MPI_TAG and MPI_ERROR stay: they index an INTEGER
+        // status (MPI_Status_f082f's); the type's components of the same
+        // names live in its own scope.
+        if name.ends_with("_KIND") {
             continue;
         }
         match handles.get(name) {
