@@ -362,8 +362,9 @@ pub fn keyval_f2c(k: c_int) -> c_int {
     }
 }
 
-/// The Fortran value of an attribute C returned as `p`: predefined
-/// attributes point to their value; user attributes are the value.
+/// The Fortran value of an attribute libmpi returned as `p`: predefined
+/// attributes point to their value; user attributes come in Fortran's
+/// view already (libmpi's `gridmpi_fortran_*_get_attr`).
 pub unsafe fn attr_value(c_keyval: c_int, p: *mut c_void) -> isize {
     match w::PREDEFINED_KEYVALS.iter().find(|(_, c, _)| *c == c_keyval) {
         Some((_, _, AttrValue::Int)) if !p.is_null() => *(p as *const c_int) as isize,

@@ -40,20 +40,59 @@ impl Group {
 
 pub use gridmpi_engine::topo::Topo;
 
+/// Which language's bindings made a keyval or set an attribute value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    C,
+    Fortran,
+}
+
+/// An attribute value as its setter gave it (MPI 4.1, 19.3.7): C sets a
+/// pointer, kept as it is; Fortran sets an address-sized integer, kept
+/// here, and a read in C gets a pointer to it. A read in Fortran of a
+/// value C set gets the pointer as an integer.
+#[derive(Clone, Debug)]
+pub enum AttrValue {
+    C(*mut c_void),
+    Fortran(Box<MPI_Aint>),
+}
+
+impl AttrValue {
+    /// The value `v` a call in `lang` set (from Fortran: the integer,
+    /// carried in a pointer-sized word).
+    pub fn new(v: *mut c_void, lang: Lang) -> AttrValue {
+        match lang {
+            Lang::C => AttrValue::C(v),
+            Lang::Fortran => AttrValue::Fortran(Box::new(v as MPI_Aint)),
+        }
+    }
+
+    /// What a read, or a callback, in `lang` gets (in Fortran the integer,
+    /// carried in a pointer-sized word). A C view of a Fortran value
+    /// points into this value: valid while it is set.
+    pub fn view(&self, lang: Lang) -> *mut c_void {
+        match (self, lang) {
+            (AttrValue::C(p), _) => *p,
+            (AttrValue::Fortran(b), Lang::C) => &**b as *const MPI_Aint as *mut c_void,
+            (AttrValue::Fortran(b), Lang::Fortran) => **b as *mut c_void,
+        }
+    }
+}
+
 /// The attributes of an object, in the order they were first set: they are
 /// deleted last-set first (MPI 4.1, 11.2.4, for MPI_COMM_SELF at
 /// MPI_Finalize; the same order everywhere else). Objects carry a few
 /// attributes at most, so a list is the right map.
 #[derive(Clone, Debug, Default)]
-pub struct Attrs(Vec<(c_int, *mut c_void)>);
+pub struct Attrs(Vec<(c_int, AttrValue)>);
 
 impl Attrs {
-    pub fn get(&self, k: &c_int) -> Option<&*mut c_void> {
+    pub fn get(&self, k: &c_int) -> Option<&AttrValue> {
         self.0.iter().find(|(key, _)| key == k).map(|(_, v)| v)
     }
 
     /// Set `k`; a value set again keeps its place. Returns the old value.
-    pub fn insert(&mut self, k: c_int, v: *mut c_void) -> Option<*mut c_void> {
+    pub fn insert(&mut self, k: c_int, v: AttrValue) -> Option<AttrValue> {
         match self.0.iter_mut().find(|(key, _)| *key == k) {
             Some(e) => Some(std::mem::replace(&mut e.1, v)),
             None => {
@@ -63,13 +102,18 @@ impl Attrs {
         }
     }
 
-    pub fn remove(&mut self, k: &c_int) -> Option<*mut c_void> {
+    pub fn remove(&mut self, k: &c_int) -> Option<AttrValue> {
         let i = self.0.iter().position(|(key, _)| key == k)?;
         Some(self.0.remove(i).1)
     }
 
+    /// The last set, removed.
+    pub fn pop(&mut self) -> Option<(c_int, AttrValue)> {
+        self.0.pop()
+    }
+
     /// In the order they were set.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&c_int, &*mut c_void)> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&c_int, &AttrValue)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
 }
@@ -469,6 +513,8 @@ pub struct Keyval {
     /// MPI_*_free_keyval was called; the keyval lives while attributes use it.
     pub freed: bool,
     pub uses: u32,
+    /// The language of the callbacks: they get values in its view.
+    pub lang: Lang,
 }
 
 /// What a request handle stands for.

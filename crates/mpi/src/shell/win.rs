@@ -343,10 +343,7 @@ pub unsafe extern "C" fn PMPI_Win_free(win: *mut MPI_Win) -> c_int {
 fn delete_all_win_attrs(win: MPI_Win) -> R<()> {
     loop {
         let next = state::with(|st| {
-            let w = st.win_mut(win)?;
-            let Some((&k, &v)) = w.attrs.iter().next_back() else { return Ok(None) };
-            w.attrs.remove(&k);
-            Ok(Some((k, v)))
+            Ok(st.win_mut(win)?.attrs.pop())
         })?;
         let Some((k, v)) = next else { return Ok(()) };
         super::attr::run_delete(win, k, v)?;
