@@ -13,10 +13,14 @@
 //! indices, predefined attribute keys, callback trampolines, the sizes of
 //! strings) is done in one place, `crates/fortran`, for all three Fortran
 //! bindings. What the f08 procedure adds: the OPTIONAL `ierror`, and the
-//! address of a `TYPE(*), DIMENSION(..)` choice buffer. `MPI_SUBARRAYS_SUPPORTED`
-//! is `.FALSE.`: a blocking call gets a contiguous copy of a non-contiguous
-//! buffer; a call that keeps using the buffer after it returns (nonblocking,
-//! persistent, one-sided, attaching) refuses one with MPI_ERR_BUFFER.
+//! address of a `TYPE(*), DIMENSION(..)` choice buffer. A blocking call gets
+//! a contiguous copy of a non-contiguous buffer. A call that keeps using the
+//! buffer after it returns (nonblocking, persistent, one-sided) gets a
+//! section as its first element, a count of 1 and a datatype that reaches
+//! its items, where the buffer comes with its own count and datatype
+//! ([`section_triples`]); where it does not (buffers sharing one count and
+//! datatype, arrays of counts, partitions, attached buffers) it refuses one
+//! with MPI_ERR_BUFFER. So `MPI_SUBARRAYS_SUPPORTED` stays `.FALSE.`.
 
 use crate::fortran::{fortran_functions, large_count_functions, large_count_symbol, returns_address, FFunction, FParam, FortranTable, Kind, Width};
 use crate::Function;
@@ -316,6 +320,57 @@ pub(crate) fn wrap(out: &mut String, indent: usize, line: &str) {
     let _ = writeln!(out, "{pad}{}{}", if first { "" } else { "& " }, rest);
 }
 
+/// A choice buffer with the count and datatype that follow it: such a
+/// buffer may be an array section (MPI_SUBARRAYS_SUPPORTED is .FALSE., as
+/// routines whose buffers share counts or take arrays of them refuse one).
+#[derive(Clone)]
+struct Triple {
+    buf: String,
+    count: String,
+    /// The count's declared type (INTEGER, or of MPI_COUNT_KIND).
+    count_ty: String,
+    datatype: String,
+}
+
+/// The triples of a specific, if every choice buffer of it starts one.
+fn section_triples(s: &Specific) -> Option<Vec<Triple>> {
+    let d = &s.dummies;
+    let mut out = Vec::new();
+    for (i, b) in d.iter().enumerate().filter(|(_, b)| b.pass == Pass::Choice) {
+        let (c, t) = (d.get(i + 1)?, d.get(i + 2)?);
+        let scalar_in = |x: &Dummy| x.pass == Pass::Ref && x.dims.is_empty() && x.intent_in;
+        let count_ok = c.ty == "INTEGER" || c.ty == "INTEGER(KIND=MPI_COUNT_KIND)";
+        if !(scalar_in(c) && scalar_in(t) && count_ok && t.ty == "TYPE(MPI_Datatype)") {
+            return None;
+        }
+        out.push(Triple { buf: b.name.clone(), count: c.name.clone(), count_ty: c.ty.clone(), datatype: t.name.clone() });
+    }
+    Some(out)
+}
+
+/// The call of a routine whose buffers may be sections: a section goes as
+/// its first element, a count of 1 and a datatype that reaches the items
+/// in it (freed after the call; the request keeps what it needs).
+fn render_sections(out: &mut String, triples: &[Triple], call: &str, routine: &str, code: i32, h: &str) {
+    out.push_str("    ierr = MPI_SUCCESS\n");
+    for t in triples {
+        let _ = writeln!(out, "    {b}_n = {c}\n    {b}_t = {dt}\n    {b}_s = .NOT. IS_CONTIGUOUS({b})", b = t.buf, c = t.count, dt = t.datatype);
+        let _ = writeln!(out, "    IF ({b}_s .AND. ierr == MPI_SUCCESS) THEN", b = t.buf);
+        wrap(
+            out,
+            6,
+            &format!("CALL f08_section_type({b}, INT({c}, MPI_COUNT_KIND), {dt}, {b}_t, '{routine}', {code}, {h}, ierr)", b = t.buf, c = t.count, dt = t.datatype),
+        );
+        let _ = writeln!(out, "      {}_n = 1\n    END IF", t.buf);
+    }
+    out.push_str("    IF (ierr == MPI_SUCCESS) THEN\n");
+    wrap(out, 6, call);
+    out.push_str("    END IF\n");
+    for t in triples {
+        let _ = writeln!(out, "    IF ({b}_s .AND. {b}_t%MPI_VAL /= {dt}%MPI_VAL) CALL f08_type_release({b}_t)", b = t.buf, dt = t.datatype);
+    }
+}
+
 /// The module procedure of one specific.
 fn render_specific(out: &mut String, s: &Specific) {
     let mut names: Vec<String> = s.dummies.iter().map(|d| d.name.clone()).collect();
@@ -373,6 +428,11 @@ fn render_specific(out: &mut String, s: &Specific) {
     if s.ierror {
         out.push_str("    INTEGER :: ierr\n");
     }
+    if s.ierror && !(s.copyable && s.dummies.iter().any(|d| d.pass == Pass::Choice)) {
+        for t in section_triples(s).unwrap_or_default() {
+            let _ = writeln!(out, "    {} :: {}_n\n    TYPE(MPI_Datatype) :: {}_t\n    LOGICAL :: {}_s", t.count_ty, t.buf, t.buf, t.buf);
+        }
+    }
     let choices: Vec<&Dummy> = s.dummies.iter().filter(|d| d.pass == Pass::Choice).collect();
     let copy = s.copyable && s.ierror && !choices.is_empty();
     if copy {
@@ -382,6 +442,20 @@ fn render_specific(out: &mut String, s: &Specific) {
             let _ = writeln!(out, "    {0}_p = f08_buffer_in({0})", d.name);
         }
     }
+    // A routine that keeps its buffers, each with its own count and
+    // datatype, takes sections: locals stand for the three.
+    let triples = if copy || !s.ierror { None } else { section_triples(s) };
+    let local = |name: &str| -> Option<String> {
+        triples.as_ref()?.iter().find_map(|t| {
+            if t.count == name {
+                Some(format!("{}_n", t.buf))
+            } else if t.datatype == name {
+                Some(format!("{}_t", t.buf))
+            } else {
+                None
+            }
+        })
+    };
     let mut args: Vec<String> = s
         .dummies
         .iter()
@@ -389,7 +463,7 @@ fn render_specific(out: &mut String, s: &Specific) {
             Pass::Choice if copy => format!("{}_p", d.name),
             Pass::Choice => format!("f08_address({})", d.name),
             Pass::Proc => format!("C_FUNLOC({})", d.name),
-            Pass::Ref => d.name.clone(),
+            Pass::Ref => local(&d.name).unwrap_or_else(|| d.name.clone()),
         })
         .collect();
     if s.ierror {
@@ -410,11 +484,7 @@ fn render_specific(out: &mut String, s: &Specific) {
     } else if choices.is_empty() || !s.ierror {
         wrap(out, 4, &call);
     } else {
-        let cond: Vec<String> = choices.iter().map(|d| format!("IS_CONTIGUOUS({})", d.name)).collect();
-        wrap(out, 4, &format!("IF ({}) THEN", cond.join(" .AND. ")));
-        wrap(out, 6, &call);
-        out.push_str("    ELSE\n");
-        // The error goes to the handler of the object the call is about.
+        // Errors go to the handler of the object the call is about.
         let on = s
             .dummies
             .iter()
@@ -429,8 +499,18 @@ fn render_specific(out: &mut String, s: &Specific) {
             "File" => 3,
             _ => 0,
         };
-        let _ = writeln!(out, "      CALL f08_noncontiguous('{}', {code}, {h}, ierr)", s.generic.to_ascii_uppercase());
-        out.push_str("    END IF\n");
+        let routine = s.generic.to_ascii_uppercase();
+        match section_triples(s) {
+            Some(triples) => render_sections(out, &triples, &call, &routine, code, &h),
+            None => {
+                let cond: Vec<String> = choices.iter().map(|d| format!("IS_CONTIGUOUS({})", d.name)).collect();
+                wrap(out, 4, &format!("IF ({}) THEN", cond.join(" .AND. ")));
+                wrap(out, 6, &call);
+                out.push_str("    ELSE\n");
+                let _ = writeln!(out, "      CALL f08_noncontiguous('{routine}', {code}, {h}, ierr)");
+                out.push_str("    END IF\n");
+            }
+        }
     }
     if s.ierror {
         out.push_str("    IF (PRESENT(ierror)) ierror = ierr\n");
@@ -625,8 +705,9 @@ pub fn render_mpi_f08_module(template: &str, funcs: &[Function], t: &FortranTabl
     let _ = writeln!(out, "! GridMPI {version}. Generated from abi/functions.txt, abi/fortran.txt and");
     out.push_str("! abi/mpi.h.in by crates/abi/src/fortran08.rs; do not edit.\n");
     out.push_str("! MPI_SUBARRAYS_SUPPORTED is .FALSE.: blocking calls copy a non-contiguous\n");
-    out.push_str("! buffer in and out; the others (nonblocking, persistent, one-sided,\n");
-    out.push_str("! attaching a buffer) refuse one with MPI_ERR_BUFFER.\n");
+    out.push_str("! buffer in and out; the others (nonblocking, persistent, one-sided) take\n");
+    out.push_str("! a section through a datatype where the buffer has its own count and\n");
+    out.push_str("! datatype, and refuse one with MPI_ERR_BUFFER elsewhere.\n");
     out.push_str("MODULE MPI_F08\n");
     out.push_str("  USE, INTRINSIC :: ISO_C_BINDING, ONLY: C_PTR, C_FUNPTR, C_SIZE_T, C_FUNLOC, C_NULL_PTR\n");
     out.push_str("  IMPLICIT NONE\n");
@@ -712,7 +793,7 @@ pub fn render_mpi_f08_module(template: &str, funcs: &[Function], t: &FortranTabl
     }
     out.push_str(&sizeof_interfaces(true));
     out.push_str("  INTERFACE MPI_F_sync_reg\n    MODULE PROCEDURE MPI_F_sync_reg_f08\n  END INTERFACE\n");
-    out.push_str("  PRIVATE :: MPI_F_sync_reg_f08, f08_address, f08_noncontiguous, f08_buffer_in, f08_buffer_out\n\n");
+    out.push_str("  PRIVATE :: MPI_F_sync_reg_f08, f08_address, f08_noncontiguous, f08_buffer_in, f08_buffer_out, f08_section_type, f08_type_release\n\n");
 
     let by_generic = specifics(funcs, t)?;
     for (generic, specs) in &by_generic {
@@ -812,6 +893,41 @@ const HELPERS: &str = r#"
     END INTERFACE
     CALL report(routine, what, handle, ierr, LEN(routine, KIND=C_SIZE_T))
   END SUBROUTINE f08_noncontiguous
+
+  ! A section given to a call that keeps its buffer: a datatype that
+  ! reaches the call's count items in it as if it were contiguous, or the
+  ! call's MPI_ERR_BUFFER, raised as by f08_noncontiguous.
+  SUBROUTINE f08_section_type(buf, count, datatype, newtype, routine, what, handle, ierr)
+    TYPE(*), DIMENSION(..), INTENT(IN) :: buf
+    INTEGER(KIND=MPI_COUNT_KIND), INTENT(IN) :: count
+    TYPE(MPI_Datatype), INTENT(IN) :: datatype
+    TYPE(MPI_Datatype), INTENT(OUT) :: newtype
+    CHARACTER(LEN=*), INTENT(IN) :: routine
+    INTEGER, INTENT(IN) :: what, handle
+    INTEGER, INTENT(OUT) :: ierr
+    INTERFACE
+      SUBROUTINE section(buf, count, datatype, newtype, routine, what, handle, ierr, routine_len) &
+        & BIND(C, NAME='gridmpi_f08_section_type')
+        IMPORT
+        TYPE(*), DIMENSION(..) :: buf
+        TYPE(*) :: count, datatype, newtype, routine, what, handle, ierr
+        INTEGER(C_SIZE_T), VALUE :: routine_len
+      END SUBROUTINE section
+    END INTERFACE
+    newtype = datatype
+    CALL section(buf, count, datatype, newtype, routine, what, handle, ierr, LEN(routine, KIND=C_SIZE_T))
+  END SUBROUTINE f08_section_type
+
+  SUBROUTINE f08_type_release(datatype)
+    TYPE(MPI_Datatype), INTENT(INOUT) :: datatype
+    INTERFACE
+      SUBROUTINE release(datatype) BIND(C, NAME='gridmpi_f08_type_release')
+        IMPORT
+        TYPE(*) :: datatype
+      END SUBROUTINE release
+    END INTERFACE
+    CALL release(datatype)
+  END SUBROUTINE f08_type_release
 
   ! The buffer is passed to a procedure the compiler cannot see into, so
   ! it must assume the buffer was read and changed (MPI_F_SYNC_REG in MPI 4.1).

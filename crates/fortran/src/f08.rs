@@ -142,9 +142,22 @@ extern "C" {
 /// that handles are converted as for any Fortran call.
 #[no_mangle]
 pub unsafe extern "C" fn gridmpi_f08_noncontiguous(routine: *const c_char, what: *const MPI_Fint, handle: *const MPI_Fint, ierr: *mut MPI_Fint, routine_len: usize) {
+    refuse(
+        routine,
+        routine_len,
+        "the buffer is not contiguous, and this routine takes sections only where a buffer comes with its own count and datatype (pass a contiguous array or copy the section)",
+        what,
+        handle,
+        ierr,
+    );
+}
+
+/// Says why ROUTINE refuses its buffer and raises MPI_ERR_BUFFER (see
+/// [`gridmpi_f08_noncontiguous`]).
+unsafe fn refuse(routine: *const c_char, routine_len: usize, why: &str, what: *const MPI_Fint, handle: *const MPI_Fint, ierr: *mut MPI_Fint) {
     let name = if routine.is_null() { &[][..] } else { std::slice::from_raw_parts(routine as *const u8, routine_len) };
     let name = String::from_utf8_lossy(name);
-    eprintln!("GridMPI: {name}: the buffer is not contiguous; the mpi_f08 module has MPI_SUBARRAYS_SUPPORTED = .FALSE. (pass a contiguous array or copy the section)");
+    eprintln!("GridMPI: {name}: {why}");
     let code: MPI_Fint = MPI_ERR_BUFFER;
     let mut r: MPI_Fint = 0;
     match *what {
@@ -154,6 +167,183 @@ pub unsafe extern "C" fn gridmpi_f08_noncontiguous(routine: *const c_char, what:
         _ => mpi_comm_call_errhandler_(&MPI_COMM_SELF, &code, &mut r),
     }
     *ierr = code;
+}
+
+/// A datatype that reaches `count` items of `datatype` in an array
+/// section as if the section were contiguous: for routines that use the
+/// buffer after they return (nonblocking, persistent, one-sided), which
+/// then get the section's first element, a count of 1 and this type (a
+/// blocking routine gets a contiguous copy instead). On success the type
+/// is committed and the caller frees it after the call; else ROUTINE's
+/// MPI_ERR_BUFFER is raised (see [`gridmpi_f08_noncontiguous`]).
+///
+/// The section's elements (`elem_len` bytes each, at the strides of its
+/// descriptor) each hold `elem_len / size(B)` items of the basic type B
+/// of `datatype`, which must be dense (a predefined type, or contiguous
+/// ones of it); the type is a nest of hvectors over the section's
+/// dimensions, so it stays small for any section size.
+#[no_mangle]
+pub unsafe extern "C" fn gridmpi_f08_section_type(
+    desc: *const CfiDesc, count: *const MPI_Count, datatype: *const MPI_Fint, newtype: *mut MPI_Fint, routine: *const c_char,
+    what: *const MPI_Fint, handle: *const MPI_Fint, ierr: *mut MPI_Fint, routine_len: usize,
+) {
+    match section_type(&*desc, *count, *datatype) {
+        Ok(t) => {
+            *newtype = t;
+            *ierr = MPI_SUCCESS;
+        }
+        Err(why) => refuse(routine, routine_len, &why, what, handle, ierr),
+    }
+}
+
+/// Frees a type [`gridmpi_f08_section_type`] made, after the call.
+#[no_mangle]
+pub unsafe extern "C" fn gridmpi_f08_type_release(datatype: *mut MPI_Fint) {
+    crate::wrappers::PMPI_Type_free(datatype);
+}
+
+/// The basic type of a dense `datatype` (MPI_INTEGER, or contiguous types
+/// of it) and its size; None for any other.
+unsafe fn dense_basic(datatype: MPI_Datatype) -> Option<(MPI_Datatype, MPI_Count)> {
+    use crate::wrappers::*;
+    let mut t = datatype;
+    loop {
+        let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+        if PMPI_Type_get_envelope(t, &mut ni, &mut na, &mut nd, &mut combiner) != MPI_SUCCESS {
+            return None;
+        }
+        match combiner {
+            MPI_COMBINER_NAMED => break,
+            MPI_COMBINER_CONTIGUOUS if ni == 1 && nd == 1 => {
+                let (mut ints, mut types) = ([0 as c_int; 1], [0 as MPI_Datatype; 1]);
+                if PMPI_Type_get_contents(t, 1, 0, 1, ints.as_mut_ptr(), std::ptr::null_mut(), types.as_mut_ptr()) != MPI_SUCCESS {
+                    return None;
+                }
+                t = types[0];
+            }
+            _ => return None,
+        }
+    }
+    let (mut size, mut lb, mut extent) = (0, 0, 0);
+    let ok = PMPI_Type_size_c(t, &mut size) == MPI_SUCCESS && PMPI_Type_get_extent_c(t, &mut lb, &mut extent) == MPI_SUCCESS;
+    (ok && size > 0 && lb == 0 && extent == size).then_some((t, size))
+}
+
+/// Types made while building, freed at the end (the result holds what it
+/// needs of them).
+struct Parts(Vec<MPI_Datatype>);
+
+impl Parts {
+    unsafe fn made(&mut self, rc: c_int, t: MPI_Datatype) -> Result<MPI_Datatype, String> {
+        if rc != MPI_SUCCESS {
+            return Err(format!("could not build a datatype for the section (error {rc})"));
+        }
+        self.0.push(t);
+        Ok(t)
+    }
+}
+
+impl Drop for Parts {
+    fn drop(&mut self) {
+        for t in self.0.iter_mut() {
+            // SAFETY: types this builder made.
+            unsafe { crate::wrappers::PMPI_Type_free(t) };
+        }
+    }
+}
+
+unsafe fn section_type(d: &CfiDesc, count: MPI_Count, datatype: MPI_Datatype) -> Result<MPI_Datatype, String> {
+    use crate::wrappers::*;
+    let (basic, bsize) = dense_basic(datatype).ok_or("a section is taken only with a predefined datatype or contiguous ones of it")?;
+    let (mut size, mut lb, mut extent) = (0, 0, 0);
+    PMPI_Type_size_c(datatype, &mut size);
+    PMPI_Type_get_extent_c(datatype, &mut lb, &mut extent);
+    let elem = d.elem_len as MPI_Count;
+    if elem % bsize != 0 || size != extent || lb != 0 {
+        return Err(format!("the section's elements ({elem} bytes) do not hold whole items of the datatype ({bsize} bytes)"));
+    }
+    let per = elem / bsize;
+    // Items of the basic type the call reaches: whole elements and a rest.
+    let items = count.checked_mul(size / bsize).ok_or("count too large")?;
+    let (whole, rest) = (items / per, items % per);
+    let avail = d.count() as MPI_Count;
+    if whole + (rest > 0) as MPI_Count > avail {
+        return Err(format!("count {count} reaches past the section's {avail} elements"));
+    }
+    let mut parts = Parts(Vec::new());
+    let mut unit = basic;
+    if per > 1 {
+        let mut t = 0;
+        unit = parts.made(PMPI_Type_contiguous_c(per, basic, &mut t), t)?;
+    }
+    // The first `n` elements of dims[..k] (array element order: dims[0]
+    // varies fastest), as (type, elements) pieces placed at byte offsets.
+    let dims = d.dims();
+    let slab: Vec<MPI_Count> = std::iter::once(1).chain(dims.iter().scan(1, |p, dm| {
+        *p *= dm.extent.max(0) as MPI_Count;
+        Some(*p)
+    })).collect();
+    fn prefix(parts: &mut Parts, dims: &[CfiDim], slab: &[MPI_Count], unit: MPI_Datatype, k: usize, n: MPI_Count, at: MPI_Aint, out: &mut Vec<(MPI_Datatype, MPI_Aint)>) -> Result<(), String> {
+        if n == 0 {
+            return Ok(());
+        }
+        if k == 0 {
+            out.push((unit, at));
+            return Ok(());
+        }
+        let (per_slab, stride) = (slab[k - 1], dims[k - 1].sm as MPI_Count);
+        let (q, r) = (n / per_slab, n % per_slab);
+        if q > 0 {
+            let mut inner = Vec::new();
+            prefix(parts, dims, slab, unit, k - 1, per_slab, 0, &mut inner)?;
+            let one = single(parts, inner)?;
+            let mut t = 0;
+            // SAFETY: plain MPI call on types of ours.
+            let t = unsafe { parts.made(crate::wrappers::PMPI_Type_create_hvector_c(q, 1, stride, one, &mut t), t)? };
+            out.push((t, at));
+        }
+        prefix(parts, dims, slab, unit, k - 1, r, at + (q * stride) as MPI_Aint, out)
+    }
+    fn single(parts: &mut Parts, pieces: Vec<(MPI_Datatype, MPI_Aint)>) -> Result<MPI_Datatype, String> {
+        if let [(t, 0)] = pieces[..] {
+            return Ok(t);
+        }
+        let lens = vec![1 as c_int; pieces.len()];
+        let (types, disps): (Vec<MPI_Datatype>, Vec<MPI_Aint>) = pieces.into_iter().unzip();
+        let mut t = 0;
+        // SAFETY: the arrays hold `lens.len()` entries each.
+        unsafe { parts.made(crate::wrappers::PMPI_Type_create_struct(lens.len() as c_int, lens.as_ptr(), disps.as_ptr(), types.as_ptr(), &mut t), t) }
+    }
+    let mut pieces = Vec::new();
+    prefix(&mut parts, dims, &slab, unit, dims.len(), whole, 0, &mut pieces)?;
+    if rest > 0 {
+        // Part of the next element: its first `rest` items.
+        let at = d.offsets().get(whole as usize).copied().unwrap_or(0) as MPI_Aint;
+        let mut t = 0;
+        let t = parts.made(PMPI_Type_contiguous_c(rest, basic, &mut t), t)?;
+        pieces.push((t, at));
+    }
+    let result = if pieces.is_empty() {
+        let mut t = 0;
+        parts.made(PMPI_Type_contiguous_c(0, basic, &mut t), t)?
+    } else {
+        single(&mut parts, pieces)?
+    };
+    // Keep the result out of the builder's frees; commit it.
+    parts.0.retain(|&t| t != result);
+    let mut result = result;
+    if result == basic {
+        // One element of a predefined type: still a type of its own, as
+        // the caller frees it.
+        let mut t = 0;
+        PMPI_Type_contiguous_c(1, basic, &mut t);
+        result = t;
+    }
+    if PMPI_Type_commit(&mut result) != MPI_SUCCESS {
+        PMPI_Type_free(&mut result);
+        return Err("could not commit the section's datatype".into());
+    }
+    Ok(result)
 }
 
 /// MPI_SIZEOF(X, SIZE, IERROR): the module picks the specific by the type
