@@ -532,7 +532,12 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
                 None => opts.apps[app].program.clone(),
             },
             env,
-            cwd: setup.cwd.to_string_lossy().into_owned(),
+            cwd: match &opts.apps[app].wdir {
+                Some(d) => setup.cwd.join(d),
+                None => setup.cwd.clone(),
+            }
+            .to_string_lossy()
+            .into_owned(),
             bind: bind.clone(),
             stdin: rank == 0,
         }

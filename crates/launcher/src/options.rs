@@ -7,9 +7,9 @@
 //! arguments. Each part has its own rank count and environment
 //! ([`Scope::Program`] options); the others apply to the whole job and
 //! come before the first program (after a `:` they are an error, never
-//! silently applied to something else). `-x` and `-envlist` given before
-//! the first program pass to every rank, as they always did; given in a
-//! later part, to that part's ranks.
+//! silently applied to something else). `-x`, `-envlist` and `-wdir` given
+//! before the first program apply to every rank, as they always did; given
+//! in a later part, to that part's ranks.
 //!
 //! To add an option: one entry in [`OPTIONS`].
 
@@ -47,6 +47,9 @@ pub struct App {
     pub program: Vec<String>,
     /// Environment for this program's ranks only, after the job's.
     pub env: Vec<(String, String)>,
+    /// `-wdir` after a `:`: this program's working directory (relative to
+    /// the job's), instead of the job's.
+    pub wdir: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -410,10 +413,14 @@ pub static OPTIONS: &[OptionSpec] = &[
         names: &["-wdir", "--wdir", "-wd", "--wd", "-dir"],
         values: 1,
         metavar: "DIR",
-        help: "working directory of the ranks (default: the current one)",
-        scope: Scope::Job,
+        help: "working directory of the ranks (default: the current one); after a `:`, of that program's ranks",
+        scope: Scope::Program,
         handler: |o, v, _| {
-            o.wdir = Some(PathBuf::from(&v[0]));
+            if o.apps.len() == 1 {
+                o.wdir = Some(PathBuf::from(&v[0]));
+            } else {
+                current(o).wdir = Some(PathBuf::from(&v[0]));
+            }
             Ok(())
         },
     },

@@ -136,11 +136,9 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
     if let Some((k, v)) = env.iter().find(|(k, v)| k.is_empty() || k == ":" || v == ":") {
         return Err(format!("preput pair {k:?} = {v:?}: gridmpirun cannot pass it (an empty key, or a lone \":\")"));
     }
-    let mut wdirs: Vec<&str> = apps.iter().filter_map(|a| a.info.iter().find(|(k, _)| k == "wdir").map(|(_, v)| v.as_str())).collect();
-    wdirs.dedup();
-    if wdirs.len() > 1 {
-        return Err(format!("the programs ask for different working directories ({}); gridmpirun gives a spawned job one", wdirs.join(", ")));
-    }
+    // Each program's working directory (its `wdir` key), relative to the
+    // spawning job's.
+    let wdirs: Vec<Option<&str>> = apps.iter().map(|a| a.info.iter().find(|(k, _)| k == "wdir").map(|(_, v)| v.as_str())).collect();
     let mut used_now = used.to_vec();
     let mut runs: Vec<(String, Option<String>, u32)> = Vec::new();
     let mut usage: Vec<(usize, u32)> = Vec::new();
@@ -216,15 +214,22 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
     for (k, v) in env {
         args.extend(["--spawn-preput".into(), k.clone(), v.clone()]);
     }
-    if let Some(w) = wdirs.first() {
+    // The first program's directory is the nested job's; a later one with
+    // none of its own gets the spawning job's back.
+    if let Some(Some(w)) = wdirs.first() {
         args.extend(["-wdir".into(), w.to_string()]);
     }
-    let wdir = ctx.cwd.join(wdirs.first().copied().unwrap_or("."));
     let mut summary = Vec::new();
     for (i, app) in apps.iter().enumerate() {
         if i > 0 {
             args.push(":".into());
+            match (wdirs[i], wdirs[0]) {
+                (Some(w), _) => args.extend(["-wdir".into(), ctx.cwd.join(w).to_string_lossy().into_owned()]),
+                (None, Some(_)) => args.extend(["-wdir".into(), ctx.cwd.to_string_lossy().into_owned()]),
+                (None, None) => {}
+            }
         }
+        let wdir = ctx.cwd.join(wdirs[i].unwrap_or("."));
         let path = app.info.iter().find(|(k, _)| k == "path").map(|(_, v)| v.as_str());
         let command = resolve_command(&app.command, path, &wdir);
         summary.push(format!("{command} ({})", app.maxprocs));
@@ -378,10 +383,16 @@ mod tests {
         assert_eq!(p.usage, vec![(1, 2)]);
         assert_eq!(p.remote_hosts, ["b", "c"]);
         let s = p.args.join(" ");
-        assert!(s.contains("-wdir /tmp -n 1 -- one x y : -n 3 -- /nonexistent/two x y"), "{s}");
-        // Different working directories cannot be one job's.
-        let apps = [app("one", 1, &[("wdir", "/tmp")]), app("two", 1, &[("wdir", "/")])];
-        assert!(prepare(&c, &[0, 0], &apps, &[], &local).unwrap_err().contains("different working directories"));
+        // A program after the first without a wdir of its own runs in the
+        // spawning job's directory, not the first one's.
+        let home = c.cwd.to_string_lossy();
+        assert!(s.contains(&format!("-wdir /tmp -n 1 -- one x y : -wdir {home} -n 3 -- /nonexistent/two x y")), "{s}");
+        // Each program its own directory (relative ones from the job's).
+        let apps = [app("one", 1, &[]), app("two", 1, &[("wdir", "/")]), app("three", 1, &[("wdir", "sub")])];
+        let s = prepare(&c, &[0, 0], &apps, &[], &local).unwrap().args.join(" ");
+        let sub = c.cwd.join("sub");
+        assert!(s.contains(&format!("-n 1 -- one x y : -wdir / -n 1 -- two x y : -wdir {} -n 1 -- three x y", sub.display())), "{s}");
+        assert!(!s.contains("-wdir / -n 1 -- one"), "{s}");
         assert!(prepare(&c, &[0, 0], &[app("x", 1, &[])], &[("".into(), "v".into())], &local).is_err());
         assert_eq!(resolve_command("sh", Some("/nonexistent:/bin"), Path::new("/")), "/bin/sh");
     }
