@@ -348,6 +348,11 @@ impl Driver {
     }
 
     /// The TCP transport, if this process has one.
+    pub fn tcp(&self) -> Option<&Tcp> {
+        self.tcp.as_ref()
+    }
+
+    /// The TCP transport, if this process has one.
     pub fn tcp_mut(&mut self) -> Option<&mut Tcp> {
         self.tcp.as_mut()
     }

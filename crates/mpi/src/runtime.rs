@@ -347,6 +347,14 @@ impl Runtime {
         }
     }
 
+    /// The keys of our link with `pid`'s world (our job's for our own).
+    pub fn link_keys(&self, pid: Pid) -> Keys {
+        match (pid >= self.size, self.driver.tcp()) {
+            (true, Some(t)) => t.keys_of(pid),
+            _ => self.keys(),
+        }
+    }
+
     /// Our pid for the process `who`, if it is ours or a peer.
     pub fn pid_of(&self, who: Who) -> Option<Pid> {
         if who.world == self.keys().world() {

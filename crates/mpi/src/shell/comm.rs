@@ -12,6 +12,9 @@ use crate::objects::*;
 use crate::state::{self, api, Target};
 use gridmpi_engine::coll::{self, agree};
 use gridmpi_engine::sched::{byte_type, CommView, Schedule, Step};
+use crate::port::Offer;
+use crate::runtime::Remote;
+use gridmpi_transport::tcp::handshake::Keys;
 
 /// Bit 30 of a collective tag: internal exchanges that are not sequenced
 /// collectives (MPI_Comm_create_group, intercommunicator leaders).
@@ -97,6 +100,30 @@ fn two_group_max(view: &CommView, tag: i32, leader: i32, swap: Option<&dyn Fn(&[
         *a = b as u32;
     }
     Ok(())
+}
+
+/// Bytes as i32 words for the leaders' exchanges: the length, then the
+/// bytes four to a word.
+fn bytes_to_i32s(b: &[u8]) -> Vec<i32> {
+    let mut out = vec![b.len() as i32];
+    out.extend(b.chunks(4).map(|c| {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        i32::from_le_bytes(w)
+    }));
+    out
+}
+
+/// The bytes of [`bytes_to_i32s`]; None if the words do not hold them.
+fn i32s_to_bytes(w: &[i32]) -> Option<Vec<u8>> {
+    let (&len, words) = w.split_first()?;
+    let len = usize::try_from(len).ok()?;
+    if len.div_ceil(4) != words.len() {
+        return None;
+    }
+    let mut b: Vec<u8> = words.iter().flat_map(|x| x.to_le_bytes()).collect();
+    b.truncate(len);
+    Some(b)
 }
 
 /// Point-to-point exchange of i32 vectors between two leaders (any length).
@@ -603,36 +630,46 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         };
         let leader: Option<&dyn Fn(&[i32]) -> R<Vec<i32>>> = peer.is_some().then_some(&swap);
         let ctx = super::ctx_id::agree_blocking(2, |v| two_group_max(&view, ltag, local_leader, leader, v))?;
-        // Leaders swap their groups.
-        let mut info: Vec<i32> = Vec::new();
+        // Leaders swap their groups: each process as (world, rank) and how
+        // to reach it, as a join describes them (the groups may come from
+        // different jobs, where pids differ and some of the other group's
+        // processes may be strangers here), and the keys of the link with
+        // the other leader's world.
+        let mut info: Vec<u8> = Vec::new();
         if let Some((pctx, prank, ppid)) = peer {
-            // Processes as (world, rank): the two groups may come from
-            // different jobs joined before, where pids differ.
-            let mut mine = Vec::new();
-            state::with(|st| {
-                for &p in &my_pids {
-                    let who = st.rt.who(p);
-                    mine.extend([who.world as i32, (who.world >> 32) as i32, who.rank as i32]);
-                }
-                Ok(())
-            })?;
-            info = leader_exchange(pctx, prank, remote_leader, ppid, tag, &mine)?;
+            let mine = state::with(|st| st.rt.describe(&my_pids).map_err(|e| err(MPI_ERR_INTERN, e)))?;
+            let theirs = leader_exchange(pctx, prank, remote_leader, ppid, tag, &bytes_to_i32s(&Offer { ctx: 0, procs: mine }.encode()))?;
+            let keys = state::with(|st| Ok(st.rt.link_keys(ppid)))?;
+            info.extend_from_slice(&keys.job.to_le_bytes());
+            info.extend_from_slice(&keys.secret);
+            info.extend_from_slice(&i32s_to_bytes(&theirs).ok_or_else(|| err(MPI_ERR_INTERN, "the remote leader sent a malformed group"))?);
         }
-        let mut n = [info.len() as i32];
+        let mut words = bytes_to_i32s(&info);
+        let mut n = [words.len() as i32];
         bcast(view.clone(), ltag, &mut n, local_leader)?;
-        info.resize(n[0] as usize, 0);
-        bcast(view.clone(), ltag, &mut info, local_leader)?;
-        if info.is_empty() || info.len() % 3 != 0 {
+        words.resize(n[0].max(0) as usize, 0);
+        bcast(view.clone(), ltag, &mut words, local_leader)?;
+        let decoded = i32s_to_bytes(&words).filter(|b| b.len() >= 40).and_then(|b| {
+            let keys = Keys { job: u64::from_le_bytes(b[..8].try_into().ok()?), secret: b[8..40].try_into().ok()? };
+            Some((keys, Offer::decode(&b[40..])?))
+        });
+        let Some((keys, theirs)) = decoded.filter(|(_, o)| !o.procs.is_empty()) else {
             return Err(err(MPI_ERR_INTERN, "the remote group's leader sent a malformed group"));
+        };
+        // Strangers of the other leader's world become peers here; any
+        // other stranger cannot be reached.
+        let strangers: Vec<Remote> = state::with(|st| Ok(theirs.procs.iter().filter(|r| st.rt.pid_of(r.who).is_none()).cloned().collect()))?;
+        let remote_world = theirs.procs[0].who.world;
+        if let Some(r) = strangers.iter().find(|r| r.who.world != remote_world) {
+            return Err(err(MPI_ERR_COMM, format!("rank {} of job {:016x} in the remote group is not connected to this process, nor of the remote leader's job (join the jobs with MPI_Comm_accept/connect first)", r.who.rank, r.who.world)));
         }
+        let met = state::with(|st| st.rt.join_world(&strangers, &keys).map_err(|e| err(MPI_ERR_COMM, e)))?;
+        // Before anyone talks to a new peer, every process of both groups
+        // has made its new peers: the groups agree over their leaders.
+        let mut any = [!met.is_empty() as u32];
+        two_group_max(&view, ltag, local_leader, leader, &mut any)?;
         *newintercomm = state::with(|st| {
-            let remote = info
-                .chunks(3)
-                .map(|w| {
-                    let who = gridmpi_transport::tcp::handshake::Who { world: w[0] as u32 as u64 | (w[1] as u32 as u64) << 32, rank: w[2] as u32 };
-                    st.rt.pid_of(who).ok_or_else(|| err(MPI_ERR_COMM, format!("rank {} of job {:016x} in the remote group is not connected to this process (join the jobs with MPI_Comm_accept/connect first)", who.rank, who.world)))
-                })
-                .collect::<R<Vec<u32>>>()?;
+            let remote = theirs.procs.iter().map(|r| st.rt.pid_of(r.who).ok_or_else(|| err(MPI_ERR_INTERN, "a process of the remote group vanished"))).collect::<R<Vec<u32>>>()?;
             let l = st.comm(local_comm)?;
             let mut c = Comm::new(ctx, l.group.clone(), l.rank, MPI_ERRORS_ARE_FATAL);
             c.remote = Some(Arc::new(Group::new(remote)));

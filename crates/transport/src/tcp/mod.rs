@@ -492,6 +492,11 @@ impl Tcp {
         }
     }
 
+    /// The keys of our link with `peer`'s world (our job's for our own).
+    pub fn keys_of(&self, peer: Pid) -> Keys {
+        self.peers.get(peer as usize).and_then(|p| p.foreign.as_ref()).map_or(&self.keys, |(_, k)| k).clone()
+    }
+
     /// `peer` as its connections need it.
     fn party(&self, peer: Pid) -> Party {
         let keys = self.peers[peer as usize].foreign.as_ref().map_or(&self.keys, |(_, k)| k).clone();
