@@ -195,7 +195,11 @@ pub fn prepare(ctx: &Context, used: &[u32], apps: &[SpawnApp], env: &[(String, S
             None => format!("{name} slots={k}\n"),
         })
         .collect();
-    let mut args: Vec<String> = vec!["--universe".into(), ctx.universe.to_string(), "--spawn-hosts".into(), hostfile];
+    // The universe holds at least the processes running in it: a spawn
+    // that oversubscribes grows it, so the new job never sees itself fill
+    // or overfill its universe when it can still spawn (oversubscribed).
+    let running: u32 = used.iter().sum::<u32>() + apps.iter().map(|a| a.maxprocs).sum::<u32>();
+    let mut args: Vec<String> = vec!["--universe".into(), ctx.universe.max(running).to_string(), "--spawn-hosts".into(), hostfile];
     if let Some(l) = &ctx.launcher {
         args.extend(["--launcher".into(), l.clone()]);
     }
@@ -366,9 +370,12 @@ mod tests {
         assert_eq!(hosts_arg(&p), "a slots=3\n");
         let tail: Vec<&str> = p.args.iter().map(String::as_str).skip_while(|a| *a != "-genv").collect();
         assert_eq!(tail, ["-genv", "G", "1", "--spawn-preput", "GRIDMPI_PARENT_PORT", "p q", "-n", "3", "--", "./child", "x y"]);
-        // Full: oversubscribed.
+        let universe = |p: &Prepared| p.args[p.args.iter().position(|a| a == "--universe").unwrap() + 1].clone();
+        assert_eq!(universe(&p), "4");
+        // Full: oversubscribed; the new job's universe holds the 6 running.
         let p = prepare(&c, &[3], &[app("./child", 3, &[])], &[], &local).unwrap();
         assert_eq!(p.oversubscribed, 2);
+        assert_eq!(universe(&p), "6");
     }
 
     #[test]
