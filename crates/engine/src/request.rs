@@ -15,10 +15,28 @@ pub struct ReqId(pub u32);
 pub enum ErrorKind {
     /// The message was longer than the receive buffer.
     Truncate,
+    /// The message ends inside a basic element of the receive datatype:
+    /// the send and receive type signatures do not match.
+    Signature,
     /// A process the operation needs failed (MPIX_ERR_PROC_FAILED).
     ProcFailed,
     /// The communicator was revoked (MPIX_ERR_REVOKED).
     Revoked,
+}
+
+/// The error of a receive of a `len`-byte message into `buf`, of which
+/// `stored` bytes fit. A message that fits but ends inside a basic element
+/// of the receive datatype (3 chars into ints) cannot have the receive's
+/// type signature (MPI 4.1, 3.3.1): an error rather than a silently
+/// partial element.
+pub(crate) fn recv_error(buf: &gridmpi_datatype::UserBuf, len: u64, stored: u64) -> Option<ErrorKind> {
+    if stored < len {
+        Some(ErrorKind::Truncate)
+    } else if buf.datatype().elements_in(stored).is_none() {
+        Some(ErrorKind::Signature)
+    } else {
+        None
+    }
 }
 
 /// What MPI_Status reports. `count` is in bytes.

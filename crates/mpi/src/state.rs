@@ -611,6 +611,15 @@ fn handling(eh: MPI_Errhandler, obj: c_int) -> Handling {
     }
 }
 
+/// The null handle of the kind of object error handler `h` is for.
+fn null_object_of(h: MPI_Errhandler) -> c_int {
+    match crate::shell::errh::errhandler_func(h) {
+        Some(ErrhFunc::Comm(_)) => MPI_COMM_NULL,
+        Some(ErrhFunc::Win(_)) => MPI_WIN_NULL,
+        _ => MPI_SESSION_NULL,
+    }
+}
+
 /// Turn an error into a code and apply the error handler.
 pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
     let mut g = lock();
@@ -627,7 +636,8 @@ pub fn report(name: &'static str, target: Target, e: MpiError) -> c_int {
     let handling = match target {
         Target::Win(w) if st.wins.get(w).is_some() => handling(st.wins.get(w).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), w),
         Target::Session(s) if st.sessions.get(s).is_some() => handling(st.sessions.get(s).map_or(MPI_ERRORS_ARE_FATAL, |e| e.errh), s),
-        Target::Handler(h) => handling(h, MPI_SESSION_NULL),
+        // No object yet: the handler is given its kind's null handle.
+        Target::Handler(h) => handling(h, null_object_of(h)),
         Target::File(f) => match st.files.get(f) {
             Some(e) => handling(e.errh, f),
             None => handling(st.file_null_errh, 0),

@@ -4,7 +4,7 @@
 use crate::p2p::matching::{matches, UnexBody, Unexpected};
 use crate::engine::ProtocolError;
 use crate::p2p::{EagerInPieces, RecvArgs, RecvOp, RecvStage};
-use crate::request::{ErrorKind, ReqId, ReqOp, Status};
+use crate::request::{ReqId, ReqOp, Status};
 use crate::Engine;
 use gridmpi_datatype::UserBuf;
 use gridmpi_wire::{Envelope, Frame, Header, Payload, Pid, HEADER_LEN};
@@ -85,7 +85,8 @@ impl Engine {
 
     /// Complete receive `r` of a `len`-byte message of which `stored` bytes fit.
     pub(crate) fn complete_recv(&mut self, r: ReqId, src: i32, tag: i32, len: u64, stored: u64) {
-        let status = Status { source: src, tag, count: stored, cancelled: false, error: (stored < len).then_some(ErrorKind::Truncate) };
+        let error = crate::request::recv_error(self.recv_buf(r), len, stored);
+        let status = Status { source: src, tag, count: stored, cancelled: false, error };
         self.finish_with(r, status);
     }
 

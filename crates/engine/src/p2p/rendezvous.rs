@@ -3,7 +3,7 @@
 
 use crate::engine::{Action, ProtocolError};
 use crate::p2p::{RecvOp, RecvStage, SendOp, SendStage};
-use crate::request::{ErrorKind, ReqId, ReqOp, Request, Status};
+use crate::request::{ReqId, ReqOp, Request, Status};
 use crate::Engine;
 use gridmpi_datatype::UserBuf;
 use gridmpi_wire::{paced_unsent_bytes, Frame, Header, Payload, Pid};
@@ -16,8 +16,8 @@ impl Engine {
         let req = self.reqs.get_mut(r.0).unwrap();
         let ReqOp::Recv(op) = &mut req.op else { unreachable!() };
         let accepted = len.min(op.buf.len());
-        req.status =
-            Status { source: src, tag, count: accepted, cancelled: false, error: (accepted < len).then_some(ErrorKind::Truncate) };
+        let error = crate::request::recv_error(&op.buf, len, accepted);
+        req.status = Status { source: src, tag, count: accepted, cancelled: false, error };
         match addr {
             Some(addr) if accepted > 0 => {
                 op.stage = RecvStage::RemoteRead { peer, sreq, accepted };

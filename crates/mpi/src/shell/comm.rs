@@ -462,7 +462,7 @@ pub unsafe extern "C" fn PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group
 /// their string tags.
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
-    api("MPI_Comm_create_from_group", group_target(group), || {
+    api("MPI_Comm_create_from_group", from_group_target(group, errhandler), || {
         check_ptr(newcomm, "newcomm")?;
         let tagstr = read_cstr(stringtag)?;
         let (g, me, kv) = state::with(|st| {
@@ -487,6 +487,16 @@ pub unsafe extern "C" fn PMPI_Comm_create_from_group(group: MPI_Group, stringtag
 /// Errors of the constructors from groups go to the handler of the session
 /// the group derives from; a group of the world model has none, so they go
 /// where errors of no object go (MPI_COMM_SELF).
+/// Where the errors of a constructor from groups go: the error handler it
+/// was given, which "will also be invoked if the function encounters an
+/// error" (MPI 4.1, 7.4.2), unless that handler is itself what is wrong.
+fn from_group_target(group: MPI_Group, errhandler: MPI_Errhandler) -> Target {
+    match super::errh::check_errhandler(errhandler, super::errh::ErrhKind::Comm) {
+        Ok(()) => Target::Handler(errhandler),
+        Err(_) => group_target(group),
+    }
+}
+
 fn group_target(group: MPI_Group) -> Target {
     match state::with(|st| Ok(st.group(group)?.session)) {
         Ok(Some(s)) => Target::Session(s),
@@ -543,7 +553,7 @@ pub unsafe extern "C" fn PMPI_Intercomm_create_from_groups(
     errhandler: MPI_Errhandler,
     newintercomm: *mut MPI_Comm,
 ) -> c_int {
-    api("MPI_Intercomm_create_from_groups", group_target(local_group), || {
+    api("MPI_Intercomm_create_from_groups", from_group_target(local_group, errhandler), || {
         check_ptr(newintercomm, "newintercomm")?;
         let tagstr = read_cstr(stringtag)?;
         let (lg, rg, me, kv) = state::with(|st| {

@@ -27,6 +27,7 @@ pub fn error_with(kind: ErrorKind, msg: String) -> MpiError {
         ErrorKind::ProcFailed => (MPIX_ERR_PROC_FAILED, "a process the operation needs failed"),
         ErrorKind::Revoked => (MPIX_ERR_REVOKED, "the communicator was revoked"),
         ErrorKind::Truncate => (MPI_ERR_TRUNCATE, "the message was truncated"),
+        ErrorKind::Signature => (MPI_ERR_TYPE, "the message ends inside an element of the receive datatype (the type signatures do not match)"),
     };
     err(class, if msg.is_empty() { what.to_string() } else { msg })
 }

@@ -320,6 +320,7 @@ pub fn recv_status(st: &Status) -> MPI_Status {
 pub fn error_class(e: gridmpi_engine::ErrorKind) -> c_int {
     match e {
         gridmpi_engine::ErrorKind::Truncate => MPI_ERR_TRUNCATE,
+        gridmpi_engine::ErrorKind::Signature => MPI_ERR_TYPE,
         gridmpi_engine::ErrorKind::ProcFailed => MPIX_ERR_PROC_FAILED,
         gridmpi_engine::ErrorKind::Revoked => MPIX_ERR_REVOKED,
     }

@@ -328,10 +328,23 @@ fn finish_recv(st: &gridmpi_engine::Status, status: *mut MPI_Status) -> R<()> {
     if s.MPI_ERROR == MPI_ERR_TRUNCATE {
         return Err(truncated(st));
     }
+    if st.error == Some(gridmpi_engine::ErrorKind::Signature) {
+        return Err(signature_mismatch(st));
+    }
     if let Some(e) = st.error.filter(|e| *e != gridmpi_engine::ErrorKind::Truncate) {
         return Err(super::ft::error(e));
     }
     Ok(())
+}
+
+pub fn signature_mismatch(st: &gridmpi_engine::Status) -> crate::errors::MpiError {
+    err(
+        MPI_ERR_TYPE,
+        format!(
+            "message from rank {} with tag {}: its {} bytes end inside an element of the receive datatype (the send and receive type signatures do not match)",
+            st.source, st.tag, st.count
+        ),
+    )
 }
 
 pub fn truncated(st: &gridmpi_engine::Status) -> crate::errors::MpiError {

@@ -19,9 +19,13 @@ impl State {
     /// A receive's status whose MPI_ERROR carries a detailed error code.
     fn recv_status_coded(&mut self, st: &gridmpi_engine::Status) -> MPI_Status {
         let mut s = recv_status(st);
-        if s.MPI_ERROR == MPI_ERR_TRUNCATE {
-            let e = super::p2p::truncated(st);
-            s.MPI_ERROR = self.errors.code_for(MPI_ERR_TRUNCATE, format!("rank {}: {}", self.rt.me, e.msg));
+        let detail = match st.error {
+            Some(gridmpi_engine::ErrorKind::Truncate) => Some(super::p2p::truncated(st)),
+            Some(gridmpi_engine::ErrorKind::Signature) => Some(super::p2p::signature_mismatch(st)),
+            _ => None,
+        };
+        if let Some(e) = detail {
+            s.MPI_ERROR = self.errors.code_for(e.class, format!("rank {}: {}", self.rt.me, e.msg));
         }
         s
     }
