@@ -4,8 +4,8 @@
  * with every rank on one host), the calls GridMPI does without its lock:
  * data lands where it should in lock_all and lock epochs, and every
  * misuse still gets its error (no epoch, after unlock, out of the window,
- * negative displacement, a flush without an epoch), as on the ordinary
- * path. Also with predefined types of different sizes on each side.
+ * negative displacement, a flush without an epoch, an operation after a
+ * fence and a lock epoch), as on the ordinary path. Also with predefined types of different sizes on each side.
  */
 #include "testutil.h"
 
@@ -102,6 +102,20 @@ int main(int argc, char **argv)
         CHECK(mem[N - 1] == 50 * size, "the counter is %d, want %d", mem[N - 1], 50 * size);
     rc = MPI_Put(&v, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
     CHECK(cls_of(rc) == MPI_ERR_RMA_SYNC, "a put after unlock: class %d", cls_of(rc));
+    /* A fence, then a lock epoch: after the unlock no epoch is open (the
+     * fence started none; MPICH's errors/rma/win_sync_lock_fence). */
+    MPI_Win_fence(0, win);
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+    int g = -1;
+    rc = MPI_Get(&g, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    CHECK(rc == MPI_SUCCESS, "a get in a lock epoch after a fence: class %d", cls_of(rc));
+    MPI_Win_unlock(0, win);
+    rc = MPI_Get(&g, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    CHECK(cls_of(rc) == MPI_ERR_RMA_SYNC, "a get after a fence and a lock epoch: class %d", cls_of(rc));
+    MPI_Win_fence(0, win);
+    rc = MPI_Get(&g, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+    CHECK(rc == MPI_SUCCESS, "a get after a new fence: class %d", cls_of(rc));
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
     MPI_Win_free(&win);
     MPI_Finalize();
     return test_finish();

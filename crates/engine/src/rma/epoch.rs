@@ -112,6 +112,9 @@ impl Engine {
             return Err(sync_err("a lock epoch is open on this window"));
         }
         w.access = Some(group.to_vec());
+        // A fence before it started no epoch (no call of one followed it):
+        // one may only end with a fence again.
+        w.fence_open = false;
         for &r in group {
             let o = &mut w.origins[r as usize];
             w.targets[r as usize].gate = if nocheck || r == w.rank {
@@ -229,6 +232,9 @@ impl Engine {
         if w.access.is_some() {
             return Err(sync_err("a post-start-complete-wait access epoch is open on this window"));
         }
+        // As for MPI_Win_start: operations after the lock's epoch need a
+        // fence (MPICH's errors/rma/win_sync_lock_fence).
+        self.window_mut(win)?.fence_open = false;
         let wait = self.lock_one(win, kind, rank, nocheck);
         Ok(wait.then(|| self.new_sync(win, SyncWhat::Grants { targets: vec![rank] })))
     }
@@ -243,6 +249,7 @@ impl Engine {
             return Err(sync_err("a post-start-complete-wait access epoch is open on this window"));
         }
         w.lock_all = true;
+        w.fence_open = false;
         let n = w.size();
         let wait: Vec<i32> = (0..n).filter(|&r| self.lock_one(win, LockKind::Shared, r, nocheck)).collect();
         Ok((!wait.is_empty()).then(|| self.new_sync(win, SyncWhat::Grants { targets: wait })))

@@ -315,7 +315,9 @@ impl Engine {
         for r in 0..w.size() {
             let t = &w.targets[r as usize];
             let open = w.passive_to(r) && t.gate == Gate::Open && w.quiet(r);
-            let lockable = !w.lock_all && t.lock.is_none() && w.access.is_none();
+            // After a fence a lock goes the ordinary road, which ends
+            // the fence's (unused) epoch (epoch.rs, win_lock).
+            let lockable = !w.lock_all && t.lock.is_none() && w.access.is_none() && !w.fence_open;
             f.set_open(r as usize, open, lockable);
         }
     }
