@@ -149,6 +149,21 @@ int main(int argc, char **argv)
             MPI_Comm_free(&small);
     }
 
+    /* A grid larger than the communicator is MPI_ERR_ARG, and the
+     * handle is MPI_COMM_NULL, not what the variable held (MPICH's
+     * errors/topo/cartsmall). */
+    {
+        int d1[1] = {size + 1}, p1[1] = {0};
+        MPI_Comm big = MPI_COMM_WORLD;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Cart_create(MPI_COMM_WORLD, 1, d1, p1, 0, &big), cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(rc != MPI_SUCCESS && cls == MPI_ERR_ARG, "a grid of %d on %d ranks: class %d", size + 1, size, cls);
+        if (!TU_PEER_OPENMPI) /* Open MPI 5.0.11 leaves the variable as it was */
+            CHECK(big == MPI_COMM_NULL, "a failed MPI_Cart_create left its handle set");
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
+
     /* Cart_map: a valid rank or MPI_UNDEFINED. */
     {
         int d1[1] = {size}, p1[1] = {1}, newrank = -7;

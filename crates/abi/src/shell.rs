@@ -402,6 +402,12 @@ fn body(f: &Function, r: &Resolved) -> Result<String, String> {
                     return Err(format!("output {} must be a non-const pointer", o.name()));
                 }
                 match o {
+                    // A new communicator's handle is MPI_COMM_NULL unless the
+                    // call succeeds (as MPICH gives it), not what the
+                    // program's variable held.
+                    Out::Value(n) if b.form == Form::Api && p.c_type.trim() == "MPI_Comm *" && !b.ins.iter().any(|k| k.name() == n) => {
+                        pre += &format!("check_ptr({0}, {n:?})?; *{0} = MPI_COMM_NULL; ", rust_ident(n))
+                    }
                     Out::Value(n) | Out::Flag(n) => pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n)),
                     Out::Str { name: n, len_out, .. } => {
                         pre += &format!("check_ptr({}, {n:?})?; ", rust_ident(n));
