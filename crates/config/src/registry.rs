@@ -295,6 +295,13 @@ pub static SETTINGS: &[Setting] = &[
         help: "PMI protocol the library speaks to the launcher (auto: PMI-2 under srun --mpi=pmi2, else PMI-1)",
     },
     Setting {
+        name: "GRIDMPI_CONNECT_TIMEOUT",
+        kind: Kind::Duration,
+        default: "180s",
+        scope: Scope::Library,
+        help: "MPI_Comm_connect fails with MPI_ERR_PORT when no MPI_Comm_accept takes the call within this long (the call's info key `timeout`, in seconds, overrides it); 0: wait as long as it takes",
+    },
+    Setting {
         name: "GRIDMPI_PMI_TIMEOUT",
         kind: Kind::Duration,
         default: "0",

@@ -159,13 +159,20 @@ fn wait_readable(fd: &impl std::os::fd::AsRawFd, limit: Duration) {
     unsafe { libc::poll(&mut p, 1, limit.as_millis() as i32) };
 }
 
-/// Call the port named `name` and make the exchange.
-pub fn connect(name: &PortName, mine: &Offer, idle: &mut dyn FnMut() -> Result<(), String>) -> Result<Joined, String> {
+/// Call the port named `name` and make the exchange. With `patience`, an
+/// owner that does not answer (no MPI_Comm_accept takes the call) within
+/// it is given up on: "the attempt will eventually time out" (MPI 4.1,
+/// 11.2.2).
+pub fn connect(name: &PortName, mine: &Offer, idle: &mut dyn FnMut() -> Result<(), String>, patience: Option<Duration>) -> Result<Joined, String> {
     let mut last = String::from("no address");
     for a in &name.addrs {
         match TcpStream::connect_timeout(&(*a).into(), Duration::from_secs(10)) {
             Ok(s) => {
-                return exchange(s, &name.key, Role::Connector, mine, idle, None).map_err(|f| match f {
+                let deadline = patience.map(|p| Instant::now() + p);
+                return exchange(s, &name.key, Role::Connector, mine, idle, deadline).map_err(|f| match f {
+                    Failed::Caller(_) if deadline.is_some_and(|d| Instant::now() > d) => {
+                        format!("no MPI_Comm_accept at {a} took the call within {:?}", patience.unwrap_or_default())
+                    }
                     Failed::Caller(why) | Failed::Us(why) => format!("the port's owner at {a}: {why}"),
                 })
             }

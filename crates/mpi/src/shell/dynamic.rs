@@ -227,17 +227,36 @@ pub unsafe extern "C" fn PMPI_Comm_accept(port_name: *const c_char, _info: MPI_I
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn PMPI_Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+pub unsafe extern "C" fn PMPI_Comm_connect(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
     api("MPI_Comm_connect", Target::Comm(comm), || {
         check_ptr(newcomm, "newcomm")?;
         let am_root = state::with(|st| Ok(st.comm(comm)?.rank == root))?;
         let name = if am_root { c_str(port_name, "port_name")? } else { String::new() };
+        // How long the root waits for an MPI_Comm_accept: the info key
+        // `timeout` (seconds, as MPICH reads it), else the setting.
+        let patience = if am_root { connect_patience(info)? } else { None };
         *newcomm = join_groups(comm, root, MPI_ERR_PORT, |offer| {
             let parsed = PortName::parse(&name)?;
-            port::connect(&parsed, offer, &mut idle)
+            port::connect(&parsed, offer, &mut idle, patience)
         })?;
         Ok(())
     })
+}
+
+/// How long MPI_Comm_connect's root waits for an accept; None: for ever.
+fn connect_patience(info: MPI_Info) -> R<Option<std::time::Duration>> {
+    let given = if info == MPI_INFO_NULL { None } else { super::info::info_value(info, "timeout")? };
+    let t = match given {
+        Some(v) => {
+            let secs: f64 = v.trim().parse().map_err(|_| err(MPI_ERR_INFO_VALUE, format!("info key timeout: {v:?} is not a number of seconds")))?;
+            if !secs.is_finite() || secs < 0.0 {
+                return Err(err(MPI_ERR_INFO_VALUE, format!("info key timeout: {v:?} is not a number of seconds")));
+            }
+            std::time::Duration::from_secs_f64(secs)
+        }
+        None => state::with(|st| Ok(st.rt.config.get_duration("GRIDMPI_CONNECT_TIMEOUT")))?,
+    };
+    Ok((!t.is_zero()).then_some(t))
 }
 
 #[no_mangle]
@@ -442,7 +461,7 @@ pub unsafe extern "C" fn PMPI_Lookup_name(service_name: *const c_char, _info: MP
 pub fn connect_to_parent() -> R<()> {
     let Ok(name) = std::env::var("GRIDMPI_PARENT_PORT") else { return Ok(()) };
     let parsed = PortName::parse(&name).map_err(|e| err(MPI_ERR_SPAWN, format!("GRIDMPI_PARENT_PORT: {e}")))?;
-    let c = join_groups(MPI_COMM_WORLD, 0, MPI_ERR_SPAWN, |offer| port::connect(&parsed, offer, &mut idle))?;
+    let c = join_groups(MPI_COMM_WORLD, 0, MPI_ERR_SPAWN, |offer| port::connect(&parsed, offer, &mut idle, None))?;
     state::with(|st| {
         let ctx = st.comm(c)?.ctx;
         st.comm_mut(c)?.name = "MPI_COMM_PARENT".into();
