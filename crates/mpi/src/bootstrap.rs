@@ -163,7 +163,6 @@ pub fn bootstrap(config: &Config) -> Result<Boot, String> {
     let local: Vec<Pid> = (0..size).filter(|&r| cards[r as usize].host_key == card.host_key).collect();
     let cpus = host_cpus(local.iter().map(|&p| &cards[p as usize].cpus));
     let oversubscribed = local.len() > cpus;
-    spread(config, &local, me, &cards);
     let relay_key = if cards.iter().any(|c| c.relay.is_some()) {
         match &joined {
             Some(j) => Some(j.relay_key),
@@ -307,7 +306,9 @@ pub fn relay_way(cards: &[Card], me: Pid, peer: Pid, key: Option<[u8; 32]>) -> O
 /// rank may use the same CPUs, at least one each, each moves to its own
 /// (by its index among the local ranks) and stays unbound
 /// ([`sys::move_to_cpu`]): threads the program starts may use them all.
-fn spread(config: &Config, local: &[Pid], me: Pid, cards: &[Card]) {
+/// Called last in the start-up: a rank woken from a read of the
+/// launcher's socket is moved next to the launcher again.
+pub fn spread(config: &Config, local: &[Pid], me: Pid, cards: &[Card]) {
     let mask = &cards[me as usize].cpus;
     let cpus: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
     let same = local.iter().all(|&p| &cards[p as usize].cpus == mask);

@@ -232,6 +232,7 @@ impl Runtime {
         let shm_prefix = use_shm.then(|| shm_names.clone());
         let budget = config.duration("GRIDMPI_WAN_OUTAGE_BUDGET").filter(|d| !d.is_zero());
         let outage = crate::outage::OutageWatch::new(me, &map, budget);
+        bootstrap::spread(&config, &local, me, &cards);
         Ok(Runtime { engine, driver, me, size, config, pmi, cards, spin, spin_alone, yield_for, oversubscribed, tracer, map, local, arrivals, copy_inline: true, shm_prefix, shm_names, job_tag, outage, secret, foreign: Vec::new(), checkpointing, fault_tolerant })
     }
 
