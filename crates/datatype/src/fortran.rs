@@ -4,9 +4,11 @@
 //! The kinds are those of gfortran on x86-64 (the compiler MPICH's Fortran
 //! bindings are built with here): integers of 1, 2, 4, 8 and 16 bytes with
 //! decimal ranges 2, 4, 9, 18 and 38; reals of 4, 8 and 16 bytes with
-//! precision 6, 15, 33 and range 37, 307, 4931. (gfortran's 10-byte x87
-//! kind has no MPI datatype; requests it would satisfy get the 16-byte
-//! type, as in MPICH.)
+//! precision 6, 15, 33 and range 37, 307, 4931, and between the last two
+//! gfortran's REAL(10) (precision 18, range 4931), the x87 extended format
+//! of C's `long double`: requests it satisfies get `MPI_LONG_DOUBLE`'s
+//! element (MPICH refuses them; the 16-byte type they got before gave
+//! wrong sums).
 
 use crate::basic::BasicType;
 use crate::datatype::{Combiner, Datatype, UNDEFINED};
@@ -83,12 +85,22 @@ pub fn f90_integer_type(r: i32) -> Result<BasicType, TypeError> {
     Ok(t)
 }
 
+/// The real kinds of gfortran (the Fortran compiler of the bindings), as
+/// (precision, range, type), smallest first. On x86-64 it has REAL(10),
+/// the x87 extended format in 16 bytes: C's `long double`, so
+/// `MPI_LONG_DOUBLE`'s element (`SELECTED_REAL_KIND(16)` is 10 there, and
+/// taking REAL*16 for it summed 1 + 2 to 1.5); elsewhere the next kind is
+/// REAL(16), IEEE binary128.
+#[cfg(target_arch = "x86_64")]
+const REAL_KINDS: &[(i32, i32, BasicType)] =
+    &[(6, 37, BasicType::Real4), (15, 307, BasicType::Real8), (18, 4931, BasicType::LongDouble), (33, 4931, BasicType::Real16)];
+#[cfg(not(target_arch = "x86_64"))]
+const REAL_KINDS: &[(i32, i32, BasicType)] = &[(6, 37, BasicType::Real4), (15, 307, BasicType::Real8), (33, 4931, BasicType::Real16)];
+
 /// The real type `SELECTED_REAL_KIND(p, r)` selects: the smallest with a
 /// precision of at least `p` and a range of at least `r` decimal digits.
 /// [`UNDEFINED`] for either means no requirement.
 pub fn f90_real_type(p: i32, r: i32) -> Result<BasicType, TypeError> {
-    const KINDS: [(i32, i32, BasicType); 3] =
-        [(6, 37, BasicType::Real4), (15, 307, BasicType::Real8), (33, 4931, BasicType::Real16)];
     let no_match = || TypeError::NoMatchingType {
         what: "Fortran REAL kind",
         detail: format!("precision {} and range {}", show(p), show(r)),
@@ -98,7 +110,7 @@ pub fn f90_real_type(p: i32, r: i32) -> Result<BasicType, TypeError> {
     if p < 0 || r < 0 {
         return Err(no_match());
     }
-    KINDS.iter().find(|&&(kp, kr, _)| p <= kp && r <= kr).map(|&(_, _, t)| t).ok_or_else(no_match)
+    REAL_KINDS.iter().find(|&&(kp, kr, _)| p <= kp && r <= kr).map(|&(_, _, t)| t).ok_or_else(no_match)
 }
 
 /// The complex type with parts of `SELECTED_REAL_KIND(p, r)`.
@@ -106,6 +118,7 @@ pub fn f90_complex_type(p: i32, r: i32) -> Result<BasicType, TypeError> {
     Ok(match f90_real_type(p, r)? {
         BasicType::Real4 => BasicType::Complex8,
         BasicType::Real8 => BasicType::Complex16,
+        BasicType::LongDouble => BasicType::CLongDoubleComplex,
         _ => BasicType::Complex32,
     })
 }
@@ -168,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn f90_kinds_like_mpich() {
+    fn f90_kinds_are_gfortran_s() {
         assert_eq!(f90_integer_type(1).unwrap(), Integer1);
         assert_eq!(f90_integer_type(2).unwrap(), Integer1);
         assert_eq!(f90_integer_type(3).unwrap(), Integer2);
@@ -180,16 +193,24 @@ mod tests {
         assert_eq!(f90_real_type(6, 37).unwrap(), Real4);
         assert_eq!(f90_real_type(7, UNDEFINED).unwrap(), Real8);
         assert_eq!(f90_real_type(5, 300).unwrap(), Real8);
-        assert_eq!(f90_real_type(16, UNDEFINED).unwrap(), Real16);
+        // gfortran's REAL(10) on x86-64, else REAL(16).
+        let ten = if cfg!(target_arch = "x86_64") { LongDouble } else { Real16 };
+        assert_eq!(f90_real_type(16, UNDEFINED).unwrap(), ten);
+        assert_eq!(f90_real_type(18, UNDEFINED).unwrap(), ten);
+        assert_eq!(f90_real_type(19, UNDEFINED).unwrap(), Real16);
         assert_eq!(f90_real_type(33, UNDEFINED).unwrap(), Real16);
         assert!(f90_real_type(34, UNDEFINED).is_err());
-        assert_eq!(f90_real_type(UNDEFINED, 308).unwrap(), Real16);
-        assert_eq!(f90_real_type(UNDEFINED, 4931).unwrap(), Real16);
+        assert_eq!(f90_real_type(UNDEFINED, 308).unwrap(), ten);
+        assert_eq!(f90_real_type(UNDEFINED, 4931).unwrap(), ten);
+        assert_eq!(f90_real_type(19, 4931).unwrap(), Real16);
         assert!(f90_real_type(UNDEFINED, 4932).is_err());
         assert_eq!(f90_real_type(UNDEFINED, UNDEFINED).unwrap(), Real4);
         assert_eq!(f90_complex_type(3, UNDEFINED).unwrap(), Complex8);
         assert_eq!(f90_complex_type(10, UNDEFINED).unwrap(), Complex16);
         assert_eq!(f90_complex_type(20, UNDEFINED).unwrap(), Complex32);
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(f90_complex_type(17, UNDEFINED).unwrap(), CLongDoubleComplex);
+        }
     }
 
     #[test]

@@ -197,6 +197,7 @@ fn start() -> R<()> {
         rma_quiet_calls: 0,
         pending_idups: Vec::new(),
         attr_storage: Box::new([0; 8]),
+        f90_types: Vec::new(),
         coll_selector: crate::shell::coll_select::build_selector(&config),
         universe_size,
         appnum,

@@ -114,6 +114,10 @@ pub struct State {
     pub pending_idups: Vec<crate::shell::ctx_id::PendingIdup>,
     /// Storage the predefined attributes point to (MPI_TAG_UB, ...).
     pub attr_storage: Box<[c_int; 8]>,
+    /// The handles MPI_Type_create_f90_{integer,real,complex} gave, by
+    /// (call, p, r): a second call gives the first one's (they cannot be
+    /// freed, so a new one each time would grow without end).
+    pub f90_types: Vec<(&'static str, c_int, c_int, MPI_Datatype)>,
     /// The collective algorithms in force (shell/coll_select.rs).
     pub coll_selector: gridmpi_engine::coll::select::Selector,
     pub universe_size: Option<u32>,

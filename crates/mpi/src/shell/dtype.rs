@@ -231,26 +231,32 @@ pub(crate) fn resized(name: &'static str, oldtype: MPI_Datatype, lb: MPI_Count, 
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_integer(r: c_int, newtype: *mut MPI_Datatype) -> c_int {
-    f90("MPI_Type_create_f90_integer", newtype, Datatype::f90_integer(r))
+    f90("MPI_Type_create_f90_integer", MPI_UNDEFINED, r, newtype, || Datatype::f90_integer(r))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
-    f90("MPI_Type_create_f90_real", newtype, Datatype::f90_real(p, r))
+    f90("MPI_Type_create_f90_real", p, r, newtype, || Datatype::f90_real(p, r))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut MPI_Datatype) -> c_int {
-    f90("MPI_Type_create_f90_complex", newtype, Datatype::f90_complex(p, r))
+    f90("MPI_Type_create_f90_complex", p, r, newtype, || Datatype::f90_complex(p, r))
 }
 
-fn f90(name: &'static str, newtype: *mut MPI_Datatype, dt: Result<Datatype, TypeError>) -> c_int {
+fn f90(name: &'static str, p: c_int, r: c_int, newtype: *mut MPI_Datatype, make: impl FnOnce() -> Result<Datatype, TypeError>) -> c_int {
     api(name, Target::NoComm, || {
         check_ptr(newtype, "newtype")?;
-        let dt = dt.map_err(type_err)?;
         // These are predefined-like: committed, and freeing them is an error
-        // the standard allows us not to detect.
-        let h = state::with(|st| Ok(st.new_type(dt, true)))?;
+        // the standard allows us not to detect. One handle per (p, r).
+        let h = state::with(|st| {
+            if let Some(&(_, _, _, h)) = st.f90_types.iter().find(|&&(n, tp, tr, _)| n == name && tp == p && tr == r) {
+                return Ok(h);
+            }
+            let h = st.new_type(make().map_err(type_err)?, true);
+            st.f90_types.push((name, p, r, h));
+            Ok(h)
+        })?;
         // SAFETY: checked non-null.
         unsafe { *newtype = h };
         Ok(())
@@ -443,8 +449,8 @@ fn user_type_mut(st: &mut State, h: MPI_Datatype) -> R<&mut TypeEntry> {
 }
 
 pub(crate) fn type_free(h: MPI_Datatype) -> R<MPI_Datatype> {
-    if state::with(|st| Ok(st.predef.get(h).is_some()))? {
-        return Err(err(MPI_ERR_TYPE, "predefined datatypes cannot be freed"));
+    if state::with(|st| Ok(st.predef.get(h).is_some() || st.f90_types.iter().any(|e| e.3 == h)))? {
+        return Err(err(MPI_ERR_TYPE, "predefined datatypes (MPI_Type_create_f90_* gives such) cannot be freed"));
     }
     state::with(|st| user_type_mut(st, h).map(|_| ()))?;
     super::attr::delete_all_type_attrs(h)?;
