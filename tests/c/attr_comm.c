@@ -73,6 +73,13 @@ static int old_copy(MPI_Comm c, int k, void *extra, void *in, void *out, int *fl
     return MPI_SUCCESS;
 }
 
+static int allow_delete = 0;
+static int refuse_delete(MPI_Comm c, int k, void *value, void *extra)
+{
+    (void)c, (void)k, (void)value, (void)extra;
+    return allow_delete ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv, NULL);
@@ -201,6 +208,30 @@ int main(int argc, char **argv)
         MPI_Comm_free(&d);
         MPI_Comm_free(&c);
         MPI_Keyval_free(&k);
+    }
+
+    /* A delete callback that fails makes MPI_Comm_delete_attr (and a set
+     * over the value) fail, and the attribute stays: a dup still copies
+     * it (MPICH's attr/attrerr; it was removed all the same). */
+    {
+        MPI_Comm c, d = MPI_COMM_WORLD;
+        int k, flag = 0, z = 5;
+        void *val = NULL;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+        MPI_Comm_create_keyval(refuse_copy, refuse_delete, &k, NULL);
+        CHECK_MPI(MPI_Comm_set_attr(c, k, &z));
+        CHECK(MPI_Comm_set_attr(c, k, NULL) != MPI_SUCCESS, "a set over a value whose delete callback fails succeeded");
+        CHECK(MPI_Comm_delete_attr(c, k) != MPI_SUCCESS, "a delete whose callback fails succeeded");
+        CHECK_MPI(MPI_Comm_get_attr(c, k, &val, &flag));
+        CHECK(flag == 1 && val == &z, "the attribute is gone after its failed delete (flag %d)", flag);
+        CHECK(MPI_Comm_dup(c, &d) != MPI_SUCCESS && d == MPI_COMM_NULL, "MPI_Comm_dup ran no copy callback: the attribute was gone");
+        allow_delete = 1;
+        CHECK_MPI(MPI_Comm_delete_attr(c, k));
+        CHECK_MPI(MPI_Comm_get_attr(c, k, &val, &flag));
+        CHECK(flag == 0, "the attribute is still there after its delete");
+        MPI_Comm_free(&c);
+        MPI_Comm_free_keyval(&k);
     }
 
     /* Attributes on MPI_COMM_SELF: deleted first thing in MPI_Finalize, in

@@ -326,15 +326,19 @@ fn get_attr_in(lang: Lang, kind: KeyvalKind, obj: c_int, k: c_int, out: *mut c_v
 }
 
 pub(crate) fn delete_attr(kind: KeyvalKind, obj: c_int, k: c_int) -> R<()> {
+    // The delete callback runs first: if it fails, the attribute stays
+    // (MPI 4.1, 7.7.2: the call fails, nothing is deleted).
     let (v, kv) = state::with(|st| {
         st.keyval_of_attrs(k, kind)?;
         let attrs = st.attrs_mut(kind, obj)?;
-        let v = attrs.remove(&k).ok_or_else(|| err(MPI_ERR_KEYVAL, format!("no attribute is set for keyval {k:#x}")))?;
+        let v = attrs.get(&k).cloned().ok_or_else(|| err(MPI_ERR_KEYVAL, format!("no attribute is set for keyval {k:#x}")))?;
         Ok((v, st.delete_of(k)))
     })?;
     call_delete(obj, k, v, kv)?;
     state::with(|st| {
-        st.keyval_use(k, -1);
+        if st.attrs_mut(kind, obj)?.remove(&k).is_some() {
+            st.keyval_use(k, -1);
+        }
         Ok(())
     })
 }
