@@ -112,6 +112,25 @@ int main(int argc, char **argv)
         free(dst2);
         free(w2);
     }
+    /* NULL weights for an empty array are not MPI_UNWEIGHTED: the graph is
+     * weighted (MPI 4.1 8.5.5; MPICH's topo/distgraph1 "no graph --
+     * NULLs"), also where one side's empty weights are NULL and the other
+     * side's real. */
+    {
+        MPI_Comm dg;
+        CHECK_MPI(MPI_Dist_graph_create(MPI_COMM_WORLD, 0, NULL, NULL, NULL, NULL, MPI_INFO_NULL, 0, &dg));
+        CHECK_MPI(MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted));
+        CHECK(indeg == 0 && outdeg == 0 && weighted, "no edges, NULL weights: %d %d weighted %d", indeg, outdeg, weighted);
+        MPI_Comm_free(&dg);
+        int next = (rank + 1) % size, prev = (rank + size - 1) % size, w = 7, one_way = size > 1 && rank < 2;
+        /* Rank 0 to rank 1 only: 0 has no sources, 1 no destinations. */
+        int in = one_way && rank == 1, out = one_way && rank == 0;
+        CHECK_MPI(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, in, in ? &prev : NULL, in ? &w : NULL, out, out ? &next : NULL,
+                                                 out ? &w : NULL, MPI_INFO_NULL, 0, &dg));
+        CHECK_MPI(MPI_Dist_graph_neighbors_count(dg, &indeg, &outdeg, &weighted));
+        CHECK(indeg == in && outdeg == out && weighted, "one edge, the empty side's weights NULL: %d %d weighted %d", indeg, outdeg, weighted);
+        MPI_Comm_free(&dg);
+    }
     MPI_Finalize();
     return test_finish();
 }

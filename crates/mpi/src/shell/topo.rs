@@ -9,9 +9,9 @@ use crate::objects::*;
 use gridmpi_engine::topo::{self as engine_topo, balanced_dims, graph_neighbors, Topo};
 use crate::state;
 
-/// No weights: MPI_UNWEIGHTED (or, leniently, NULL).
+/// MPI_UNWEIGHTED: the graph has no weights.
 fn is_unweighted(p: *const c_int) -> bool {
-    p.is_null() || crate::exported::is_unweighted(p)
+    crate::exported::is_unweighted(p)
 }
 
 use crate::exported::is_weights_empty;
@@ -266,10 +266,13 @@ fn check_ranks(v: &[c_int], size: i32, what: &str) -> R<()> {
     }
 }
 
-/// A weights argument of `n` entries: None for MPI_UNWEIGHTED (or,
-/// leniently, NULL).
+/// A weights argument of `n` entries: None for MPI_UNWEIGHTED, the only
+/// way to say the graph has no weights (MPI 4.1, 8.5.5: "weighted" is
+/// false only then). NULL is an empty array where there are no entries
+/// (MPICH's distgraph1), and taken leniently as MPI_UNWEIGHTED where
+/// there are.
 unsafe fn weights(p: *const c_int, n: i32, what: &str) -> R<Option<Vec<i32>>> {
-    if is_unweighted(p) {
+    if is_unweighted(p) || (p.is_null() && n > 0) {
         return Ok(None);
     }
     if is_weights_empty(p) || n == 0 {
@@ -333,8 +336,9 @@ pub(crate) unsafe fn dist_graph_create(
     let nedges: i32 = degrees.iter().sum();
     let dst = in_array(destinations, nedges, "destinations", "the sum of degrees")?;
     check_ranks(dst, size, "destinations")?;
-    let weighted = !is_unweighted(weights_p);
-    let w = match weights(weights_p, nedges, "weights")? {
+    let given = weights(weights_p, nedges, "weights")?;
+    let weighted = given.is_some();
+    let w = match given {
         Some(w) if !w.is_empty() => w,
         _ => vec![1; nedges as usize],
     };
@@ -411,7 +415,7 @@ pub(crate) unsafe fn dist_graph_neighbors_of(
     let t = dist_graph_of(st, comm)?;
     let Topo::DistGraph { sources, sourceweights: sw, dests, destweights: dw } = &*t else { unreachable!() };
     for (out, w, max, what) in [(sourceweights, sw, maxindegree, "sourceweights"), (destweights, dw, maxoutdegree, "destweights")] {
-        if let Some(w) = w.as_ref().filter(|_| !is_unweighted(out) && !is_weights_empty(out)) {
+        if let Some(w) = w.as_ref().filter(|_| !out.is_null() && !is_unweighted(out) && !is_weights_empty(out)) {
             put_array(out, max, w, what)?;
         }
     }
