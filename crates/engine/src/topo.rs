@@ -117,32 +117,103 @@ pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i
 
 /// `n` as a product of `free` factors as close to each other as possible,
 /// in non-increasing order: of all such factorizations, the one whose
-/// largest factor is smallest, then whose second is smallest, and so on
-/// (72 in 2 is 9 x 8, not 12 x 6; 72 in 3 is 6 x 4 x 3, not 6 x 6 x 2).
+/// largest and smallest factors differ least (Träff and Lübbe's measure,
+/// "Specification Guideline Violations by MPI_Dims_create", EuroMPI'15,
+/// which MPICH's table of expected decompositions follows), then whose
+/// smallest factor is largest, then whose second smallest is, and so on
+/// (72 in 2 is 9 x 8, not 12 x 6; 5040 in 3 is 21 x 16 x 15, not
+/// 20 x 18 x 14: both differ by 6, the first's smallest is larger).
 pub fn balanced_dims(n: i32, free: usize) -> Vec<i32> {
-    /// The best factorization of `n` into `k` factors none above `cap`,
-    /// the factors taken from `divisors` (ascending).
-    fn best(divisors: &[i64], n: i64, k: usize, cap: i64) -> Option<Vec<i32>> {
-        if k == 1 {
-            return (n <= cap).then(|| vec![n as i32]);
-        }
-        // The largest factor f has f^k >= n; the smallest such is best.
-        for &f in divisors.iter().filter(|&&f| f <= cap && n % f == 0 && f.saturating_pow(k as u32) >= n) {
-            if let Some(mut rest) = best(divisors, n / f, k - 1, f) {
-                rest.insert(0, f as i32);
-                return Some(rest);
-            }
-        }
-        None
-    }
     if free == 0 {
         return Vec::new();
     }
-    let n = n as i64;
+    let n = (n as i64).max(1);
     let mut divisors: Vec<i64> = (1..).take_while(|d| d * d <= n).filter(|d| n % d == 0).flat_map(|d| [d, n / d]).collect();
     divisors.sort_unstable();
     divisors.dedup();
-    best(&divisors, n, free, n).expect("n itself and ones always factor n")
+    let mut search = DimsSearch { divisors: &divisors, best: None, cur: Vec::with_capacity(free) };
+    search.first(n, free);
+    search.best.expect("n itself and ones always factor n").into_iter().map(|f| f as i32).collect()
+}
+
+/// The depth-first search of [`balanced_dims`] over non-increasing
+/// factorizations, pruned by the best difference found so far.
+struct DimsSearch<'a> {
+    /// The divisors of n, ascending.
+    divisors: &'a [i64],
+    best: Option<Vec<i64>>,
+    cur: Vec<i64>,
+}
+
+impl DimsSearch<'_> {
+    fn spread(f: &[i64]) -> i64 {
+        f[0] - f[f.len() - 1]
+    }
+
+    /// Whether `a` beats `b`: a smaller difference, then larger factors
+    /// from the smallest up.
+    fn beats(a: &[i64], b: &[i64]) -> bool {
+        match Self::spread(a).cmp(&Self::spread(b)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => a.iter().rev().cmp(b.iter().rev()) == std::cmp::Ordering::Greater,
+        }
+    }
+
+    fn best_spread(&self) -> Option<i64> {
+        self.best.as_deref().map(Self::spread)
+    }
+
+    /// The largest factor, tried from the smallest possible up: the
+    /// smallest factor is at most the k-th root of n, so a largest factor
+    /// f differs from it by at least f - root.
+    fn first(&mut self, n: i64, k: usize) {
+        // The integer k-th root: the float's, corrected by one either way.
+        let mut root = ((n as f64).powf(1.0 / k as f64) as i64).max(1);
+        while root > 1 && root.saturating_pow(k as u32) > n {
+            root -= 1;
+        }
+        while (root + 1).saturating_pow(k as u32) <= n {
+            root += 1;
+        }
+        for i in 0..self.divisors.len() {
+            let f = self.divisors[i];
+            if f.saturating_pow(k as u32) < n {
+                continue;
+            }
+            if self.best_spread().is_some_and(|b| f - root > b) {
+                break;
+            }
+            self.cur.push(f);
+            self.rest(n / f, k - 1, f);
+            self.cur.pop();
+        }
+    }
+
+    /// The factors after the first `cur.len()`, each at most `cap`, the
+    /// largest first; those after f are at most f, so the difference is
+    /// at least max - f.
+    fn rest(&mut self, n: i64, k: usize, cap: i64) {
+        if k == 0 {
+            if n == 1 && self.best.as_deref().is_none_or(|b| Self::beats(&self.cur, b)) {
+                self.best = Some(self.cur.clone());
+            }
+            return;
+        }
+        let max = self.cur[0];
+        for i in (0..self.divisors.len()).rev() {
+            let f = self.divisors[i];
+            if f > cap || n % f != 0 {
+                continue;
+            }
+            if f.saturating_pow(k as u32) < n || self.best_spread().is_some_and(|b| max - f > b) {
+                break;
+            }
+            self.cur.push(f);
+            self.rest(n / f, k - 1, f);
+            self.cur.pop();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -160,6 +231,42 @@ mod tests {
         assert_eq!(balanced_dims(72, 3), vec![6, 4, 3]);
         assert_eq!(balanced_dims(2 * 1_000_003, 2), vec![1_000_003, 2]);
         assert_eq!(balanced_dims(64, 6), vec![2, 2, 2, 2, 2, 2]);
+        // Entries of MPICH's table of expected decompositions.
+        assert_eq!(balanced_dims(5040, 3), vec![21, 16, 15]);
+        assert_eq!(balanced_dims(19152, 3), vec![38, 24, 21]);
+        assert_eq!(balanced_dims(7488, 3), vec![26, 18, 16]);
+        assert_eq!(balanced_dims(84600, 4), vec![47, 15, 12, 10]);
+        assert_eq!(balanced_dims(85680, 4), vec![21, 17, 16, 15]);
+    }
+
+    /// The search against every factorization, for small n.
+    #[test]
+    fn dims_search_finds_the_best_factorization() {
+        fn all(n: i64, k: usize, cap: i64, cur: &mut Vec<i64>, out: &mut Vec<Vec<i64>>) {
+            if k == 0 {
+                if n == 1 {
+                    out.push(cur.clone());
+                }
+                return;
+            }
+            for f in (1..=cap.min(n)).rev().filter(|f| n % f == 0) {
+                cur.push(f);
+                all(n / f, k - 1, f, cur, out);
+                cur.pop();
+            }
+        }
+        for n in 1..=1500i64 {
+            for k in 1..=5 {
+                let mut out = Vec::new();
+                all(n, k, n, &mut Vec::new(), &mut out);
+                let best = out.iter().fold(None::<&Vec<i64>>, |b, f| match b {
+                    Some(b) if !DimsSearch::beats(f, b) => Some(b),
+                    _ => Some(f),
+                });
+                let want: Vec<i32> = best.unwrap().iter().map(|&f| f as i32).collect();
+                assert_eq!(balanced_dims(n as i32, k), want, "{n} in {k}");
+            }
+        }
     }
 
     #[test]
