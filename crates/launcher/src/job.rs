@@ -34,6 +34,9 @@ const EXIT_HOLD: Duration = Duration::from_secs(1);
 const REMOTE_GIVE_UP: Duration = Duration::from_secs(5);
 /// At the end, how long to wait for launch agents to exit.
 const AGENT_LINGER: Duration = Duration::from_secs(3);
+/// gridmpirun's exit status when the job ran past its time limit (as
+/// timeout(1) gives).
+const TIMED_OUT: i32 = 124;
 
 enum Event {
     Up { host: usize, up: Up },
@@ -61,6 +64,8 @@ pub struct Setup {
     pub shm_prefix: String,
     /// The Slurm or PBS allocation gridmpirun runs in, if any.
     pub allocation: Option<Allocation>,
+    /// How long the job may run (`--timeout`, else MPIEXEC_TIMEOUT).
+    pub time_limit: Option<Duration>,
 }
 
 impl Setup {
@@ -100,7 +105,12 @@ impl Setup {
         rank_env.push(("GRIDMPI_SHM_PREFIX".into(), shm_prefix.clone()));
         let getenv = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         let allocation = allocation::detect(&getenv)?;
-        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cmdline_set, cwd, shm_prefix, allocation })
+        let time_limit = match (opts.timeout, getenv("MPIEXEC_TIMEOUT").filter(|v| !v.trim().is_empty())) {
+            (Some(t), _) => Some(t),
+            (None, Some(v)) => Some(crate::options::timeout_seconds("MPIEXEC_TIMEOUT", &v)?),
+            (None, None) => None,
+        };
+        Ok(Setup { agent, proxy_command, kill_grace, default_hostfile, rank_env, cmdline_set, cwd, shm_prefix, allocation, time_limit })
     }
 }
 
@@ -222,6 +232,8 @@ struct Job {
     teardown_at: Option<Instant>,
     killed_at: Option<Instant>,
     kill_grace: Duration,
+    /// When the job has run too long (its time limit, and the limit).
+    time_limit: Option<(Instant, Duration)>,
     warned_unsupported: BTreeSet<String>,
     /// WAN links the ranks report down (said once per link).
     outages: crate::outages::Outages,
@@ -436,6 +448,7 @@ pub fn run(mut opts: Options, setup: Setup) -> i32 {
         teardown_at: None,
         killed_at: None,
         kill_grace: setup.kill_grace,
+        time_limit: setup.time_limit.map(|d| (Instant::now() + d, d)),
         warned_unsupported: BTreeSet::new(),
         outages: Default::default(),
         verbose: opts.verbose,
@@ -781,11 +794,20 @@ impl Job {
         if let Some(t) = self.checkpoints.as_ref().and_then(Rounds::next_deadline) {
             d = d.min(t);
         }
+        if let (Some((t, _)), None) = (self.time_limit, self.teardown_at) {
+            d = d.min(t);
+        }
         d.max(now)
     }
 
     fn check_deadlines(&mut self, now: Instant) {
         self.out.flush_stale(now);
+        if let (Some((t, limit)), None) = (self.time_limit, self.teardown_at) {
+            if now >= t {
+                self.out.note(&format!("the job ran longer than its time limit of {} s (--timeout / MPIEXEC_TIMEOUT); killing it", limit.as_secs_f64()));
+                self.fail(TIMED_OUT);
+            }
+        }
         self.checkpoint_deadlines(now);
         for rank in 0..self.ranks.len() as u32 {
             if let Some((_, t)) = self.ranks[rank as usize].held_exit {

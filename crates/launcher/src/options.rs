@@ -107,6 +107,9 @@ pub struct Options {
     pub checkpoint_interval: Option<Duration>,
     /// `--checkpoint-timeout`: how long every rank has to freeze.
     pub checkpoint_timeout: Option<Duration>,
+    /// `--timeout SECONDS` (or MPIEXEC_TIMEOUT): the job is killed when
+    /// it runs longer.
+    pub timeout: Option<Duration>,
     /// `--checkpoint-and-stop`: the job ends after its first checkpoint.
     pub checkpoint_and_stop: bool,
     /// `--restart DIR` (absolute): run the ranks of DIR's latest
@@ -147,6 +150,7 @@ impl Default for Options {
             checkpoint_dir: None,
             checkpoint_interval: None,
             checkpoint_timeout: None,
+            timeout: None,
             checkpoint_and_stop: false,
             restart: None,
             fault_tolerant: false,
@@ -186,6 +190,16 @@ fn positive_duration(name: &str, v: &str) -> Result<Duration, String> {
         Ok(d) if !d.is_zero() => Ok(d),
         Ok(_) => Err(format!("{name} needs a duration longer than 0, got {v:?}")),
         Err(e) => Err(format!("{name}: {e}")),
+    }
+}
+
+/// A time limit in whole seconds (`--timeout`, MPIEXEC_TIMEOUT), as the
+/// other launchers take it; a duration with a unit is taken too.
+pub fn timeout_seconds(name: &str, v: &str) -> Result<Duration, String> {
+    match v.trim().parse::<u64>() {
+        Ok(0) => Err(format!("{name} needs a time longer than 0 seconds, got {v:?}")),
+        Ok(s) => Ok(Duration::from_secs(s)),
+        Err(_) => positive_duration(name, v.trim()),
     }
 }
 
@@ -468,6 +482,17 @@ pub static OPTIONS: &[OptionSpec] = &[
         scope: Scope::Job,
         handler: |o, v, _| {
             o.checkpoint_interval = Some(positive_duration("--checkpoint-interval", &v[0])?);
+            Ok(())
+        },
+    },
+    OptionSpec {
+        names: &["--timeout", "-timeout"],
+        values: 1,
+        metavar: "SECONDS",
+        help: "kill the job when it has run longer than SECONDS (also MPIEXEC_TIMEOUT, as mpiexec of MPICH and Open MPI read it); gridmpirun then exits with 124",
+        scope: Scope::Job,
+        handler: |o, v, _| {
+            o.timeout = Some(timeout_seconds("--timeout", &v[0])?);
             Ok(())
         },
     },
@@ -992,6 +1017,9 @@ mod tests {
     #[test]
     fn checkpoint_options() {
         let here = std::env::current_dir().unwrap();
+        assert_eq!(p("--timeout 30 prog").unwrap().timeout, Some(Duration::from_secs(30)));
+        assert_eq!(p("-timeout 1.5s prog").unwrap().timeout, Some(Duration::from_millis(1500)));
+        assert!(p("--timeout 0 prog").unwrap_err().contains("longer than 0"));
         let o = p("--checkpoint-dir ck --checkpoint-interval 1.5s --checkpoint-timeout 500ms --checkpoint-and-stop -n 2 prog").unwrap();
         assert_eq!(o.checkpoint_dir, Some(here.join("ck")));
         assert_eq!(o.checkpoint_interval, Some(Duration::from_millis(1500)));
