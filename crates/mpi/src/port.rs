@@ -453,14 +453,23 @@ mod tests {
     }
 
     #[test]
+    fn a_caller_gives_up_when_nobody_accepts_in_time() {
+        let port = Port::open(&[Ipv4Addr::LOCALHOST]).unwrap();
+        let t = Instant::now();
+        let Err(e) = connect(&port.name, &offer(2, 1, 5), &mut idle(), Some(Duration::from_millis(200))) else { panic!("joined a port nobody accepts on") };
+        assert!(e.contains("no MPI_Comm_accept"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
     fn a_port_joins_a_caller_with_the_key_and_drops_one_without() {
         let port = Port::open(&[Ipv4Addr::LOCALHOST]).unwrap();
         let name = port.name.clone();
         // First a caller that does not know the key, then a genuine one.
         let caller = std::thread::spawn(move || {
             let wrong = PortName { key: [0; 32], ..name.clone() };
-            assert!(connect(&wrong, &offer(2, 1, 5), &mut idle()).is_err());
-            let j = connect(&name, &offer(2, 2, 9), &mut idle()).unwrap();
+            assert!(connect(&wrong, &offer(2, 1, 5), &mut idle(), None).is_err());
+            let j = connect(&name, &offer(2, 2, 9), &mut idle(), None).unwrap();
             let (theirs, keys) = (j.theirs.clone(), j.keys.clone());
             j.ready(&mut idle()).unwrap();
             (theirs, keys)
@@ -509,7 +518,7 @@ mod tests {
             h.extend_from_slice(&u32::MAX.to_le_bytes()); // an absurd offer
             s.write_all(&h).unwrap();
             drop(s);
-            let j = connect(&name, &offer(2, 1, 1), &mut idle()).unwrap();
+            let j = connect(&name, &offer(2, 1, 1), &mut idle(), None).unwrap();
             j.ready(&mut idle()).unwrap();
         });
         let j = port.accept(&offer(1, 1, 1), &mut idle(), false).unwrap();
