@@ -649,7 +649,14 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         if let Some((pctx, prank, ppid)) = peer {
             let mine = state::with(|st| st.rt.describe(&my_pids).map_err(|e| err(MPI_ERR_INTERN, e)))?;
             let theirs = leader_exchange(pctx, prank, remote_leader, ppid, tag, &bytes_to_i32s(&Offer { ctx: 0, procs: mine }.encode()))?;
-            let keys = state::with(|st| Ok(st.rt.link_keys(ppid)))?;
+            // The keys go only to a group all of our own job: a member of
+            // another job must not learn our links' keys (it then cannot
+            // reach strangers, and says so).
+            let keys = state::with(|st| {
+                let own = st.rt.who(st.rt.me).world;
+                let ours = my_pids.iter().all(|&p| st.rt.who(p).world == own);
+                Ok(if ours { st.rt.link_keys(ppid) } else { Keys { job: 0, secret: [0; 32] } })
+            })?;
             info.extend_from_slice(&keys.job.to_le_bytes());
             info.extend_from_slice(&keys.secret);
             info.extend_from_slice(&i32s_to_bytes(&theirs).ok_or_else(|| err(MPI_ERR_INTERN, "the remote leader sent a malformed group"))?);
@@ -670,7 +677,8 @@ pub unsafe extern "C" fn PMPI_Intercomm_create(local_comm: MPI_Comm, local_leade
         // other stranger cannot be reached.
         let strangers: Vec<Remote> = state::with(|st| Ok(theirs.procs.iter().filter(|r| st.rt.pid_of(r.who).is_none()).cloned().collect()))?;
         let remote_world = theirs.procs[0].who.world;
-        if let Some(r) = strangers.iter().find(|r| r.who.world != remote_world) {
+        let no_keys = keys.secret == [0; 32];
+        if let Some(r) = strangers.iter().find(|r| r.who.world != remote_world || no_keys) {
             return Err(err(MPI_ERR_COMM, format!("rank {} of job {:016x} in the remote group is not connected to this process, nor of the remote leader's job (join the jobs with MPI_Comm_accept/connect first)", r.who.rank, r.who.world)));
         }
         let met = state::with(|st| st.rt.join_world(&strangers, &keys).map_err(|e| err(MPI_ERR_COMM, e)))?;
