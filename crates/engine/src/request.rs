@@ -102,6 +102,14 @@ impl Engine {
         self.reqs.get(r.0).is_some()
     }
 
+    /// The bytes a receive was posted for (None: not a receive).
+    pub(crate) fn posted_len(&self, r: ReqId) -> Option<u64> {
+        match self.reqs.get(r.0).map(|q| &q.op) {
+            Some(ReqOp::Recv(op)) => Some(op.buf.len()),
+            _ => None,
+        }
+    }
+
     pub(crate) fn is_recv(&self, r: ReqId) -> bool {
         self.reqs.get(r.0).is_some_and(|q| matches!(q.op, ReqOp::Recv(_)))
     }

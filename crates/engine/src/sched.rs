@@ -265,6 +265,10 @@ pub struct Schedule {
     /// are only ever added after it), as the first round's only step once
     /// the schedule is started or joined with another (`settle_host`).
     pub(crate) host: Option<Box<crate::coll::host::HostStep>>,
+    /// This rank's own arguments disagree (say an alltoall whose send
+    /// blocks are not its receive blocks): the schedule runs as one whose
+    /// messages came wrong (`Running::mismatch`) and fails at its end.
+    mismatch: Option<String>,
 }
 
 impl Schedule {
@@ -281,13 +285,18 @@ impl Schedule {
     }
 
     pub fn new(view: CommView, tag: i32) -> Schedule {
-        Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new(), host: None }
+        Schedule { view, local: None, tag, rounds: Vec::new(), temps: Vec::new(), host: None, mismatch: None }
+    }
+
+    /// Mark this rank's arguments as disagreeing with themselves (`why`).
+    pub fn mismatched(&mut self, why: String) {
+        self.mismatch.get_or_insert(why);
     }
 
     /// A schedule of an intercommunicator: `remote` addresses the remote
     /// group, `local` our own group (on the local context).
     pub fn new_inter(remote: CommView, local: CommView, tag: i32) -> Schedule {
-        Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new(), host: None }
+        Schedule { view: remote, local: Some(local), tag, rounds: Vec::new(), temps: Vec::new(), host: None, mismatch: None }
     }
 
     /// Put a lone host-area step (see `host`) where the executor runs it:
@@ -307,6 +316,7 @@ impl Schedule {
     /// Run `other` (built on the same view) after this schedule's rounds;
     /// its scratch memory moves along.
     pub fn append(&mut self, mut other: Schedule) {
+        self.mismatch = self.mismatch.take().or(other.mismatch.take());
         if self.rounds.is_empty() && self.host.is_none() {
             // Appended to nothing: `other` as it is (a lone host step stays
             // one, for a blocking caller to run without the executor).
@@ -327,6 +337,7 @@ impl Schedule {
     /// the sender's real rank and phases on different sub-views never
     /// match each other's messages.
     pub fn append_mapped(&mut self, mut other: Schedule, members: &[i32]) {
+        self.mismatch = self.mismatch.take().or(other.mismatch.take());
         self.settle_host();
         other.settle_host();
         let m = |r: i32| members[r as usize];
@@ -359,6 +370,7 @@ impl Schedule {
     /// local-group ones.
     pub fn append_local(&mut self, mut other: Schedule) {
         assert!(self.local.is_some(), "append_local on a schedule without a local view");
+        self.mismatch = self.mismatch.take().or(other.mismatch.take());
         self.settle_host();
         other.settle_host();
         for round in other.rounds {
@@ -453,6 +465,11 @@ pub(crate) struct Running {
     /// The request the user waits on.
     pub(crate) req: ReqId,
     failed: Option<String>,
+    /// A message came longer or shorter than posted: the ranks disagree on
+    /// the collective's sizes. The schedule still runs to its end (a rank
+    /// that stopped sending would leave the others waiting for ever), then
+    /// fails with this.
+    mismatch: Option<String>,
     /// Why the schedule was abandoned, when a process of its communicator
     /// failed or the communicator was revoked (ft/): its request's error.
     aborted: Option<crate::request::ErrorKind>,
@@ -539,12 +556,14 @@ impl Engine {
         sched.settle_host();
         let req = self.external_request();
         let mut ex = std::mem::take(&mut self.executor);
+        let mismatch = sched.mismatch.take();
         let id = ex.running.insert(Running {
             sched,
             next_round: 0,
             pending: Vec::new(),
             req,
             failed: None,
+            mismatch,
             aborted: None,
             local: Default::default(),
             comm: Vec::new(),
@@ -618,9 +637,31 @@ impl Engine {
                 if let Some(i) = ex.host_errors.iter().position(|(q, _)| *q == r) {
                     run.failed.get_or_insert(ex.host_errors.swap_remove(i).1);
                 }
+                // A collective's messages are exactly as long as posted in
+                // a correct program: longer or shorter, the ranks disagree.
+                let posted = self.posted_len(r);
                 if let Some(st) = self.take(r) {
-                    if st.error.is_some() && run.failed.is_none() {
-                        run.failed = Some("a message of the collective was truncated (mismatched counts or types across ranks?)".into());
+                    use crate::request::ErrorKind::{Signature, Truncate};
+                    let why = match st.error {
+                        Some(Truncate | Signature) => {
+                            Some(format!("a message of the collective from rank {} was truncated (mismatched counts or types across ranks?)", st.source))
+                        }
+                        Some(kind) => {
+                            run.aborted.get_or_insert(kind);
+                            None
+                        }
+                        None => posted.filter(|&n| st.count < n).map(|n| {
+                            format!(
+                                "a message of the collective came up short, {} of the {n} bytes expected from rank {} (mismatched counts or types across ranks?)",
+                                st.count, st.source
+                            )
+                        }),
+                    };
+                    if st.error.is_some() && why.is_none() {
+                        run.failed.get_or_insert_with(|| format!("a message of the collective from rank {} failed", st.source));
+                    }
+                    if run.mismatch.is_none() {
+                        run.mismatch = why;
                     }
                 }
             }
@@ -689,12 +730,16 @@ impl Engine {
                     let run = ex.running.get(id).unwrap();
                     let (view, local) = (&run.sched.view, run.sched.local.as_ref());
                     let local = || local.expect("a local-group step in a schedule without a local view");
+                    // After a mismatch our data is wrong: we send nothing,
+                    // so those we send to come up short and fail too (a
+                    // rank that forwards, say in a tree, passes it on).
+                    let mismatched = run.mismatch.is_some();
                     let send = |v: &CommView, to: i32, buf| SendArgs {
                         ctx: v.ctx,
                         src: v.rank,
                         dest: v.pid(to),
                         tag,
-                        buf,
+                        buf: if mismatched { UserBuf::empty() } else { buf },
                         mode: SendMode::Standard,
                     };
                     let r = match step {
@@ -758,7 +803,7 @@ impl Engine {
                     ex.lingering.push((run.detached_sends, run.sched));
                 }
                 let status = Status { source: -1, tag: -1, count: 0, cancelled: false, error: run.aborted };
-                if let Some(msg) = run.failed {
+                if let Some(msg) = run.failed.or(run.mismatch) {
                     self.schedule_errors.push((run.req, msg));
                 }
                 if let Some(f) = self.finished_schedules.as_mut() {
@@ -808,7 +853,11 @@ impl Engine {
                 continue;
             }
             // SAFETY: as above.
-            unsafe { step.read() };
+            if let Err(e) = unsafe { step.read() } {
+                if !ex.host_errors.iter().any(|(q, _)| q == r) {
+                    ex.host_errors.push((*r, e));
+                }
+            }
             area.set_turn(op + 1);
             let (r, _, _) = ex.host_ops.swap_remove(i);
             self.complete_external(r, Status { source: -1, tag: -1, count: 0, cancelled: false, error: None });
@@ -880,22 +929,31 @@ impl Engine {
         Ok((first, steps.collect()))
     }
 
-    /// Read what a released operation gives us; the area's next operation
-    /// may start.
+    /// Read what a released operation gives us (an error when the members
+    /// disagreed on its size); the area's next operation may start.
     ///
     /// # Safety
     /// As [`Engine::host_arrive`]; the operation is released.
-    pub unsafe fn host_finish(step: &crate::coll::host::HostStep) {
-        step.read();
+    pub unsafe fn host_finish(step: &crate::coll::host::HostStep) -> Result<(), String> {
+        let read = step.read();
         step.host.area.set_turn(step.host.op + 1);
+        read
     }
 
     /// Wait for an arrived step's release as the executor's other host
-    /// operations do: the returned request completes once it is read.
+    /// operations do: the returned request completes once it is read
+    /// (then [`Engine::take_host_error`] says whether reading failed).
     pub fn host_adopt(&mut self, step: Box<crate::coll::host::HostStep>) -> ReqId {
         let r = self.external_request();
         self.executor.host_ops.push((r, step, true));
         r
+    }
+
+    /// The error of an adopted step ([`Engine::host_adopt`]) that completed.
+    pub fn take_host_error(&mut self, req: ReqId) -> Option<String> {
+        let errors = &mut self.executor.host_errors;
+        let i = errors.iter().position(|(r, _)| *r == req)?;
+        Some(errors.swap_remove(i).1)
     }
 
     /// The host-area operations this process arrived at and waits to see

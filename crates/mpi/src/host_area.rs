@@ -3,7 +3,7 @@
 //! (`gridmpi_transport::shm::host::Area`). The two crates do not know each
 //! other; this is where they meet.
 
-use gridmpi_engine::coll::host::HostArea;
+use gridmpi_engine::coll::host::{HostArea, StatedSizes};
 use gridmpi_transport::shm::host::Area;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,6 +51,20 @@ impl HostArea for SharedArea {
     }
     fn sleeping(&self, member: usize) -> bool {
         self.area.sleeping(member)
+    }
+    fn state_size(&self, op: u64, size: u64) {
+        self.area.state_size(op, size)
+    }
+    fn settle_sizes(&self, op: u64) -> StatedSizes {
+        let s = self.area.settle_sizes(op);
+        StatedSizes { first: s.first, differing: s.differing }
+    }
+    fn release_differing(&self, op: u64, sizes: StatedSizes) {
+        let s = gridmpi_transport::shm::host::StatedSizes { first: sizes.first, differing: sizes.differing };
+        self.area.release_op_differing(op, s)
+    }
+    fn differing_sizes(&self, op: u64) -> Option<StatedSizes> {
+        self.area.differing_sizes(op).map(|s| StatedSizes { first: s.first, differing: s.differing })
     }
     fn turn(&self) -> u64 {
         self.turn.load(Ordering::Relaxed)

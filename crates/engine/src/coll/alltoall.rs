@@ -87,6 +87,11 @@ pub fn scattered(view: CommView, tag: i32, send: &[UserBuf], recv: &[UserBuf], i
 pub fn bruck(view: CommView, tag: i32, send: &[UserBuf], recv: &[UserBuf], block: u64) -> Schedule {
     let (rank, size) = (view.rank, view.size);
     let mut s = Schedule::new(view, tag);
+    // Blocks are moved as `block` bytes each: other lengths would be cut
+    // or padded without a word.
+    if let Some(b) = send.iter().chain(recv).find(|b| b.len() != block) {
+        s.mismatched(format!("this rank's alltoall blocks are {} and {block} bytes: a message of the collective would be truncated (mismatched counts or types?)", b.len()));
+    }
     let p = size as usize;
     let area = s.temp_bytes(p as u64 * block);
     let at = |i: usize| bytes(&area, i as u64 * block, block);

@@ -18,6 +18,14 @@
 //!    itself first ([`Engine::host_prepare_sleep`](crate::Engine::host_prepare_sleep));
 //! 3. each member, once it sees the release, unpacks what it needs.
 //!
+//! With its contribution a member states the operation's size as it sees
+//! it ([`HostStep::size`]: every member of a correct program sees the
+//! same). The last member settles the statements beside the release; when
+//! they differ nothing is combined or read, and every member fails the
+//! call (an erroneous program, e.g. a bcast whose
+//! root sends 40 bytes to ranks that expect 4, learns so instead of a
+//! silent truncation or a reduction of stale bytes).
+//!
 //! A member starts `k + 1` only after it finished `k` locally, so when a
 //! parity's slots are written again (at `k + 2`) every member has read `k`.
 //!
@@ -50,6 +58,17 @@ pub trait HostArea: Send + Sync {
     fn set_sleeping(&self, member: usize, on: bool);
     /// Whether `member` may sleep, so must be woken by a frame.
     fn sleeping(&self, member: usize) -> bool;
+    /// State operation `op`'s size as this member sees it, before arriving.
+    fn state_size(&self, op: u64, size: u64);
+    /// The last member, all arrived: what was stated of `op`'s size.
+    fn settle_sizes(&self, op: u64) -> StatedSizes;
+    /// Release `op` as [`HostArea::release`] does, whose members stated
+    /// `sizes` that do not agree: readers learn so from
+    /// [`HostArea::differing_sizes`].
+    fn release_differing(&self, op: u64, sizes: StatedSizes);
+    /// For a released `op`: what was stated of its size, if it was
+    /// released as differing.
+    fn differing_sizes(&self, op: u64) -> Option<StatedSizes>;
     /// The next operation this process may start (process-local: ops
     /// start in order, each once the one before finished here).
     fn turn(&self) -> u64;
@@ -176,6 +195,61 @@ pub struct HostStep {
     /// Every member's pid (by rank), to wake the others after releasing
     /// if they sleep.
     pub pids: Arc<[gridmpi_wire::Pid]>,
+    /// The operation's size as this member sees it, in bytes: what every
+    /// member of a correct program says alike (a bcast's whole buffer, a
+    /// reduction's vector, one block of a gather or alltoall), or
+    /// [`SIZE_SELF_MISMATCH`].
+    pub size: u64,
+}
+
+/// The size a member states when its own arguments disagree (e.g. a gather
+/// root whose send block is not its receive block): no one else can match.
+pub const SIZE_SELF_MISMATCH: u64 = u64::MAX;
+
+/// The size to state for a member's block of `block` bytes that it also
+/// sends as `sent` bytes (when it sends).
+pub fn block_size(block: u64, sent: Option<u64>) -> u64 {
+    match sent {
+        Some(s) if s != block => SIZE_SELF_MISMATCH,
+        _ => block,
+    }
+}
+
+/// What the members stated of an operation's size: the first statement,
+/// and one that differed from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatedSizes {
+    pub first: u64,
+    pub differing: Option<u64>,
+}
+
+impl StatedSizes {
+    /// Every member saw the same size, and none disagreed with itself.
+    pub fn agree(&self) -> bool {
+        self.differing.is_none() && self.first != SIZE_SELF_MISMATCH
+    }
+
+    /// The error of an operation whose members did not [`agree`](Self::agree).
+    pub fn mismatch(&self) -> String {
+        let said = |n: u64| match n {
+            SIZE_SELF_MISMATCH => "a rank that sends blocks of another size than it receives".to_string(),
+            n => format!("{n} bytes"),
+        };
+        let what = match self.differing {
+            Some(d) => format!("{} against {}", said(self.first), said(d)),
+            None => said(self.first),
+        };
+        format!("the ranks disagree on the size of the data, so a message of the collective would be truncated or come up short: {what} (mismatched counts or types across ranks)")
+    }
+}
+
+/// The last member releases `op`, whose members stated `sizes`.
+pub fn release(area: &dyn HostArea, op: u64, sizes: StatedSizes) {
+    if sizes.agree() {
+        area.release(op)
+    } else {
+        area.release_differing(op, sizes)
+    }
 }
 
 impl HostStep {
@@ -194,17 +268,19 @@ impl HostStep {
             let n = self.part_len(buf, out.len());
             buf.read_packed(self.part, &mut out[..n]);
         }
+        area.state_size(op, self.size);
         if !area.arrive(op) {
             return Ok(false);
         }
+        let sizes = area.settle_sizes(op);
         let mut result = Ok(());
-        if let Some(c) = &self.combine {
+        if let Some(c) = self.combine.as_ref().filter(|_| sizes.agree()) {
             let bytes = (c.count * c.dt.size()) as usize;
             result = combine_in_rank_order(area.as_ref(), op, self.members, bytes, |left, inout| c.op.reduce(left, inout, c.count, &c.dt));
         }
         // Release even after a failed reduction: the others must not wait
         // forever (each reports its own error from the same reduction).
-        area.release(op);
+        release(area.as_ref(), op, sizes);
         result.map(|()| true)
     }
 
@@ -215,12 +291,16 @@ impl HostStep {
         (buf.len().saturating_sub(self.part) as usize).min(room)
     }
 
-    /// Unpack what we read, once released.
+    /// Unpack what we read, once released; an error (and nothing read)
+    /// when the members disagreed on the size.
     ///
     /// # Safety
     /// As [`HostStep::arrive`].
-    pub(crate) unsafe fn read(&self) {
+    pub(crate) unsafe fn read(&self) -> Result<(), String> {
         let (area, op) = (&self.host.area, self.host.op);
+        if let Some(sizes) = area.differing_sizes(op) {
+            return Err(sizes.mismatch());
+        }
         let slot = area.slot_len();
         for (from, at, buf) in &self.read {
             let base = match from {
@@ -238,6 +318,7 @@ impl HostStep {
                 g.buf.write_packed(m as u64 * g.block, data);
             }
         }
+        Ok(())
     }
 }
 
@@ -289,7 +370,8 @@ fn one_step(view: CommView, tag: i32, step: HostStep) -> Schedule {
     s
 }
 
-fn base(view: &CommView, h: &Host) -> HostStep {
+/// A step of `h`'s operation whose size (as this member sees it) is `size`.
+fn base(view: &CommView, h: &Host, size: u64) -> HostStep {
     let me = view.rank as usize;
     HostStep {
         host: h.op.clone(),
@@ -301,21 +383,23 @@ fn base(view: &CommView, h: &Host) -> HostStep {
         gather: None,
         part: 0,
         pids: view.pids.clone(),
+        size,
     }
 }
 
 /// Barrier: arrive and wait for the release.
 pub fn barrier(view: CommView, tag: i32, h: &Host) -> Schedule {
-    let step = base(&view, h);
+    let step = base(&view, h, 0);
     one_step(view, tag, step)
 }
 
 /// Allreduce (`input` None: in place, the data is in `recv`); `basic`
 /// from [`reduction_fits`].
 pub fn allreduce(view: CommView, tag: i32, h: &Host, input: Option<UserBuf>, recv: UserBuf, op: Arc<dyn Reducer>, basic: Arc<Datatype>) -> Schedule {
-    let mut step = base(&view, h);
+    let input = input.unwrap_or_else(|| recv.clone());
+    let mut step = base(&view, h, input.len());
     let count = recv.len() / basic.size().max(1);
-    step.write.push((input.unwrap_or_else(|| recv.clone()), 0));
+    step.write.push((input, 0));
     step.combine = Some(Combine { op, count, dt: basic });
     step.read.push((Source::Result, 0, recv));
     one_step(view, tag, step)
@@ -323,7 +407,7 @@ pub fn allreduce(view: CommView, tag: i32, h: &Host, input: Option<UserBuf>, rec
 
 /// Reduce to `root` (`recv` is the root's; `input` is our data).
 pub fn reduce(view: CommView, tag: i32, h: &Host, input: UserBuf, recv: Option<UserBuf>, op: Arc<dyn Reducer>, basic: Arc<Datatype>, root: i32) -> Schedule {
-    let mut step = base(&view, h);
+    let mut step = base(&view, h, input.len());
     let count = input.len() / basic.size().max(1);
     step.write.push((input, 0));
     step.combine = Some(Combine { op, count, dt: basic });
@@ -345,7 +429,7 @@ pub fn bcast_pieces(bytes: u64, slot: u64) -> u64 {
 /// slot before anything is read.
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_scatter(view: CommView, tag: i32, h: &Host, input: UserBuf, recv: UserBuf, at: u64, op: Arc<dyn Reducer>, basic: Arc<Datatype>) -> Schedule {
-    let mut step = base(&view, h);
+    let mut step = base(&view, h, input.len());
     let count = input.len() / basic.size().max(1);
     step.write.push((input, 0));
     step.combine = Some(Combine { op, count, dt: basic });
@@ -361,7 +445,7 @@ pub fn bcast(view: CommView, tag: i32, h: &Host, buf: UserBuf, root: i32) -> Sch
     let pieces = bcast_pieces(buf.len(), h.slot);
     let piece = |k: u64| {
         let at = Host { op: HostOp { area: h.op.area.clone(), op: h.op.op + k }, slot: h.slot };
-        let mut step = base(&view, &at);
+        let mut step = base(&view, &at, buf.len());
         step.part = k * h.slot;
         if view.rank == root {
             step.write.push((buf.clone(), 0));
@@ -384,9 +468,14 @@ pub fn bcast(view: CommView, tag: i32, h: &Host, buf: UserBuf, root: i32) -> Sch
 /// the root every member's block into `blocks` (the root's own through its
 /// slot too, unless in place).
 pub fn gather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks: &[UserBuf], root: i32) -> Schedule {
-    let mut step = base(&view, h);
     let me = view.rank as usize;
     let in_place = mine.is_none();
+    let sent = mine.as_ref().map(|b| b.len());
+    let size = match blocks.get(me) {
+        Some(block) => block_size(block.len(), sent),
+        None => sent.unwrap_or(0),
+    };
+    let mut step = base(&view, h, size);
     step.write.extend(mine.map(|b| (b, 0)));
     if view.rank == root {
         step.read.reserve_exact(blocks.len());
@@ -400,8 +489,8 @@ pub fn gather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks:
 /// Allgather: our block (`mine` None: in place, it is `blocks[rank]`), and
 /// every member's block into `blocks`.
 pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, blocks: &[UserBuf]) -> Schedule {
-    let mut step = base(&view, h);
     let me = view.rank as usize;
+    let mut step = base(&view, h, block_size(blocks[me].len(), mine.as_ref().map(|b| b.len())));
     // In place, our block is already where it belongs.
     let in_place = mine.is_none();
     step.read.reserve_exact(blocks.len());
@@ -416,7 +505,12 @@ pub fn allgather(view: CommView, tag: i32, h: &Host, mine: Option<UserBuf>, bloc
 /// one after the other (packed): our whole send buffer is our slot's
 /// contents, and every member's block for us goes to its place in `recv`.
 pub fn alltoall_whole(view: CommView, tag: i32, h: &Host, send: UserBuf, recv: UserBuf, block: u64) -> Schedule {
-    let mut step = base(&view, h);
+    // The size stated is one block, as `alltoall` states it: members may
+    // take either road.
+    let members = view.size as u64;
+    let whole = |b: &UserBuf| (b.len() == members * block).then_some(block);
+    let size = whole(&send).zip(whole(&recv)).map_or(SIZE_SELF_MISMATCH, |_| block);
+    let mut step = base(&view, h, size);
     let at = view.rank as u64 * block;
     step.write.push((send, 0));
     step.gather = Some(Gather { buf: recv, at, block });
@@ -426,7 +520,8 @@ pub fn alltoall_whole(view: CommView, tag: i32, h: &Host, send: UserBuf, recv: U
 /// Alltoall of equal blocks of `block` bytes: we write every block we
 /// send, one after the other, and read ours from every member's slot.
 pub fn alltoall(view: CommView, tag: i32, h: &Host, send: &[UserBuf], recv: &[UserBuf], block: u64) -> Schedule {
-    let mut step = base(&view, h);
+    let even = send.iter().chain(recv).all(|b| b.len() == block);
+    let mut step = base(&view, h, if even { block } else { SIZE_SELF_MISMATCH });
     let me = view.rank as u64;
     step.write.reserve_exact(send.len());
     step.read.reserve_exact(recv.len());
@@ -474,6 +569,9 @@ pub mod tests {
         released: AtomicU64,
         turns: Vec<AtomicU64>,
         sleeping: Vec<AtomicU64>,
+        /// Per parity: the sizes stated, then those settled.
+        stated: std::sync::Mutex<[Vec<u64>; 2]>,
+        settled: std::sync::Mutex<[Option<StatedSizes>; 2]>,
     }
 
     // SAFETY: the simulated ranks run on one thread.
@@ -493,6 +591,8 @@ pub mod tests {
                 released: AtomicU64::new(0),
                 turns: (0..members).map(|_| AtomicU64::new(0)).collect(),
                 sleeping: (0..members).map(|_| AtomicU64::new(0)).collect(),
+                stated: Default::default(),
+                settled: Default::default(),
             })
         }
         fn at(&self, i: usize) -> *mut u8 {
@@ -515,6 +615,7 @@ pub mod tests {
             self.0.arrivals.fetch_add(1, Ordering::AcqRel) + 1 == (op + 1) * self.0.members as u64
         }
         fn release(&self, op: u64) {
+            self.0.settled.lock().unwrap()[(op % 2) as usize] = None;
             self.0.released.store(op + 1, Ordering::Release);
         }
         fn released(&self, op: u64) -> bool {
@@ -526,6 +627,21 @@ pub mod tests {
         fn sleeping(&self, member: usize) -> bool {
             self.0.sleeping[member].load(Ordering::SeqCst) != 0
         }
+        fn state_size(&self, op: u64, size: u64) {
+            self.0.stated.lock().unwrap()[(op % 2) as usize].push(size)
+        }
+        fn settle_sizes(&self, op: u64) -> StatedSizes {
+            let stated = std::mem::take(&mut self.0.stated.lock().unwrap()[(op % 2) as usize]);
+            let first = stated[0];
+            StatedSizes { first, differing: stated.iter().copied().find(|&s| s != first) }
+        }
+        fn release_differing(&self, op: u64, sizes: StatedSizes) {
+            self.0.settled.lock().unwrap()[(op % 2) as usize] = Some(sizes);
+            self.0.released.store(op + 1, Ordering::Release);
+        }
+        fn differing_sizes(&self, op: u64) -> Option<StatedSizes> {
+            self.0.settled.lock().unwrap()[(op % 2) as usize]
+        }
         fn turn(&self) -> u64 {
             self.0.turns[self.1].load(Ordering::Relaxed)
         }
@@ -534,7 +650,7 @@ pub mod tests {
         }
     }
 
-    fn hosts(n: usize, slot: usize) -> Vec<Arc<dyn HostArea>> {
+    pub fn hosts(n: usize, slot: usize) -> Vec<Arc<dyn HostArea>> {
         let mem = MemArea::new(n, slot);
         (0..n).map(|r| Arc::new(RankArea(mem.clone(), r)) as Arc<dyn HostArea>).collect()
     }

@@ -30,6 +30,8 @@ pub mod util;
 pub mod wan;
 
 #[cfg(test)]
+mod mismatch_tests;
+#[cfg(test)]
 pub mod sim;
 
 pub use basic::*;

@@ -270,7 +270,7 @@ pub(crate) fn start_internal(st: &mut State, comm: MPI_Comm, build: &Build) -> R
 
 /// The error a finished schedule reported, as an MPI error.
 pub fn schedule_error(msg: String) -> crate::errors::MpiError {
-    let class = if msg.contains("truncated") { MPI_ERR_TRUNCATE } else { MPI_ERR_OP };
+    let class = if msg.contains("truncated") || msg.contains("came up short") { MPI_ERR_TRUNCATE } else { MPI_ERR_OP };
     err(class, msg)
 }
 

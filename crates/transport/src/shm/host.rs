@@ -22,6 +22,13 @@
 //! one and arrives at the next in the same turn, which is what makes these
 //! collectives fast when ranks outnumber cores.
 //!
+//! Each member also states, before it arrives, the size of the operation's
+//! data as it sees it ([`Area::state_size`]); the last member takes the
+//! statements ([`Area::settle_sizes`]) and, when they differ, marks the
+//! release ([`Area::release_op_differing`]), so a program whose ranks pass
+//! different counts learns so at every member instead of reading or
+//! combining past what was written.
+//!
 //! Waking is the caller's: a waiter spins on [`Area::released`]; one that
 //! is about to sleep says so first ([`Area::set_sleeping`]) and looks once
 //! more, and the last member tells only the sleepers (a frame through the
@@ -36,6 +43,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const MAGIC: u64 = 0x4752_4944_484f_5354; // "GRIDHOST"
 const HEADER: usize = 4096;
 const LINE: usize = 128;
+/// The release word's mark of an operation whose members stated different
+/// sizes.
+const DIFFERING: u64 = 1 << 63;
 
 /// The mapped area of one communicator.
 pub struct Area {
@@ -146,6 +156,19 @@ impl Area {
         std::sync::atomic::fence(Ordering::SeqCst);
     }
 
+    /// Release `op` whose members stated different sizes (as
+    /// [`Area::release_op`]): the statements go where readers find them
+    /// ([`Area::differing_sizes`]) and the release word says so. Kept off
+    /// the release word's line in the common case: members spin on that
+    /// line, and every store to it costs a transfer of the line.
+    pub fn release_op_differing(&self, op: u64, sizes: StatedSizes) {
+        let p = 16 * (op % 2) as usize;
+        self.word(3 * LINE + p).store(sizes.first, Ordering::Relaxed);
+        self.word(3 * LINE + 8 + p).store(sizes.differing.unwrap_or(sizes.first), Ordering::Relaxed);
+        self.release().store((op + 1) | DIFFERING, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+    }
+
     fn flag(&self, member: usize) -> &AtomicU64 {
         assert!(member < self.members);
         // SAFETY: inside the mapping (file_len), 8-byte aligned (HEADER and
@@ -170,7 +193,68 @@ impl Area {
     /// Whether operation `op` is released (its result and every member's
     /// contribution can be read).
     pub fn released(&self, op: u64) -> bool {
-        self.release().load(Ordering::Acquire) > op
+        self.release().load(Ordering::Acquire) & !DIFFERING > op
+    }
+
+    /// The size statements of `op`'s parity sit on the arrival counter's
+    /// line, which a member takes for its arrival anyway: the first size
+    /// stated (plus one; 0: none yet), and one that differed from it.
+    fn stated_words(&self, op: u64) -> (&AtomicU64, &AtomicU64) {
+        let p = 16 * (op % 2) as usize;
+        (self.word(LINE + 8 + p), self.word(LINE + 16 + p))
+    }
+
+    /// A member states the size of operation `op` as it sees it, before it
+    /// arrives (its arrival publishes the statement): one atomic operation
+    /// on the line its arrival takes next.
+    pub fn state_size(&self, op: u64, size: u64) {
+        let said = size.saturating_add(1);
+        let (first, differing) = self.stated_words(op);
+        match first.compare_exchange(0, said, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {}
+            Err(f) if f == said => {}
+            Err(_) => differing.store(said, Ordering::Relaxed),
+        }
+    }
+
+    /// The last member, every member having arrived at `op`: what they
+    /// stated, cleared for the operation two later (plain loads and
+    /// stores: no one touches these words again before then).
+    pub fn settle_sizes(&self, op: u64) -> StatedSizes {
+        let (first, differing) = self.stated_words(op);
+        let (f, d) = (first.load(Ordering::Relaxed), differing.load(Ordering::Relaxed));
+        first.store(0, Ordering::Relaxed);
+        if d != 0 {
+            differing.store(0, Ordering::Relaxed);
+        }
+        StatedSizes::decode(f, d)
+    }
+
+    /// For a released `op`: what its members stated, if the last member
+    /// released it as differing ([`Area::release_op_differing`]).
+    pub fn differing_sizes(&self, op: u64) -> Option<StatedSizes> {
+        if self.release().load(Ordering::Acquire) & DIFFERING == 0 {
+            return None;
+        }
+        let p = 16 * (op % 2) as usize;
+        let (f, d) = (self.word(3 * LINE + p).load(Ordering::Relaxed), self.word(3 * LINE + 8 + p).load(Ordering::Relaxed));
+        Some(StatedSizes { first: f, differing: (d != f).then_some(d) })
+    }
+}
+
+/// What the members stated of an operation's size: the first statement,
+/// and one that differed from it (they agree when there is none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatedSizes {
+    pub first: u64,
+    pub differing: Option<u64>,
+}
+
+impl StatedSizes {
+    fn decode(first: u64, differing: u64) -> StatedSizes {
+        // Stored plus one (0: nothing stated); u64::MAX stays itself.
+        let size = |w: u64| if w == u64::MAX { w } else { w.saturating_sub(1) };
+        StatedSizes { first: size(first), differing: (differing != 0).then(|| size(differing)) }
     }
 }
 
@@ -269,6 +353,36 @@ mod tests {
             }
         }
         assert_eq!(sleeper.join().unwrap(), 0, "a sleeper was never woken");
+    }
+
+    /// Size statements: agreeing ones settle to one size, a differing one
+    /// is kept, and a parity's statements are cleared for its next use.
+    #[test]
+    fn stated_sizes_settle_and_clear() {
+        let name = format!("/gridmpi-test-host-stated-{}", std::process::id());
+        let a = Area::create_or_open(&name, 1, 64).unwrap();
+        for (op, sizes, want) in [
+            (0u64, vec![40u64, 40, 40], StatedSizes { first: 40, differing: None }),
+            (1, vec![0, 0], StatedSizes { first: 0, differing: None }),
+            (2, vec![4, 40, 4], StatedSizes { first: 4, differing: Some(40) }),
+            (3, vec![u64::MAX], StatedSizes { first: u64::MAX, differing: None }),
+            (4, vec![8, 8], StatedSizes { first: 8, differing: None }),
+        ] {
+            for s in sizes {
+                a.state_size(op, s);
+            }
+            let sizes = a.settle_sizes(op);
+            assert_eq!(sizes, want, "op {op}");
+            if sizes.differing.is_some() || sizes.first == u64::MAX {
+                a.release_op_differing(op, sizes);
+                assert_eq!(a.differing_sizes(op), Some(want), "op {op}, as a reader sees it");
+            } else {
+                a.release_op(op);
+                assert_eq!(a.differing_sizes(op), None, "op {op}, as a reader sees it");
+            }
+            assert!(a.released(op) && !a.released(op + 1), "op {op}");
+        }
+        a.unlink();
     }
 
     #[test]

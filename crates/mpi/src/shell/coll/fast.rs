@@ -28,7 +28,7 @@ pub(crate) fn barrier(name: &'static str, comm: MPI_Comm) -> Option<c_int> {
     run(name, comm, |st| {
         let Some((t, ())) = Turn::take(st, comm, |st, c| (st.coll_selector.barrier(&c.input(0)) == sel::Barrier::Host).then_some(()))? else { return Ok(None) };
         // SAFETY: nothing is written or read.
-        unsafe { t.arrive(st, None, None, Read::Nothing) }.map(Some)
+        unsafe { t.arrive(st, 0, None, None, Read::Nothing) }.map(Some)
     })
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn bcast(name: &'static str, buffer: *mut c_void, count: MPI_Count, d
         };
         // SAFETY: the caller's buffer holds `bytes` dense bytes (checked
         // type and count), valid for the blocking call.
-        unsafe { t.arrive(st, write, None, read) }.map(Some)
+        unsafe { t.arrive(st, bytes as u64, write, None, read) }.map(Some)
     })
 }
 
@@ -68,7 +68,7 @@ pub(crate) fn allreduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mu
         let Some((t, (b, n))) = Turn::take(st, comm, fits)? else { return Ok(None) };
         // SAFETY: both buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
-        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Read::One(Source::Result, recvbuf as *mut u8, bytes)) }.map(Some)
+        unsafe { t.arrive(st, bytes as u64, Some((input as *const u8, bytes)), Some((o, b, n as usize)), Read::One(Source::Result, recvbuf as *mut u8, bytes)) }.map(Some)
     })
 }
 
@@ -94,7 +94,7 @@ pub(crate) fn reduce(name: &'static str, sendbuf: *const c_void, recvbuf: *mut c
         let read = if at_root { Read::One(Source::Result, recvbuf as *mut u8, bytes) } else { Read::Nothing };
         // SAFETY: the buffers hold `bytes` dense bytes of `b` (checked),
         // valid for the blocking call.
-        unsafe { t.arrive(st, Some((input as *const u8, bytes)), Some((o, b, n as usize)), read) }.map(Some)
+        unsafe { t.arrive(st, bytes as u64, Some((input as *const u8, bytes)), Some((o, b, n as usize)), read) }.map(Some)
     })
 }
 
@@ -120,7 +120,7 @@ pub(crate) fn alltoall(
         // SAFETY: each buffer holds `members` blocks of `block` dense bytes
         // (checked types and counts), valid for the blocking call; the
         // table chose the area, so they fit a slot.
-        unsafe { t.arrive(st, Some((sendbuf as *const u8, block * members)), None, Read::Gather { to: recvbuf as *mut u8, at: me * block, block }) }.map(Some)
+        unsafe { t.arrive(st, block as u64, Some((sendbuf as *const u8, block * members)), None, Read::Gather { to: recvbuf as *mut u8, at: me * block, block }) }.map(Some)
     })
 }
 
@@ -205,26 +205,29 @@ impl Turn {
         Ok(Some((Turn { area, op, member: c.rank as usize, members: c.size() as usize, pids: c.coll_pids.clone() }, fit)))
     }
 
-    /// Put `write` into our slot and arrive; the last member combines
-    /// (`combine`: the contributions, in rank order, as HostStep::arrive
-    /// does), releases and wakes the members that sleep.
+    /// Put `write` into our slot, state the operation's `size` (as
+    /// HostStep::size) and arrive; the last member judges the sizes,
+    /// combines (`combine`: the contributions, in rank order, as
+    /// HostStep::arrive does), releases and wakes the members that sleep.
     ///
     /// # Safety
     /// `write` and `read` are valid for their lengths until the call
     /// returns; they fit a slot.
-    unsafe fn arrive(self, st: &mut State, write: Option<(*const u8, usize)>, combine: Option<(Op, BasicType, usize)>, read: Read) -> R<Arrived> {
+    unsafe fn arrive(self, st: &mut State, size: u64, write: Option<(*const u8, usize)>, combine: Option<(Op, BasicType, usize)>, read: Read) -> R<Arrived> {
         let (area, op) = (&self.area, self.op);
         if let Some((from, n)) = write.filter(|w| w.1 > 0) {
             std::ptr::copy_nonoverlapping(from, area.contribution(self.member, op), n);
         }
+        area.state_size(op, size);
         let mut error: Option<String> = None;
         if area.arrive(op) {
-            if let Some((o, b, count)) = combine.filter(|c| c.2 > 0) {
+            let sizes = area.settle_sizes(op);
+            if let Some((o, b, count)) = combine.filter(|c| c.2 > 0 && sizes.agree()) {
                 let reduce = |left: *const u8, inout: *mut u8| gridmpi_reduce::reduce(o, b, left, inout, count).map_err(|e| e.to_string());
                 error = host::combine_in_rank_order(area.as_ref(), op, self.members, count * b.size(), reduce).err();
             }
             // Released even after a failed reduction (as HostStep::arrive).
-            area.release(op);
+            host::release(area.as_ref(), op, sizes);
             st.rt.engine.wake_host_sleepers(area.as_ref(), self.member, &self.pids);
             if st.rt.engine.has_actions() {
                 st.progress()?;
@@ -260,10 +263,13 @@ impl Arrived {
     /// Wait for the release (spinning without the lock, as host_inline.rs
     /// does, or handing the wait to the executor) and read.
     fn finish(self) -> R<()> {
-        let Arrived { turn, read, spin, error } = self;
+        let Arrived { turn, read, spin, mut error } = self;
         let (area, op) = (turn.area.clone(), turn.op);
         let released = area.released(op) || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], None, policy) && area.released(op));
-        if released {
+        if let Some(sizes) = released.then(|| area.differing_sizes(op)).flatten() {
+            error = error.or(Some(sizes.mismatch()));
+            area.set_turn(op + 1);
+        } else if released {
             // SAFETY: released: the slots hold the operation's bytes until
             // every member started the operation two after it, which needs
             // us; `to` holds what is read into it (arrive).
@@ -294,6 +300,7 @@ impl Arrived {
                 gather: None,
                 part: 0,
                 pids: turn.pids,
+                size: 0, // stated at arrival already
             };
             // SAFETY (both): as above; the blocking call waits for the step.
             let bytes = |to: *mut u8, n: usize| unsafe { UserBuf::new(to, n as u64, gridmpi_engine::sched::byte_type()) };
@@ -310,6 +317,7 @@ impl Arrived {
                 Ok(r)
             })?;
             super::super::env::wait_engine(r)?;
+            error = error.or(state::with(|st| Ok(st.rt.engine.take_host_error(r)))?);
         }
         error.map_or(Ok(()), |msg| Err(schedule_error(msg)))
     }

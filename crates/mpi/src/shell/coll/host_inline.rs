@@ -67,9 +67,9 @@ pub fn finish(mut inline: Inline) -> R<()> {
         let (area, op) = (step.host.area.clone(), step.host.op);
         let released = area.released(op)
             || spin.is_some_and(|(arrivals, policy)| spin_for_arrivals(&arrivals, &[(area.clone(), op)], None, policy) && area.released(op));
-        if released {
+        let read = if released {
             // SAFETY: released; our buffers are valid (try_start).
-            unsafe { Engine::host_finish(&step) };
+            unsafe { Engine::host_finish(&step) }.err()
         } else {
             let r = state::with(|st| {
                 let r = st.rt.engine.host_adopt(step);
@@ -77,10 +77,11 @@ pub fn finish(mut inline: Inline) -> R<()> {
                 Ok(r)
             })?;
             super::super::env::wait_engine(r)?;
-        }
+            state::with(|st| Ok(st.rt.engine.take_host_error(r)))?
+        };
         // The others go on to the next steps whatever failed here (only
         // the last member of a reduction learns of its error): so do we.
-        failed = failed.or(error);
+        failed = failed.or(error).or(read);
         let mut rest = rest;
         match rest.next() {
             Some(next) => inline = state::with(|st| arrive(st, next, rest))?,
