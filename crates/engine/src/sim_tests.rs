@@ -438,7 +438,9 @@ fn random_frames_are_errors_not_crashes() {
     for _ in 0..20000 {
         let env = Envelope { ctx: 0, src: 0, tag: rng.below(3) as i32 };
         let (sreq, rreq, len) = (rng.below(8) as u32, rng.below(8) as u32, rng.below(100));
-        let (frame, plen) = match rng.below(8) {
+        let (frame, plen) = match rng.below(10) {
+            8 => (Frame::CancelSend { sreq }, 0),
+            9 => (Frame::CancelReply { sreq, cancelled: rng.below(2) == 0 }, 0),
             6 => (Frame::EagerHead { env, sync: (rng.below(2) == 0).then_some(sreq), len: len + 2 }, 1 + len as u32),
             7 => (Frame::EagerRest { offset: len }, 1 + rng.below(50) as u32),
             0 => (Frame::Cts { sreq, rreq, accepted: len }, 0),

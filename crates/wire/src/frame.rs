@@ -85,6 +85,15 @@ pub enum Frame {
     /// `max` is max-ed over the contributions; the payload is a bitmap of
     /// the communicator's ranks known to have failed (OR-ed).
     Agree { ctx: u32, seq: u32, step: AgreeStep, flag: u32, max: u64 },
+    /// MPI_Cancel of a send the receiver has not matched yet (our `sreq`:
+    /// a rendezvous whose Rts is out, or a synchronous eager message):
+    /// take it off your unexpected queue if it is still there. In order
+    /// with the messages, so it never passes the one it names.
+    CancelSend { sreq: u32 },
+    /// The answer to a [`Frame::CancelSend`]: whether the message was taken
+    /// back (then it is never received) or had been matched already (then
+    /// the send completes as usual).
+    CancelReply { sreq: u32, cancelled: bool },
 }
 
 /// Which message of an agreement a [`Frame::Agree`] is (in the tag field).
@@ -172,6 +181,8 @@ pub enum Kind {
     Agree = 12,
     EagerHead = 13,
     EagerRest = 14,
+    CancelSend = 15,
+    CancelReply = 16,
 }
 
 impl Kind {
@@ -191,6 +202,8 @@ impl Kind {
             12 => Kind::Agree,
             13 => Kind::EagerHead,
             14 => Kind::EagerRest,
+            15 => Kind::CancelSend,
+            16 => Kind::CancelReply,
             _ => return None,
         })
     }
@@ -203,9 +216,10 @@ impl Kind {
             // complete must not pass the operations it closes.
             // The pieces of an eager message are in order with the other
             // messages: it is matched once its last piece is in.
-            Kind::Eager | Kind::EagerHead | Kind::EagerRest | Kind::Rts | Kind::RmaOp | Kind::RmaSync => Urgency::Message,
+            // A send's cancellation must not pass the message it names.
+            Kind::Eager | Kind::EagerHead | Kind::EagerRest | Kind::Rts | Kind::RmaOp | Kind::RmaSync | Kind::CancelSend => Urgency::Message,
             // Fault-tolerance frames are about the whole communicator: any order is right.
-            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack | Kind::Revoke | Kind::Agree => Urgency::Control,
+            Kind::Cts | Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::Ack | Kind::Revoke | Kind::Agree | Kind::CancelReply => Urgency::Control,
         }
     }
 }
@@ -234,6 +248,8 @@ pub mod flags {
     pub const SINGLE_COPY: u8 = 2;
     /// RmaOp: data goes back to the sender (the rreq field names where).
     pub const REPLY: u8 = 4;
+    /// CancelReply: the message was taken back.
+    pub const CANCELLED: u8 = 8;
 }
 
 impl Frame {
@@ -253,6 +269,8 @@ impl Frame {
             Frame::Ack { .. } => Kind::Ack,
             Frame::Revoke { .. } => Kind::Revoke,
             Frame::Agree { .. } => Kind::Agree,
+            Frame::CancelSend { .. } => Kind::CancelSend,
+            Frame::CancelReply { .. } => Kind::CancelReply,
         }
     }
 
@@ -339,7 +357,13 @@ impl Header {
                 f.rreq = *rreq;
                 f.len = *offset;
             }
-            Frame::Fin { sreq } | Frame::SyncAck { sreq } => f.sreq = *sreq,
+            Frame::Fin { sreq } | Frame::SyncAck { sreq } | Frame::CancelSend { sreq } => f.sreq = *sreq,
+            Frame::CancelReply { sreq, cancelled } => {
+                f.sreq = *sreq;
+                if *cancelled {
+                    f.flags = flags::CANCELLED;
+                }
+            }
             Frame::Credit => {}
             Frame::RmaOp { win, offset, reply } => {
                 f.ctx = *win;
@@ -405,6 +429,7 @@ impl Header {
             Kind::Eager | Kind::EagerHead => flags::SYNC,
             Kind::Rts => flags::SINGLE_COPY,
             Kind::RmaOp => flags::REPLY,
+            Kind::CancelReply => flags::CANCELLED,
             _ => 0,
         };
         if f.flags & !allowed_flags != 0 {
@@ -474,7 +499,7 @@ impl Header {
                 }
                 Frame::Data { rreq: f.rreq, offset: f.len }
             }
-            Kind::Fin | Kind::SyncAck | Kind::Credit => {
+            Kind::Fin | Kind::SyncAck | Kind::Credit | Kind::CancelSend | Kind::CancelReply => {
                 no_envelope(&f)?;
                 unused("rreq", f.rreq as u64)?;
                 if payload_len != 0 || f.len != 0 {
@@ -483,6 +508,8 @@ impl Header {
                 match kind {
                     Kind::Fin => Frame::Fin { sreq: f.sreq },
                     Kind::SyncAck => Frame::SyncAck { sreq: f.sreq },
+                    Kind::CancelSend => Frame::CancelSend { sreq: f.sreq },
+                    Kind::CancelReply => Frame::CancelReply { sreq: f.sreq, cancelled: f.flags & flags::CANCELLED != 0 },
                     _ => {
                         unused("sreq", f.sreq as u64)?;
                         Frame::Credit
@@ -612,6 +639,9 @@ mod tests {
             Header::new(Frame::Data { rreq: 2, offset: 1 << 20 }, 4096),
             Header::new(Frame::Fin { sreq: 7 }, 0),
             Header::new(Frame::SyncAck { sreq: 8 }, 0),
+            Header::new(Frame::CancelSend { sreq: 9 }, 0),
+            Header { frame: Frame::CancelReply { sreq: 10, cancelled: true }, payload_len: 0, credit: 33 },
+            Header::new(Frame::CancelReply { sreq: 11, cancelled: false }, 0),
             Header { frame: Frame::Credit, payload_len: 0, credit: 1 << 20 },
             Header::new(Frame::RmaOp { win: 5, offset: 1 << 35, reply: Some(9) }, 40),
             Header::new(Frame::RmaOp { win: 0, offset: 0, reply: None }, 32),

@@ -47,7 +47,7 @@ fn described(data: &[u8]) -> Header {
         2 => MAX_PAYLOAD + 1 + (u32_at(32) % 3),
         _ => u32_at(32),
     };
-    let frame = match bytes[0] % 12 {
+    let frame = match bytes[0] % 14 {
         0 => Frame::Eager { env, sync: (bytes[2] & 1 != 0).then_some(a) },
         1 => Frame::Rts { env, len, sreq: a, single_copy: bytes[2] & 1 != 0 },
         2 => Frame::Cts { sreq: a, rreq: b, accepted: len },
@@ -62,6 +62,8 @@ fn described(data: &[u8]) -> Header {
         }
         9 => Frame::EagerHead { env, sync: (bytes[2] & 1 != 0).then_some(a), len },
         10 => Frame::EagerRest { offset: if bytes[2] & 1 != 0 { u64::MAX - (len % 4096) } else { len } },
+        11 => Frame::CancelSend { sreq: a },
+        12 => Frame::CancelReply { sreq: a, cancelled: bytes[2] & 1 != 0 },
         _ => Frame::Credit,
     };
     Header { frame, payload_len, credit: u32_at(36) }
@@ -79,6 +81,7 @@ fn valid(h: &Header) -> bool {
         Frame::Rts { env, single_copy, .. } => env.tag >= 0 && h.payload_len == if single_copy { 8 } else { 0 },
         Frame::Data { offset, .. } => h.payload_len > 0 && offset.checked_add(h.payload_len as u64).is_some(),
         Frame::Cts { .. } | Frame::Fin { .. } | Frame::SyncAck { .. } | Frame::Credit => h.payload_len == 0,
+        Frame::CancelSend { .. } | Frame::CancelReply { .. } => h.payload_len == 0,
         Frame::RmaOp { .. } => h.payload_len as usize >= crate::rma::OP_DESC_LEN,
         Frame::RmaSync { .. } => h.payload_len == 0,
         Frame::Ack { .. } => h.payload_len == 0 && h.credit == 0,
@@ -102,6 +105,8 @@ pub fn seeds() -> Vec<Vec<u8>> {
         Header::new(Frame::Data { rreq: 2, offset: 1 << 20 }, 4096),
         Header::new(Frame::Fin { sreq: 7 }, 0),
         Header::new(Frame::SyncAck { sreq: 8 }, 0),
+        Header::new(Frame::CancelSend { sreq: 8 }, 0),
+        Header::new(Frame::CancelReply { sreq: 8, cancelled: true }, 0),
         Header { frame: Frame::Credit, payload_len: 0, credit: 1 << 20 },
         Header::new(Frame::Ack { received: 1 << 35 }, 0),
         Header::new(Frame::Revoke { ctx: 6 }, 0),

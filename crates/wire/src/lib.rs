@@ -32,8 +32,9 @@ pub use transmit::{Payload, SentToken, Transmit};
 /// connection can resume a broken one (the handshake exchanges how much
 /// each side received; Ack frames). 5: processes are named by world and
 /// rank in the handshake (processes of joined jobs connect). 6: eager
-/// messages to paced peers travel in pieces (EagerHead, EagerRest).
-pub const WIRE_VERSION: u32 = 6;
+/// messages to paced peers travel in pieces (EagerHead, EagerRest). 7: a
+/// send can be cancelled (CancelSend, CancelReply).
+pub const WIRE_VERSION: u32 = 7;
 
 /// A process of the job (its rank in MPI_COMM_WORLD).
 pub type Pid = u32;

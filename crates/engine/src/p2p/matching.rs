@@ -137,11 +137,14 @@ impl Engine {
         Some(r)
     }
 
-    /// MPI_Cancel. Only receives still waiting for a match can be cancelled;
+    /// MPI_Cancel: a receive still waiting for a match is cancelled here; a
+    /// send the receiver has not matched is asked back (p2p/cancel.rs);
     /// anything else completes normally (the standard allows this).
     pub fn cancel(&mut self, r: ReqId) {
         if self.unpost(r) {
             self.finish_with(r, Status { source: -1, tag: -1, count: 0, cancelled: true, error: None });
+        } else {
+            self.cancel_send(r);
         }
     }
 

@@ -17,6 +17,7 @@
 //! One module per concern: [`matching`] (posted and unexpected queues,
 //! probes), [`send`], [`recv`], [`rendezvous`], [`credit`].
 
+pub(crate) mod cancel;
 pub(crate) mod credit;
 pub(crate) mod matching;
 pub(crate) mod recv;
@@ -102,6 +103,7 @@ pub(crate) struct SendOp {
     pub(crate) buf: UserBuf,
     pub(crate) sync: bool,
     pub(crate) stage: SendStage,
+    pub(crate) cancel: cancel::SendCancel,
 }
 
 pub(crate) enum RecvStage {
@@ -169,6 +171,11 @@ impl Engine {
             Frame::Data { rreq, offset } => self.data_arrived(from, rreq, offset, payload),
             Frame::Fin { sreq } => self.fin_arrived(from, sreq),
             Frame::SyncAck { sreq } => self.sync_ack_arrived(from, sreq),
+            Frame::CancelSend { sreq } => {
+                self.cancel_send_arrived(from, sreq);
+                Ok(())
+            }
+            Frame::CancelReply { sreq, cancelled } => self.cancel_reply_arrived(from, sreq, cancelled),
             Frame::RmaOp { .. } | Frame::RmaSync { .. } => self.rma_frame(from, h, payload),
             Frame::Ack { .. } => Err(ProtocolError { peer: from, reason: "a transport's acknowledgment reached the engine".into() }),
             Frame::Revoke { ctx } => {

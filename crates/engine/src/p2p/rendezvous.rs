@@ -185,7 +185,8 @@ impl Engine {
         }
         *acked = true;
         if *transmitted {
-            self.finish_with(ReqId(sreq), Status::default());
+            let status = op.final_status();
+            self.finish_with(ReqId(sreq), status);
         }
         Ok(())
     }

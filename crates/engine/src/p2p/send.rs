@@ -79,13 +79,14 @@ impl Engine {
                 buf: a.buf.clone(),
                 sync,
                 stage: SendStage::Eager { transmitted: false, acked: !sync },
+                cancel: Default::default(),
             }));
             self.transmit_eager(a.dest, env, sync.then_some(r.0), a.buf, r);
             r
         } else {
             let single = peer.params.single_copy && len >= peer.params.single_copy_min;
             let addr = if single { a.buf.contiguous().map(|p| p as u64) } else { None };
-            let r = self.new_req(ReqOp::Send(SendOp { peer: a.dest, buf: a.buf, sync, stage: SendStage::AwaitCts }));
+            let r = self.new_req(ReqOp::Send(SendOp { peer: a.dest, buf: a.buf, sync, stage: SendStage::AwaitCts, cancel: Default::default() }));
             let (payload, payload_len) = match addr {
                 Some(addr) => (Payload::Word(addr), 8),
                 None => (Payload::None, 0),
@@ -151,7 +152,7 @@ impl Engine {
             });
             return r;
         }
-        let r = self.new_req(ReqOp::Send(SendOp { peer: self.me, buf: a.buf, sync, stage: SendStage::SelfPending }));
+        let r = self.new_req(ReqOp::Send(SendOp { peer: self.me, buf: a.buf, sync, stage: SendStage::SelfPending, cancel: Default::default() }));
         self.queue_unexpected(a.ctx, Unexpected { pid: self.me, src: a.src, tag: a.tag, len, body: UnexBody::SelfSend { sreq: r.0 } });
         r
     }
@@ -174,7 +175,8 @@ impl Engine {
             _ => false,
         };
         if done {
-            self.finish_with(r, Status::default());
+            let status = op.final_status();
+            self.finish_with(r, status);
         }
     }
 }

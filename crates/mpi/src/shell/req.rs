@@ -113,6 +113,9 @@ impl State {
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 *active = None;
                 let mut s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
+                if !is_recv {
+                    set_cancelled(&mut s, st.cancelled);
+                }
                 if is_coll {
                     if let Some(msg) = self.rt.engine.take_schedule_error(r) {
                         let class = st.error.map_or(MPI_ERR_TRUNCATE, super::error_class);

@@ -349,6 +349,8 @@ mod tests {
             Kind::Data => Frame::Data { rreq: 0, offset: 0 },
             Kind::Fin => Frame::Fin { sreq: 0 },
             Kind::SyncAck => Frame::SyncAck { sreq: 0 },
+            Kind::CancelSend => Frame::CancelSend { sreq: 0 },
+            Kind::CancelReply => Frame::CancelReply { sreq: 0, cancelled: false },
             Kind::Credit => Frame::Credit,
             Kind::RmaOp => Frame::RmaOp { win: 0, offset: 0, reply: None },
             Kind::RmaSync => Frame::RmaSync { win: 0, sync: gridmpi_wire::RmaSync::Flush, arg: 0, req: 0 },
