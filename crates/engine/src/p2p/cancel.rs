@@ -25,7 +25,7 @@ use gridmpi_wire::{Frame, Header, Payload, Pid, HEADER_LEN};
 pub(crate) enum SendCancel {
     #[default]
     No,
-    /// CancelSend is out; the answer has not come.
+    /// CancelSend is out (and the answer, if it came, was no).
     Asked,
     /// The receiver took the message back: the send completes as cancelled
     /// (a synchronous eager one once the transport has let go of its data).
@@ -95,21 +95,18 @@ impl Engine {
 
     /// The answer to our CancelSend for send `sreq` to `from`.
     pub(crate) fn cancel_reply_arrived(&mut self, from: Pid, sreq: u32, cancelled: bool) -> Result<(), ProtocolError> {
-        let err = |reason: String| ProtocolError { peer: from, reason };
-        let asked = |op: &SendOp| op.peer == from && op.cancel == SendCancel::Asked;
-        let op = match self.reqs.get_mut(sreq) {
-            Some(Request { op: ReqOp::Send(op), done: false, .. }) if asked(op) => op,
-            // A no for a send that completed meanwhile (its Cts or SyncAck
-            // came first; its request id may even be another send's by
-            // now) needs nothing. A yes is only ever for a send that waits.
-            _ if !cancelled => return Ok(()),
-            _ => return Err(err(format!("an unasked-for cancellation of send request {sreq}"))),
-        };
         if !cancelled {
-            op.cancel = SendCancel::No;
+            // Matched: the send completes as usual (it may have already,
+            // and its request id may even be another send's by now). It
+            // stays Asked: asking again would get the same answer.
             return Ok(());
         }
-        op.cancel = SendCancel::Done;
+        let err = |reason: String| ProtocolError { peer: from, reason };
+        let op = match self.reqs.get_mut(sreq) {
+            Some(Request { op: ReqOp::Send(op), done: false, .. }) if op.peer == from && op.cancel == SendCancel::Asked => op,
+            // A yes is only ever for a send that waits for its receiver.
+            _ => return Err(err(format!("an unasked-for cancellation of send request {sreq}"))),
+        };
         let finish = match &mut op.stage {
             SendStage::AwaitCts => true,
             SendStage::Eager { transmitted, acked } if !*acked => {
@@ -120,6 +117,7 @@ impl Engine {
             }
             _ => return Err(err(format!("send request {sreq} was taken back after the receiver matched it"))),
         };
+        op.cancel = SendCancel::Done;
         if finish {
             self.finish_with(ReqId(sreq), Status { cancelled: true, ..Status::default() });
         }
