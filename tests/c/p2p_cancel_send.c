@@ -9,7 +9,8 @@
  *     on that tag gets the message sent after).
  *   - A send that rank 1 has already received: the cancellation fails
  *     (Test_cancelled false) and the data arrived whole.
- *   - A synchronous send to ourselves that we never receive.
+ *   - A synchronous send to ourselves that we never receive
+ *     (MPI_Request_get_status says cancelled too, as mpi4py checks).
  *   - A persistent synchronous send (its status says cancelled, as a
  *     nonpersistent one's does), started again afterwards.
  * A small standard MPI_Isend completes by itself, and the standard lets
@@ -96,6 +97,12 @@ int main(int argc, char **argv)
         int one = 1;
         CHECK_MPI(MPI_Issend(&one, 1, MPI_INT, rank, 30, comm, &r));
         CHECK_MPI(MPI_Cancel(&r));
+        /* MPI_Request_get_status says so too, before the wait. */
+        int done = 0;
+        while (!done)
+            CHECK_MPI(MPI_Request_get_status(r, &done, &st));
+        CHECK_MPI(MPI_Test_cancelled(&st, &flag));
+        CHECK(flag, "MPI_Request_get_status of a cancelled send to ourselves: not cancelled");
         CHECK_MPI(MPI_Wait(&r, &st));
         CHECK_MPI(MPI_Test_cancelled(&st, &flag));
         CHECK(flag, "a synchronous send to ourselves was not cancelled");

@@ -301,6 +301,17 @@ mod status_tests {
 }
 
 /// An MPI status from an engine status of a receive.
+/// The status of a completed request that received nothing (a send, a
+/// collective): empty but for its cancellation and error.
+pub fn sent_status(st: &Status) -> MPI_Status {
+    let mut s = empty_status();
+    set_cancelled(&mut s, st.cancelled);
+    if let Some(e) = st.error {
+        s.MPI_ERROR = error_class(e);
+    }
+    s
+}
+
 pub fn recv_status(st: &Status) -> MPI_Status {
     let mut s = empty_status();
     if st.cancelled {

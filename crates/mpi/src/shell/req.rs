@@ -88,14 +88,7 @@ impl State {
                 *h = MPI_REQUEST_NULL;
                 let mut s = match kind {
                     ReqKind::Recv => self.recv_status_coded(&st),
-                    _ => {
-                        let mut s = empty_status();
-                        set_cancelled(&mut s, st.cancelled);
-                        if let Some(e) = st.error {
-                            s.MPI_ERROR = super::error_class(e);
-                        }
-                        s
-                    }
+                    _ => super::sent_status(&st),
                 };
                 if kind == ReqKind::Coll {
                     if let Some(msg) = self.rt.engine.take_schedule_error(r) {
@@ -112,10 +105,7 @@ impl State {
                 let is_coll = matches!(spec, PersistentSpec::Coll { .. });
                 let Some(st) = self.rt.engine.take(r) else { return Ok(Poll::Pending) };
                 *active = None;
-                let mut s = if is_recv { self.recv_status_coded(&st) } else { empty_status() };
-                if !is_recv {
-                    set_cancelled(&mut s, st.cancelled);
-                }
+                let mut s = if is_recv { self.recv_status_coded(&st) } else { super::sent_status(&st) };
                 if is_coll {
                     if let Some(msg) = self.rt.engine.take_schedule_error(r) {
                         let class = st.error.map_or(MPI_ERR_TRUNCATE, super::error_class);
@@ -606,12 +596,12 @@ fn request_status(h: MPI_Request) -> R<(bool, MPI_Status)> {
             Some(ReqEntry::Persistent { active: Some(r), spec }) => {
                 let recv = matches!(spec, PersistentSpec::Recv { .. } | PersistentSpec::Partitioned { recv: true, .. });
                 Ok(Err(match st.rt.engine.peek_status(*r) {
-                    Some(s) => (true, if recv { recv_status(&s) } else { empty_status() }),
+                    Some(s) => (true, if recv { recv_status(&s) } else { super::sent_status(&s) }),
                     None => (false, empty_status()),
                 }))
             }
             Some(ReqEntry::Active { r, kind, .. }) => Ok(Err(match st.rt.engine.peek_status(*r) {
-                Some(s) => (true, if *kind == ReqKind::Recv { recv_status(&s) } else { empty_status() }),
+                Some(s) => (true, if *kind == ReqKind::Recv { recv_status(&s) } else { super::sent_status(&s) }),
                 None => (false, empty_status()),
             })),
             Some(ReqEntry::Greq { r, query, extra, .. }) => Ok(Ok((st.rt.engine.is_complete(*r), *query, *extra))),
