@@ -20,11 +20,11 @@
 //!
 //! With its contribution a member states the operation's size as it sees
 //! it ([`HostStep::size`]: every member of a correct program sees the
-//! same). The last member settles the statements beside the release; when
-//! they differ nothing is combined or read, and every member fails the
-//! call (an erroneous program, e.g. a bcast whose
-//! root sends 40 bytes to ranks that expect 4, learns so instead of a
-//! silent truncation or a reduction of stale bytes).
+//! same). The last member settles the statements; when they differ it
+//! combines nothing and marks the release ([`HostArea::release_differing`]),
+//! and every member fails the call without reading (an erroneous program,
+//! e.g. a bcast whose root sends 40 bytes to ranks that expect 4, learns so
+//! instead of a silent truncation or a reduction of stale bytes).
 //!
 //! A member starts `k + 1` only after it finished `k` locally, so when a
 //! parity's slots are written again (at `k + 2`) every member has read `k`.
@@ -208,7 +208,7 @@ pub const SIZE_SELF_MISMATCH: u64 = u64::MAX;
 
 /// The size to state for a member's block of `block` bytes that it also
 /// sends as `sent` bytes (when it sends).
-pub fn block_size(block: u64, sent: Option<u64>) -> u64 {
+fn block_size(block: u64, sent: Option<u64>) -> u64 {
     match sent {
         Some(s) if s != block => SIZE_SELF_MISMATCH,
         _ => block,
